@@ -1,0 +1,356 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, auto_pickle=False
+"""Compiled codec core: Reader, Writer, the Struct base class and cold paths."""
+
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_XDECREF
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int16_t, int32_t, uint32_t
+
+from kafkaproto import _generic
+from kafkaproto.exceptions import DecodeError, UnsupportedVersionError
+from kafkaproto.uuid import _uuid_from_bytes, Uuid
+
+cdef extern from "Python.h":
+    int _PyBytes_Resize(PyObject** bytes, Py_ssize_t newsize) except -1
+    PyObject* PyBytes_FromStringAndSize_raw "PyBytes_FromStringAndSize" (const char* v, Py_ssize_t n) except NULL
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+
+
+cdef class Reader:
+    """A bounds-checked cursor over any buffer; never copies the input."""
+
+    def __cinit__(self, data):
+        if type(data) is bytes:
+            self.buf = <const unsigned char*>PyBytes_AS_STRING(data)
+            self.end = len(<bytes>data)
+        else:
+            PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE)
+            self.has_view = True
+            self.buf = <const unsigned char*>self.view.buf
+            self.end = self.view.len
+        self.data = data
+        self.pos = 0
+
+    def __dealloc__(self):
+        if self.has_view:
+            PyBuffer_Release(&self.view)
+
+    cdef object slice(self, Py_ssize_t start, Py_ssize_t stop):
+        if self._mv is None:
+            self._mv = memoryview(self.data).cast("B")
+        return self._mv[start:stop]
+
+    @property
+    def position(self):
+        return self.pos
+
+    @property
+    def remaining(self):
+        return self.end - self.pos
+
+
+cdef class Writer:
+    """A growable output buffer: a bytes object resized in place, handed over by finish()."""
+
+    def __cinit__(self, Py_ssize_t capacity=256):
+        if capacity < 16:
+            capacity = 16
+        self.obj = PyBytes_FromStringAndSize_raw(NULL, capacity)
+        self.data = PyBytes_AS_STRING(<object>self.obj)
+        self.cap = capacity
+        self.pos = 0
+
+    def __dealloc__(self):
+        Py_XDECREF(self.obj)
+
+    cdef int grow(self, Py_ssize_t need) except -1:
+        if self.obj is NULL:
+            raise ValueError("Writer already finished")
+        cdef Py_ssize_t cap = self.cap * 2
+        if cap < self.pos + need:
+            cap = self.pos + need
+        _PyBytes_Resize(&self.obj, cap)
+        self.data = PyBytes_AS_STRING(<object>self.obj)
+        self.cap = cap
+        return 0
+
+    cpdef bytes finish(self):
+        if self.obj is NULL:
+            raise ValueError("Writer already finished")
+        if self.pos != self.cap:
+            _PyBytes_Resize(&self.obj, self.pos)
+        cdef bytes out = <bytes>self.obj   # takes a new reference
+        Py_XDECREF(self.obj)
+        self.obj = NULL
+        self.data = NULL
+        self.cap = self.pos = 0
+        return out
+
+    def raw(self, data):
+        """Append bytes as they are."""
+        cdef const unsigned char[:] view = data
+        if view.shape[0]:
+            write_raw(self, <const char*>&view[0], view.shape[0])
+
+    def patch_int32(self, Py_ssize_t pos, int32_t value):
+        """Overwrite four bytes already written (a size prefix, once the size is known)."""
+        if pos < 0 or pos + 4 > self.pos:
+            raise IndexError(f"no int32 written at {pos}")
+        cdef char* p = self.data + pos
+        cdef uint32_t u = <uint32_t>value
+        p[0] = <char>(u >> 24)
+        p[1] = <char>(u >> 16)
+        p[2] = <char>(u >> 8)
+        p[3] = <char>u
+
+    def __len__(self):
+        return self.pos
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        PyObject* (*tp_new)(PyTypeObject*, PyObject*, PyObject*) except NULL
+
+cdef tuple _NO_ARGS = ()
+
+
+cdef inline Struct new_struct(type cls):
+    """A fresh instance with every attribute None, without running __init__."""
+    return <Struct><object>(<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, <PyObject*>_NO_ARGS, NULL)
+
+
+cdef class Struct:
+    """Base of every generated class: generic methods driven by the class's _fields."""
+
+    _fields = ()
+    _qualname = "Struct"
+    valid_versions = range(0)
+
+    def __init__(self, **values):
+        _generic.init(self, values)
+
+    cdef int _read(self, Reader r, int v) except -1:
+        return 0
+
+    cdef int _write(self, Writer w, int v) except -1:
+        return 0
+
+    def encode(self, int version):
+        """The message's bytes at the given version."""
+        cdef Writer w = Writer()
+        if version not in type(self).valid_versions:
+            _generic.bad_version(type(self), version)
+        try:
+            self._write(w, version)
+        except (TypeError, ValueError, OverflowError) as e:
+            _generic.diagnose_encode(self, version, e)
+        return w.finish()
+
+    @classmethod
+    def decode(cls, data, int version):
+        """Decode one message at the given version from any buffer; all of it must be used."""
+        if version not in cls.valid_versions:
+            _generic.bad_version(cls, version)
+        cdef Reader r = Reader(data)
+        cdef Struct o = new_struct(cls)
+        try:
+            o._read(r, version)
+            if r.pos != r.end:
+                raise_decode(r, f"{r.end - r.pos} bytes left over after the message")
+        except DecodeError as e:
+            e.message = f"{cls._qualname} v{version}"
+            raise
+        return o
+
+    @classmethod
+    def read_from(cls, Reader r, int version):
+        """Decode from the reader's position, leaving it after the message."""
+        if version not in cls.valid_versions:
+            _generic.bad_version(cls, version)
+        cdef Struct o = new_struct(cls)
+        try:
+            o._read(r, version)
+        except DecodeError as e:
+            e.message = f"{cls._qualname} v{version}"
+            raise
+        return o
+
+    def write_to(self, Writer w, int version):
+        """Append the message's bytes at the given version to a Writer."""
+        if version not in type(self).valid_versions:
+            _generic.bad_version(type(self), version)
+        cdef Py_ssize_t start = w.pos
+        try:
+            self._write(w, version)
+        except (TypeError, ValueError, OverflowError) as e:
+            w.pos = start
+            _generic.diagnose_encode(self, version, e)
+
+    def __eq__(self, other):
+        return _generic.equal(self, other)
+
+    def __ne__(self, other):
+        eq = _generic.equal(self, other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None
+
+    def __repr__(self):
+        return _generic.represent(self)
+
+    def to_dict(self):
+        return _generic.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return _generic.from_dict(cls, d)
+
+    def __reduce__(self):
+        return (_generic.rebuild, (type(self), _generic.field_values(self)))
+
+
+# ---- cold paths ----------------------------------------------------------
+
+cdef int raise_short(Reader r, Py_ssize_t n, const char* what) except -1:
+    raise DecodeError(
+        f"{what.decode()} needs {n} bytes but only {r.end - r.pos} remain", r.pos)
+
+
+cdef int raise_decode(Reader r, str reason) except -1:
+    raise DecodeError(reason, r.pos)
+
+
+cdef Py_ssize_t bad_length(Reader r, Py_ssize_t n, bint compact, bint nullable, int kind) except -2:
+    what = ("string", "bytes", "records")[kind]
+    width = 1 if compact else 2 if kind == K_STRING else 4
+    if n < -1:
+        raise DecodeError(f"negative {what} length {n}", r.pos - width)
+    if not nullable:
+        raise DecodeError(f"null {what} in a non-nullable field", r.pos - width)
+    return -1
+
+
+cdef object make_uuid(const unsigned char* p):
+    return _uuid_from_bytes(PyBytes_FromStringAndSize(<const char*>p, 16))
+
+
+cdef object decode_utf8(Reader r, Py_ssize_t n):
+    cdef const char* p = <const char*>(r.buf + r.pos)
+    try:
+        s = PyUnicode_DecodeUTF8(p, n, NULL)
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"invalid UTF-8 in string: {e.reason}", r.pos + e.start) from None
+    r.pos += n
+    return s
+
+
+cdef uint32_t read_uvarint_slow(Reader r) except? 0xFFFFFFFF:
+    cdef uint32_t v = 0
+    cdef int shift = 0
+    cdef unsigned char b
+    cdef Py_ssize_t start = r.pos
+    while True:
+        if r.pos >= r.end:
+            raise DecodeError("varint runs past the end of the input", r.pos)
+        b = r.buf[r.pos]
+        r.pos += 1
+        if shift == 28 and b > 0x0F:
+            raise DecodeError("varint does not fit in 32 bits", start)
+        v |= (<uint32_t>(b & 0x7F)) << shift
+        if b < 0x80:
+            return v
+        shift += 7
+
+
+cdef Py_ssize_t read_array_len(Reader r, bint compact, Py_ssize_t min_item) except -2:
+    """An array length; -1 means null. Fails before a lying length can allocate."""
+    cdef Py_ssize_t start = r.pos
+    cdef Py_ssize_t n
+    if compact:
+        n = <Py_ssize_t>read_uvarint(r) - 1
+    else:
+        n = read_int32(r)
+    if n < -1:
+        raise DecodeError(f"negative array length {n}", start)
+    if n > 0 and n * min_item > r.end - r.pos:
+        raise DecodeError(
+            f"array of {n} items needs at least {n * min_item} bytes but only {r.end - r.pos} remain", start)
+    return n
+
+
+cdef dict read_unknown_tag(Reader r, dict unknown, uint32_t tag, Py_ssize_t size):
+    if unknown is None:
+        unknown = {}
+    unknown[tag] = (<const char*>r.buf)[r.pos:r.pos + size]
+    r.pos += size
+    return unknown
+
+
+cdef int write_tagged(Writer w, list known, object unknown) except -1:
+    """The tagged-field section when it is not empty: known and unknown tags in tag order."""
+    items = _generic.merge_tags(known, unknown)
+    write_uvarint(w, <uint32_t>len(items))
+    for tag, data in items:
+        write_uvarint(w, tag)
+        write_uvarint(w, <uint32_t>len(data))
+        write_raw(w, PyBytes_AS_STRING(data), len(<bytes>data))
+    return 0
+
+
+cdef int write_buffer(Writer w, object value, bint compact, str what) except -1:
+    cdef Py_buffer view
+    if type(value) is bytes:
+        if compact:
+            write_uvarint(w, <uint32_t>(len(<bytes>value) + 1))
+        else:
+            write_int32(w, <int32_t>len(<bytes>value))
+        write_raw(w, PyBytes_AS_STRING(value), len(<bytes>value))
+        return 0
+    try:
+        PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
+    except TypeError:
+        raise bad_value(value, what) from None
+    try:
+        if compact:
+            write_uvarint(w, <uint32_t>(view.len + 1))
+        else:
+            if view.len > 0x7FFFFFFF:
+                raise bad_value(value, what)
+            write_int32(w, <int32_t>view.len)
+        write_raw(w, <const char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return 0
+
+
+cdef int write_str(Writer w, object value, bint compact) except -1:
+    cdef Py_ssize_t n
+    cdef const char* p
+    if type(value) is not str:
+        raise bad_value(value, "string")
+    p = PyUnicode_AsUTF8AndSize(value, &n)
+    if compact:
+        write_uvarint(w, <uint32_t>(n + 1))
+    else:
+        if n > 0x7FFF:
+            raise bad_value(value, "string")
+        write_int16(w, <int16_t>n)
+    write_raw(w, p, n)
+    return 0
+
+
+cdef int write_uuid(Writer w, object value) except -1:
+    if type(value) is not Uuid:
+        raise bad_value(value, "uuid")
+    cdef bytes b = value.bytes
+    write_raw(w, PyBytes_AS_STRING(b), 16)
+    return 0
+
+
+cdef object bad_value(object value, str what):
+    """The exception for a value that cannot be written; the caller adds the field path."""
+    if value is None:
+        return TypeError(f"{what} field is not nullable here, got None")
+    return TypeError(f"cannot write {type(value).__name__} as {what}")

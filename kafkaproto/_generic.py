@@ -1,0 +1,281 @@
+"""Methods every generated class shares, driven by its ``_fields`` table.
+
+Both implementations (compiled and pure Python) use these, so construction,
+equality, dict conversion and encode-error diagnosis behave the same in both.
+None of this is on the encode/decode hot path.
+"""
+
+from collections import namedtuple
+
+from .exceptions import EncodeError, EncodeTypeError, UnsupportedVersionError
+from .uuid import Uuid
+
+# One row of a generated class's ``_fields``. Version ranges are inclusive
+# (lo, hi) pairs; an empty range has lo > hi. ``default`` is the value an absent
+# field takes: LIST and STRUCT stand for a fresh [] or a fresh default struct.
+FieldInfo = namedtuple(
+    "FieldInfo",
+    "attr name kind array struct v_lo v_hi n_lo n_hi tag t_lo t_hi f_lo f_hi ignorable default",
+)
+
+LIST = "<list>"
+STRUCT = "<struct>"
+_MISSING = object()
+
+INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+def default_of(f):
+    d = f.default
+    if d == LIST:
+        return []
+    if d == STRUCT:
+        return f.struct()
+    return d
+
+
+def is_default(f, value):
+    d = f.default
+    if d == LIST:
+        return value is not None and len(value) == 0 if isinstance(value, (list, tuple)) else False
+    if d == STRUCT:
+        return is_default_struct(value, f.struct)
+    if d is None:
+        return value is None
+    return value is not None and value == d
+
+
+def is_default_struct(value, cls):
+    return type(value) is cls and all(is_default(g, getattr(value, g.attr)) for g in cls._fields) \
+        and not value.unknown_tagged_fields
+
+
+def init(obj, values):
+    for f in type(obj)._fields:
+        v = values.pop(f.attr, _MISSING)
+        setattr(obj, f.attr, default_of(f) if v is _MISSING else v)
+    obj.unknown_tagged_fields = values.pop("unknown_tagged_fields", None)
+    if values:
+        known = ", ".join(f.attr for f in type(obj)._fields)
+        raise TypeError(f"{type(obj)._qualname} has no field {sorted(values)[0]!r} (fields: {known})")
+
+
+def field_values(obj):
+    out = {f.attr: getattr(obj, f.attr) for f in type(obj)._fields}
+    if obj.unknown_tagged_fields:
+        out["unknown_tagged_fields"] = obj.unknown_tagged_fields
+    return out
+
+
+def rebuild(cls, values):
+    values = dict(values)
+    for f in cls._fields:  # memoryviews do not pickle; records travel as bytes
+        v = values.get(f.attr)
+        if isinstance(v, memoryview):
+            values[f.attr] = bytes(v)
+    return cls(**values)
+
+
+def equal(a, b):
+    if type(a) is not type(b):
+        return NotImplemented
+    for f in type(a)._fields:
+        if getattr(a, f.attr) != getattr(b, f.attr):
+            return False
+    return (a.unknown_tagged_fields or None) == (b.unknown_tagged_fields or None)
+
+
+def _short(value):
+    if isinstance(value, memoryview):
+        return f"<{value.nbytes} bytes>"
+    return repr(value)
+
+
+def represent(obj):
+    parts = [f"{f.attr}={_short(getattr(obj, f.attr))}" for f in type(obj)._fields]
+    if obj.unknown_tagged_fields:
+        parts.append(f"unknown_tagged_fields={obj.unknown_tagged_fields!r}")
+    return f"{type(obj)._qualname}({', '.join(parts)})"
+
+
+def _plain(f, value):
+    if value is None:
+        return None
+    if f.struct is not None:
+        if f.array and isinstance(value, (list, tuple)):
+            return [to_dict(x) if x is not None else None for x in value]
+        return to_dict(value) if not f.array else value
+    if f.array:
+        return list(value) if isinstance(value, (list, tuple)) else value
+    if isinstance(value, memoryview):
+        return value.tobytes()
+    return value
+
+
+def to_dict(obj):
+    out = {f.attr: _plain(f, getattr(obj, f.attr)) for f in type(obj)._fields}
+    if obj.unknown_tagged_fields:
+        out["unknown_tagged_fields"] = dict(obj.unknown_tagged_fields)
+    return out
+
+
+def from_dict(cls, d, path=None):
+    path = path or cls._qualname
+    if isinstance(d, cls):
+        return d
+    if not isinstance(d, dict):
+        raise EncodeTypeError(f"{path}: expected a dict for {cls._qualname}, got {type(d).__name__}")
+    values = {}
+    by_attr = {f.attr: f for f in cls._fields}
+    for key, value in d.items():
+        if key == "unknown_tagged_fields":
+            values[key] = dict(value) if value else None
+            continue
+        f = by_attr.get(key)
+        if f is None:
+            raise EncodeTypeError(f"{path}: {cls._qualname} has no field {key!r}")
+        if f.struct is not None and value is not None:
+            if f.array:
+                if not isinstance(value, (list, tuple)):
+                    raise EncodeTypeError(f"{path}.{key}: expected a list, got {type(value).__name__}")
+                value = [from_dict(f.struct, x, f"{path}.{key}[{i}]") if x is not None else None
+                         for i, x in enumerate(value)]
+            else:
+                value = from_dict(f.struct, value, f"{path}.{key}")
+        elif f.kind == "uuid" and isinstance(value, str):
+            value = Uuid.from_string(value) if not f.array else value
+        elif f.kind == "uuid" and f.array and isinstance(value, (list, tuple)):
+            value = [Uuid.from_string(x) if isinstance(x, str) else x for x in value]
+        values[key] = value
+    return cls(**values)
+
+
+def merge_tags(known, unknown):
+    """Known (tag, bytes) pairs plus the unknown ones kept from decoding, in tag order."""
+    items = list(known) if known else []
+    if unknown:
+        if not isinstance(unknown, dict):
+            raise TypeError("unknown_tagged_fields must be a dict of tag -> bytes")
+        items.extend((tag, bytes(data)) for tag, data in unknown.items())
+        items.sort(key=lambda item: item[0])
+        for a, b in zip(items, items[1:]):
+            if a[0] == b[0]:
+                raise ValueError(f"tag {a[0]} appears twice")
+    return items
+
+
+# ---- encode diagnosis -------------------------------------------------------
+# The encoders fail fast with a bare exception; encode() then calls diagnose()
+# to find the first bad field and say where it is.
+
+def bad_version(cls, version):
+    vv = cls.valid_versions
+    supported = f"{vv.start}-{vv.stop - 1}" if len(vv) else "none"
+    raise UnsupportedVersionError(f"{cls._qualname} has no version {version!r} (supported: {supported})")
+
+
+def diagnose_encode(obj, version, error):
+    """Called when an encoder failed: raise the precise error, or the original one."""
+    diagnose(obj, version, type(obj)._qualname)
+    raise error
+
+
+def diagnose(obj, version, path):
+    """Raise the precise error for the first field of obj that cannot be written."""
+    cls = type(obj)
+    for f in cls._fields:
+        value = getattr(obj, f.attr)
+        here = f"{path}.{f.attr}"
+        present = f.v_lo <= version <= f.v_hi
+        if not present:
+            if not f.ignorable and not is_default(f, value):
+                raise UnsupportedVersionError(
+                    f"{here}: field {f.name} has a non-default value {_short(value)} "
+                    f"but version {version} of {cls._qualname.split('.')[0]} does not have it")
+            continue
+        nullable = f.n_lo <= version <= f.n_hi
+        flexible = f.f_lo <= version <= f.f_hi
+        _check_value(f, value, version, here, nullable, flexible)
+    tags = obj.unknown_tagged_fields
+    if tags:
+        if not isinstance(tags, dict):
+            raise EncodeTypeError(f"{path}.unknown_tagged_fields: expected a dict of tag -> bytes")
+        known = {f.tag for f in cls._fields if f.tag is not None and f.t_lo <= version <= f.t_hi}
+        for tag, data in tags.items():
+            if type(tag) is not int or not 0 <= tag <= 0x7FFFFFFF:
+                raise EncodeError(f"{path}.unknown_tagged_fields: tag {tag!r} is not a uint31")
+            if tag in known:
+                raise EncodeError(f"{path}.unknown_tagged_fields: tag {tag} is a known field at this version")
+            try:
+                memoryview(data)
+            except TypeError:
+                raise EncodeTypeError(f"{path}.unknown_tagged_fields[{tag}]: expected bytes") from None
+
+
+def _check_value(f, value, version, here, nullable, flexible):
+    if value is None:
+        if not nullable:
+            raise EncodeTypeError(f"{here}: field {f.name} is not nullable in version {version}, got None")
+        return
+    if f.array:
+        if type(value) is not list and type(value) is not tuple:
+            raise EncodeTypeError(f"{here}: expected a list, got {type(value).__name__}")
+        if not flexible and len(value) > 0x7FFFFFFF:
+            raise EncodeError(f"{here}: array of {len(value)} items is too long")
+        for i, item in enumerate(value):
+            _check_item(f, item, version, f"{here}[{i}]", flexible)
+        return
+    _check_item(f, value, version, here, flexible)
+
+
+def _check_item(f, value, version, here, flexible):
+    kind = f.kind
+    if f.struct is not None:
+        if type(value) is not f.struct:
+            raise EncodeTypeError(f"{here}: expected {f.struct._qualname}, got {type(value).__name__}")
+        diagnose(value, version, here)
+        return
+    if kind in INT_RANGES:
+        if not isinstance(value, int):
+            raise EncodeTypeError(f"{here}: expected an integer ({kind}), got {type(value).__name__}")
+        lo, hi = INT_RANGES[kind]
+        if not lo <= value <= hi:
+            raise EncodeError(f"{here}: {value} is out of range for {kind} [{lo}, {hi}]")
+    elif kind == "bool":
+        if type(value) is not bool:
+            raise EncodeTypeError(f"{here}: expected a bool, got {type(value).__name__}")
+    elif kind == "float64":
+        if not isinstance(value, (int, float)):
+            raise EncodeTypeError(f"{here}: expected a float, got {type(value).__name__}")
+        try:
+            float(value)
+        except OverflowError:
+            raise EncodeError(f"{here}: {value} does not fit a float64") from None
+    elif kind == "string":
+        if type(value) is not str:
+            raise EncodeTypeError(f"{here}: expected a str, got {type(value).__name__}")
+        try:
+            n = len(value.encode("utf-8"))
+        except UnicodeEncodeError as e:
+            raise EncodeError(f"{here}: string cannot be encoded as UTF-8: {e.reason}") from None
+        if not flexible and n > 0x7FFF:
+            raise EncodeError(f"{here}: string of {n} UTF-8 bytes is longer than 32767")
+    elif kind in ("bytes", "records"):
+        try:
+            n = memoryview(value).nbytes
+        except TypeError:
+            raise EncodeTypeError(f"{here}: expected bytes, got {type(value).__name__}") from None
+        if isinstance(value, str):
+            raise EncodeTypeError(f"{here}: expected bytes, got str")
+        if not flexible and n > 0x7FFFFFFF:
+            raise EncodeError(f"{here}: {n} bytes is too long")
+    elif kind == "uuid":
+        if type(value) is not Uuid:
+            raise EncodeTypeError(f"{here}: expected a Uuid, got {type(value).__name__}")

@@ -1,0 +1,55 @@
+"""Exceptions raised by kafkaproto's codecs."""
+
+
+class KafkaProtoError(Exception):
+    """Base class of every error kafkaproto raises on its own."""
+
+
+class DecodeError(KafkaProtoError, ValueError):
+    """Input bytes do not decode: says what, where in the message, and at which byte.
+
+    ``path`` is the field path (``topics[2].partitions[0].records``), ``offset``
+    the byte offset in the buffer given to ``decode``, ``reason`` the problem.
+    """
+
+    def __init__(self, reason, offset, path=None, message=None):
+        self.reason = reason
+        self.offset = offset
+        # Built innermost-first while the error climbs out of nested structs.
+        self._segments = list(path) if path else []
+        self.message = message
+        super().__init__(reason)
+
+    def add_segment(self, segment):
+        self._segments.append(segment)
+
+    @property
+    def path(self):
+        out = ""
+        for seg in reversed(self._segments):
+            out += seg if seg.startswith("[") or not out else "." + seg
+        return out
+
+    def __str__(self):
+        where = " ".join(p for p in (self.message, self.path) if p)
+        head = f"{where}: " if where else ""
+        return f"{head}{self.reason} (byte offset {self.offset})"
+
+    def __reduce__(self):
+        return (_rebuild_decode_error, (self.reason, self.offset, self._segments, self.message))
+
+
+def _rebuild_decode_error(reason, offset, segments, message):
+    return DecodeError(reason, offset, segments, message)
+
+
+class UnsupportedVersionError(KafkaProtoError, ValueError):
+    """A message cannot be written or read at the requested version."""
+
+
+class EncodeError(KafkaProtoError, ValueError):
+    """A value does not fit its field; the message names the field path."""
+
+
+class EncodeTypeError(KafkaProtoError, TypeError):
+    """A value has the wrong type for its field; the message names the field path."""

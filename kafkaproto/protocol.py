@@ -1,0 +1,179 @@
+"""Requests and responses on the wire: headers, size-prefixed frames, no I/O.
+
+A frame on a Kafka connection is an int32 size followed by that many bytes: a
+request or response header, then the body. ``encode_request`` returns a whole
+frame, size included, ready to send; ``decode_request`` and ``decode_response``
+take a frame's payload (without the size), as ``FrameBuffer`` hands them out.
+"""
+
+from struct import Struct as _S
+from typing import NamedTuple
+
+from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
+from .messages import _COMPILED, RequestHeader, ResponseHeader, api
+
+if _COMPILED:
+    from ._core import Reader, Writer
+else:
+    from ._pycore import Reader, Writer
+
+_HEAD = _S(">hh")
+_SIZE = _S(">i")
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+
+
+class Request(NamedTuple):
+    header: object  # RequestHeader
+    body: object
+
+
+class Response(NamedTuple):
+    header: object  # ResponseHeader
+    body: object
+    version: int  # the version the body was read at (see decode_response for ApiVersions)
+
+
+def request_header_version(api_key, api_version):
+    return api(api_key).request_header_version(api_version)
+
+
+def response_header_version(api_key, api_version):
+    return api(api_key).response_header_version(api_version)
+
+
+def encode_request(header, body, version):
+    """One size-prefixed request frame: the header at the version the API needs, then body.
+
+    The header's request_api_key and request_api_version must name body's API and version.
+    """
+    info = api(body.api_key)
+    if type(body) is not info.request:
+        raise TypeError(f"{type(body).__name__} is not a request")
+    if header.request_api_key != body.api_key or header.request_api_version != version:
+        raise ValueError(
+            f"header names API {header.request_api_key} v{header.request_api_version} "
+            f"but the body is {info.name} v{version}")
+    w = Writer()
+    w.raw(b"\0\0\0\0")  # the size, patched in at the end
+    header.write_to(w, info.request_header_version(version))
+    body.write_to(w, version)
+    w.patch_int32(0, len(w) - 4)
+    return w.finish()
+
+
+def encode_response(header, body, version):
+    """One size-prefixed response frame for a response body at the given version."""
+    info = api(body.api_key)
+    if type(body) is not info.response:
+        raise TypeError(f"{type(body).__name__} is not a response")
+    w = Writer()
+    w.raw(b"\0\0\0\0")
+    header.write_to(w, info.response_header_version(version))
+    body.write_to(w, version)
+    w.patch_int32(0, len(w) - 4)
+    return w.finish()
+
+
+def decode_request(frame):
+    """A request frame's payload -> Request(header, body); the API is read from the header."""
+    if len(memoryview(frame)) < 4:
+        raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
+    api_key, version = _HEAD.unpack_from(frame, 0)
+    try:
+        info = api(api_key)
+    except KeyError:
+        raise DecodeError(f"unknown api key {api_key}", 0) from None
+    if version not in info.valid_versions:
+        raise UnsupportedVersionError(f"{info.name} has no version {version} "
+                                      f"(supported: {info.valid_versions.start}-{info.valid_versions.stop - 1})")
+    r = Reader(frame)
+    header = RequestHeader.read_from(r, info.request_header_version(version))
+    body = info.request.read_from(r, version)
+    _check_end(r, info.request, version)
+    return Request(header, body)
+
+
+def decode_response(frame, api_key, api_version):
+    """A response frame's payload -> Response(header, body, version).
+
+    A broker that does not support the requested ApiVersions version answers with a
+    version 0 body (error UNSUPPORTED_VERSION and the versions it has); like Kafka's
+    clients, an ApiVersions response that does not read at api_version is read at 0.
+    """
+    info = api(api_key)
+    r = Reader(frame)
+    header = ResponseHeader.read_from(r, info.response_header_version(api_version))
+    start = r.position
+    if api_key == 18 and api_version != 0:
+        try:
+            if api_version not in info.valid_versions:
+                raise UnsupportedVersionError(api_version)
+            body = info.response.read_from(r, api_version)
+            _check_end(r, info.response, api_version)
+            return Response(header, body, api_version)
+        except (DecodeError, UnsupportedVersionError):
+            r = Reader(memoryview(frame)[start:])
+            api_version = 0
+    elif api_version not in info.valid_versions:
+        raise UnsupportedVersionError(f"{info.name} has no version {api_version}")
+    body = info.response.read_from(r, api_version)
+    _check_end(r, info.response, api_version)
+    return Response(header, body, api_version)
+
+
+def _check_end(r, cls, version):
+    if r.remaining:
+        raise DecodeError(f"{r.remaining} bytes left over after the message", r.position,
+                          message=f"{cls._qualname} v{version}")
+
+
+class FrameError(KafkaProtoError, ValueError):
+    """A size prefix that cannot be right: negative or over the frame limit."""
+
+
+class FrameBuffer:
+    """Splits a byte stream into frames. Feed it what arrives; take whole frames out.
+
+        buf = FrameBuffer()
+        for payload in buf.feed(chunk):
+            request = decode_request(payload)
+    """
+
+    def __init__(self, max_frame=DEFAULT_MAX_FRAME):
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._consumed = 0  # stream offset of _buf[0], for error messages
+
+    def feed(self, data):
+        """Add bytes; return the list of frame payloads now complete (as bytes)."""
+        self._buf += data
+        frames = []
+        buf = self._buf
+        pos = 0
+        while len(buf) - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 0 or size > self.max_frame:
+                raise FrameError(f"frame size {size} at stream offset {self._consumed + pos} "
+                                 f"is outside 0..{self.max_frame}")
+            if len(buf) - pos - 4 < size:
+                break
+            frames.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+            self._consumed += pos
+        return frames
+
+    @property
+    def pending(self):
+        """Bytes held that do not yet make a whole frame."""
+        return len(self._buf)
+
+
+def split_frames(data, max_frame=DEFAULT_MAX_FRAME):
+    """Every frame payload in a complete byte string; trailing partial data is an error."""
+    buf = FrameBuffer(max_frame)
+    frames = buf.feed(data)
+    if buf.pending:
+        raise FrameError(f"{buf.pending} bytes at the end do not make a whole frame")
+    return frames
