@@ -36,7 +36,7 @@ FIELD_KEYS = {
 # Attribute names the generated classes use themselves.
 RESERVED_ATTRS = {
     "encode", "decode", "to_dict", "from_dict", "api_key", "valid_versions", "flexible_versions",
-    "unknown_tagged_fields",
+    "unknown_tagged_fields", "read_from", "write_to",
 }
 
 
@@ -209,7 +209,7 @@ class _SpecBuilder:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name):
             self.fail(path, f"field name must be an identifier, got {name!r}")
         attr = snake_case(name)
-        if in_root and attr in RESERVED_ATTRS:
+        if attr in RESERVED_ATTRS and (in_root or attr != "api_key"):  # nested classes are Structs too
             self.fail(path, f"field name {name!r} clashes with the generated attribute {attr!r}")
         if "versions" not in raw:
             self.fail(path, "versions is missing")

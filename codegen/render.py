@@ -74,9 +74,9 @@ class FieldView:
         self.compact = in_main(flex)
         self.nullable_tagged = in_tag(f.nullable)
         self.ignorable = f.ignorable
-        if f.struct is not None or f.is_array:
-            self.min_item = 1 if f.struct is not None else (
-                FIXED_SIZE.get(f.elem) or (1 if flex.lo <= spec.valid.lo else 2 if f.elem == "string" else 4))
+        # Smallest encoding of one array item, so a lying array length fails before allocating.
+        self.min_fixed = 1 if f.struct is not None else FIXED_SIZE.get(f.elem)
+        self.min_long = 2 if f.elem == "string" else 4  # non-compact string/bytes length prefix
         d = f.default
         self.default_kind = (
             "list" if d == [] else "struct" if d == "struct" else "uuid" if d == "zero" else "value")
@@ -93,6 +93,17 @@ class FieldView:
 
     def __getattr__(self, name):
         return getattr(self.f, name)
+
+
+def min_item(fv, compact):
+    """Source for the smallest item size of an array field, given its compact condition."""
+    if fv.min_fixed:
+        return str(fv.min_fixed)
+    if compact == "True":
+        return "1"
+    if compact == "False":
+        return str(fv.min_long)
+    return f"(1 if {compact} else {fv.min_long})"
 
 
 class StructView:
@@ -131,6 +142,7 @@ def _environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.globals["min_item"] = min_item
     return env
 
 
@@ -169,11 +181,14 @@ def write_package(files, out_dir):
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, text in sorted(files.items()):
+        target = out / name
+        if target.exists() and target.read_text(encoding="utf-8") == text:
+            continue  # unchanged: keep the timestamp so builds stay incremental
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out)
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
-            os.replace(tmp, out / name)
+            os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

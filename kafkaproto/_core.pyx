@@ -6,7 +6,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int16_t, int32_t, uint32_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 
 from kafkaproto import _generic
 from kafkaproto.exceptions import DecodeError, UnsupportedVersionError
@@ -41,6 +41,58 @@ cdef class Reader:
         if self._mv is None:
             self._mv = memoryview(self.data).cast("B")
         return self._mv[start:stop]
+
+    # Python-level access to the primitives, named as in the pure-Python Reader.
+    def bool(self):
+        return read_bool(self)
+
+    def int8(self):
+        return read_int8(self)
+
+    def int16(self):
+        return read_int16(self)
+
+    def uint16(self):
+        return read_uint16(self)
+
+    def int32(self):
+        return read_int32(self)
+
+    def uint32(self):
+        return read_uint32(self)
+
+    def int64(self):
+        return read_int64(self)
+
+    def float64(self):
+        return read_float64(self)
+
+    def uvarint(self):
+        return read_uvarint(self)
+
+    def uvarlong(self):
+        return <uint64_t>read_uvarlong(self)
+
+    def varint(self):
+        return read_varint(self)
+
+    def varlong(self):
+        return read_varlong(self)
+
+    def uuid(self):
+        return read_uuid(self)
+
+    def string(self, bint compact, bint nullable):
+        return read_string(self, compact, nullable)
+
+    def bytes(self, bint compact, bint nullable):
+        return read_bytes(self, compact, nullable)
+
+    def records(self, bint compact, bint nullable):
+        return read_records(self, compact, nullable)
+
+    def array_len(self, bint compact, Py_ssize_t min_item):
+        return read_array_len(self, compact, min_item)
 
     @property
     def position(self):
@@ -87,6 +139,58 @@ cdef class Writer:
         self.data = NULL
         self.cap = self.pos = 0
         return out
+
+    # Python-level access to the primitives, named as in the pure-Python Writer.
+    def bool(self, value):
+        write_bool(self, value)
+
+    def int8(self, int8_t value):
+        write_int8(self, value)
+
+    def int16(self, int16_t value):
+        write_int16(self, value)
+
+    def uint16(self, uint16_t value):
+        write_uint16(self, value)
+
+    def int32(self, int32_t value):
+        write_int32(self, value)
+
+    def uint32(self, uint32_t value):
+        write_uint32(self, value)
+
+    def int64(self, int64_t value):
+        write_int64(self, value)
+
+    def float64(self, double value):
+        write_float64(self, value)
+
+    def uvarint(self, uint32_t value):
+        write_uvarint(self, value)
+
+    def uvarlong(self, uint64_t value):
+        write_uvarlong(self, value)
+
+    def varint(self, int32_t value):
+        write_varint(self, value)
+
+    def varlong(self, int64_t value):
+        write_varlong(self, value)
+
+    def uuid(self, value):
+        write_uuid(self, value)
+
+    def string(self, value, bint compact, bint nullable):
+        write_string(self, value, compact, nullable)
+
+    def bytes(self, value, bint compact, bint nullable):
+        write_bytes(self, value, compact, nullable)
+
+    def null(self, bint compact, bint short_len):
+        write_null(self, compact, short_len)
+
+    def array_len(self, Py_ssize_t n, bint compact):
+        write_array_len(self, n, compact)
 
     def raw(self, data):
         """Append bytes as they are."""

@@ -204,6 +204,9 @@ def diagnose(obj, version, path):
         flexible = f.f_lo <= version <= f.f_hi
         _check_value(f, value, version, here, nullable, flexible)
     tags = obj.unknown_tagged_fields
+    if tags and not cls._flexible[0] <= version <= cls._flexible[1]:
+        raise UnsupportedVersionError(
+            f"{path}.unknown_tagged_fields: version {version} is not flexible and cannot carry tagged fields")
     if tags:
         if not isinstance(tags, dict):
             raise EncodeTypeError(f"{path}.unknown_tagged_fields: expected a dict of tag -> bytes")

@@ -1,0 +1,24 @@
+"""The implementations under test: compiled (when built) and pure Python, side by side."""
+
+import pytest
+
+import kafkaproto
+from kafkaproto import _pycore
+from kafkaproto.messages import load_implementation
+
+IMPLS = ["python"] + (["compiled"] if kafkaproto.compiled() else [])
+
+
+def core(impl):
+    """(Reader, Writer) of one implementation."""
+    if impl == "compiled":
+        from kafkaproto import _core
+        return _core.Reader, _core.Writer
+    return _pycore.Reader, _pycore.Writer
+
+
+def classes(impl):
+    return load_implementation(impl)
+
+
+impl_param = pytest.mark.parametrize("impl", IMPLS)
