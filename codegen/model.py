@@ -33,6 +33,8 @@ FIELD_KEYS = {
     "name", "type", "versions", "nullableVersions", "flexibleVersions", "tag", "taggedVersions",
     "mapKey", "ignorable", "default", "entityType", "zeroCopy", "about", "fields",
 }
+# Names the compiled modules take from the runtime core; a spec class cannot reuse them.
+RESERVED_SPEC_NAMES = {"Reader", "Writer", "Struct", "PyObject", "PyTypeObject"}
 # Attribute names the generated classes use themselves.
 RESERVED_ATTRS = {
     "encode", "decode", "to_dict", "from_dict", "api_key", "valid_versions", "flexible_versions",
@@ -119,6 +121,8 @@ class _SpecBuilder:
         name = d.get("name")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name):
             self.fail("name", f"spec name must be a CamelCase identifier, got {name!r}")
+        if name in RESERVED_SPEC_NAMES:
+            self.fail("name", f"spec name {name!r} is reserved by the generated code")
         self.name = name
         for key in d:
             if key not in SPEC_KEYS:
@@ -145,8 +149,10 @@ class _SpecBuilder:
             latest = Versions(valid.hi, valid.hi)
             unstable = latest if unstable.empty else Versions(min(unstable.lo, latest.lo), valid.hi)
         removed = self.versions(d.get("removedVersions", "none"), f"{name}.removedVersions", "removedVersions")
-        deprecated = self.versions(d.get("deprecatedVersions", "none"), f"{name}.deprecatedVersions", "deprecatedVersions")
-        for key, r in (("unstableVersions", unstable), ("removedVersions", removed), ("deprecatedVersions", deprecated)):
+        deprecated = self.versions(d.get("deprecatedVersions", "none"), f"{name}.deprecatedVersions",
+                                   "deprecatedVersions")
+        marks = (("unstableVersions", unstable), ("removedVersions", removed), ("deprecatedVersions", deprecated))
+        for key, r in marks:
             if not r.issubset(valid):
                 self.fail(f"{name}.{key}", f"{key} {r} lies outside validVersions {valid}")
 
@@ -184,7 +190,8 @@ class _SpecBuilder:
         fields, seen_names, seen_attrs, seen_tags = [], {}, {}, {}
         st = Struct(type_name, class_name, qualname, fields, path)
         for i, raw in enumerate(raw_fields):
-            f = self.field(raw, f"{path}[{i}]" if not isinstance(raw, dict) or "name" not in raw else f"{path}.{raw['name']}",
+            named = isinstance(raw, dict) and "name" in raw
+            f = self.field(raw, f"{path}.{raw['name']}" if named else f"{path}[{i}]",
                            parent_versions, root, array_elem)
             if f.name in seen_names:
                 self.fail(f.path, "field name used twice in one struct")
@@ -263,7 +270,8 @@ class _SpecBuilder:
             if not tagged.open_ended:
                 self.fail(path, f"taggedVersions {tagged} must be open-ended (N+)")
             if not tagged.issubset(self.flexible):
-                self.fail(path, f"tagged field outside flexibleVersions: taggedVersions {tagged}, flexibleVersions {self.flexible}")
+                self.fail(path, f"tagged field outside flexibleVersions: taggedVersions {tagged}, "
+                                f"flexibleVersions {self.flexible}")
             if not tagged.issubset(versions):
                 self.fail(path, f"taggedVersions {tagged} lie outside the field's versions {versions}")
             tagged = tagged.intersect(present)
@@ -295,6 +303,8 @@ class _SpecBuilder:
             st, old_fp = self.by_name[elem]
             if fp is not None and fp != old_fp:
                 self.fail(path, f"struct type {elem} defined twice differently (first at {st.path})")
+            if not array_elem and any(f.map_key for f in st.fields):
+                self.fail(path, f"mapKey outside an array of structs: {elem} has a mapKey field")
             return st
         if "fields" in raw:
             if elem in self.common:
@@ -423,7 +433,8 @@ def load_model(directories):
             k = (spec.api_key, spec.type)
             if k in keys:
                 raise SpecError(path, f"{spec.name}.apiKey",
-                                f"apiKey {spec.api_key} with type {spec.type} is already used by {keys[k].name} ({keys[k].file})")
+                                f"apiKey {spec.api_key} with type {spec.type} is already used by "
+                                f"{keys[k].name} ({keys[k].file})")
             keys[k] = spec
         specs[spec.name] = spec
     _check_pairs(specs)

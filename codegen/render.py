@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 
-from .versions import MAX_VERSION, Versions
+from .versions import Versions
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MODULE_COUNT = 8
@@ -82,11 +82,11 @@ class FieldView:
             "list" if d == [] else "struct" if d == "struct" else "uuid" if d == "zero" else "value")
         self.default = py_literal(d) if self.default_kind == "value" else None
         # The FieldInfo row for _generic: the default as a source expression.
-        default_src = {"list": "LIST", "struct": "STRUCT", "uuid": "Uuid.ZERO"}.get(self.default_kind, self.default)
+        default_src = {"list": "_LIST", "struct": "_STRUCT", "uuid": "_ZERO"}.get(self.default_kind, self.default)
         t = f.tagged if f.tag is not None else Versions.NONE
         p, n, t, fl = (_pair(r) for r in (f.present, f.nullable, t, flex.intersect(f.present)))
         self.info = (
-            f"FieldInfo({f.attr!r}, {f.name!r}, {self.kind!r}, {f.is_array}, {self.struct_class or 'None'}, "
+            f"_FieldInfo({f.attr!r}, {f.name!r}, {self.kind!r}, {f.is_array}, {self.struct_class or 'None'}, "
             f"{p[0]}, {p[1]}, {n[0]}, {n[1]}, {f.tag!r}, {t[0]}, {t[1]}, {fl[0]}, {fl[1]}, "
             f"{f.ignorable}, {default_src})"
         )

@@ -26,7 +26,8 @@ def summary():
           f"{len(metadata.__all__) - 1} KRaft metadata records")
     # A self-check anyone can read: one request through the whole frame path.
     header = messages.RequestHeader(request_api_key=18, request_api_version=3, correlation_id=1, client_id="cli")
-    body = messages.ApiVersionsRequest(client_software_name="kafkaproto", client_software_version=kafkaproto.__version__)
+    body = messages.ApiVersionsRequest(client_software_name="kafkaproto",
+                                       client_software_version=kafkaproto.__version__)
     frame = kafkaproto.encode_request(header, body, 3)
     back = kafkaproto.decode_request(kafkaproto.split_frames(frame)[0])
     status = "ok" if back.body == body and back.header == header else "MISMATCH"

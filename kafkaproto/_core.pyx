@@ -458,3 +458,161 @@ cdef object bad_value(object value, str what):
     if value is None:
         return TypeError(f"{what} field is not nullable here, got None")
     return TypeError(f"cannot write {type(value).__name__} as {what}")
+
+
+# ---- request/response frames -----------------------------------------------
+# The compiled twin of the frame functions in protocol.py; protocol.install()
+# hands over the API table once the generated classes are loaded.
+
+cdef dict _APIS = {}            # api key -> (request cls, response cls, valid range, flexible range, name)
+cdef type _REQUEST_HEADER = None
+cdef type _RESPONSE_HEADER = None
+cdef object _REQUEST = None     # the Request and Response named tuples
+cdef object _RESPONSE = None
+
+
+def install(apis, request_header, response_header, request_tuple, response_tuple):
+    global _REQUEST_HEADER, _RESPONSE_HEADER, _REQUEST, _RESPONSE
+    _APIS.clear()
+    _APIS.update(apis)
+    _REQUEST_HEADER, _RESPONSE_HEADER = request_header, response_header
+    _REQUEST, _RESPONSE = request_tuple, response_tuple
+
+
+cdef inline int request_header_version(int api_key, int version, object flexible):
+    if api_key == 7 and version == 0:  # ControlledShutdown v0 predates the client id
+        return 0
+    return 2 if version in flexible else 1
+
+
+cdef inline int response_header_version(int api_key, int version, object flexible):
+    if api_key == 18:  # ApiVersions answers with header v0 so any client can read it
+        return 0
+    return 1 if version in flexible else 0
+
+
+cdef tuple _api_entry(int api_key):
+    entry = _APIS.get(api_key)
+    if entry is None:
+        raise KeyError(f"no Kafka API {api_key!r}")
+    return <tuple>entry
+
+
+cdef int _read_message(Struct o, Reader r, int version) except -1:
+    try:
+        o._read(r, version)
+    except DecodeError as e:
+        e.message = f"{type(o)._qualname} v{version}"
+        raise
+    return 0
+
+
+cdef int _write_message(Struct o, Writer w, int version) except -1:
+    cdef Py_ssize_t start = w.pos
+    try:
+        o._write(w, version)
+    except (TypeError, ValueError, OverflowError) as e:
+        w.pos = start
+        _generic.diagnose_encode(o, version, e)
+    return 0
+
+
+def decode_request(frame):
+    cdef Reader r = Reader(frame)
+    cdef Struct header, body
+    if r.end < 4:
+        raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
+    cdef int api_key = read_int16(r)
+    cdef int version = read_int16(r)
+    r.pos = 0
+    entry = _APIS.get(api_key)
+    if entry is None:
+        raise DecodeError(f"unknown api key {api_key}", 0)
+    cls, _, valid, flexible, name = <tuple>entry
+    if version not in valid:
+        _generic.bad_version(cls, version)
+    header = new_struct(_REQUEST_HEADER)
+    _read_message(header, r, request_header_version(api_key, version, flexible))
+    body = new_struct(cls)
+    _read_message(body, r, version)
+    if r.pos != r.end:
+        raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
+                          message=f"{cls._qualname} v{version}")
+    return tuple.__new__(_REQUEST, (header, body))
+
+
+def decode_response(frame, int api_key, int api_version):
+    cdef tuple entry = _api_entry(api_key)
+    cls, valid, flexible = entry[1], entry[2], entry[3]
+    cdef Reader r = Reader(frame)
+    cdef Struct header = new_struct(_RESPONSE_HEADER)
+    _read_message(header, r, response_header_version(api_key, api_version, flexible))
+    cdef Py_ssize_t start = r.pos
+    cdef Struct body
+    if api_key == 18 and api_version != 0:
+        # A broker that lacks the requested ApiVersions version answers at v0.
+        try:
+            if api_version not in valid:
+                raise UnsupportedVersionError(api_version)
+            body = new_struct(cls)
+            _read_message(body, r, api_version)
+            if r.pos != r.end:
+                raise DecodeError("left over", r.pos)
+            return tuple.__new__(_RESPONSE, (header, body, api_version))
+        except (DecodeError, UnsupportedVersionError):
+            r.pos = start
+            api_version = 0
+    elif api_version not in valid:
+        _generic.bad_version(cls, api_version)
+    body = new_struct(cls)
+    _read_message(body, r, api_version)
+    if r.pos != r.end:
+        raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
+                          message=f"{cls._qualname} v{api_version}")
+    return tuple.__new__(_RESPONSE, (header, body, api_version))
+
+
+def encode_request(Struct header, Struct body, int version):
+    entry = _APIS.get(getattr(body, "api_key", None))
+    if entry is None or type(body) is not (<tuple>entry)[0]:
+        raise TypeError(f"{type(body).__name__} is not a request")
+    cls, _, valid, flexible, name = <tuple>entry
+    if type(header) is not _REQUEST_HEADER:
+        raise TypeError(f"expected a RequestHeader, got {type(header).__name__}")
+    if version not in valid:
+        _generic.bad_version(cls, version)
+    if header.request_api_key != body.api_key or header.request_api_version != version:
+        raise ValueError(
+            f"header names API {header.request_api_key} v{header.request_api_version} "
+            f"but the body is {name} v{version}")
+    cdef Writer w = Writer()
+    reserve(w, 4)
+    _write_message(header, w, request_header_version(body.api_key, version, flexible))
+    _write_message(body, w, version)
+    cdef uint32_t size = <uint32_t>(w.pos - 4)
+    w.data[0] = <char>(size >> 24)
+    w.data[1] = <char>(size >> 16)
+    w.data[2] = <char>(size >> 8)
+    w.data[3] = <char>size
+    return w.finish()
+
+
+def encode_response(Struct header, Struct body, int version):
+    entry = _APIS.get(getattr(body, "api_key", None))
+    if entry is None or type(body) is not (<tuple>entry)[1]:
+        raise TypeError(f"{type(body).__name__} is not a response")
+    _, cls, valid, flexible, name = <tuple>entry
+    if type(header) is not _RESPONSE_HEADER:
+        raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
+    if version not in valid:
+        _generic.bad_version(cls, version)
+    cdef Writer w = Writer()
+    reserve(w, 4)
+    _write_message(header, w, response_header_version(body.api_key, version, flexible))
+    _write_message(body, w, version)
+    cdef uint32_t size = <uint32_t>(w.pos - 4)
+    w.data[0] = <char>(size >> 24)
+    w.data[1] = <char>(size >> 16)
+    w.data[2] = <char>(size >> 8)
+    w.data[3] = <char>size
+    return w.finish()

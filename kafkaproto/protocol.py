@@ -10,6 +10,7 @@ from struct import Struct as _S
 from typing import NamedTuple
 
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
+from ._generic import bad_version as _bad_version
 from .messages import _COMPILED, RequestHeader, ResponseHeader, api
 
 if _COMPILED:
@@ -41,40 +42,54 @@ def response_header_version(api_key, api_version):
     return api(api_key).response_header_version(api_version)
 
 
-def encode_request(header, body, version):
+def _api_of(body, side):
+    info = None
+    try:
+        info = api(body.api_key)
+    except (AttributeError, KeyError, TypeError):
+        pass
+    if info is None or type(body) is not getattr(info, side):
+        raise TypeError(f"{type(body).__name__} is not a {side}")
+    return info
+
+
+def _frame(header, header_version, body, version):
+    w = Writer()
+    w.raw(b"\0\0\0\0")  # the size, patched in at the end
+    header.write_to(w, header_version)
+    body.write_to(w, version)
+    w.patch_int32(0, len(w) - 4)
+    return w.finish()
+
+
+def _py_encode_request(header, body, version):
     """One size-prefixed request frame: the header at the version the API needs, then body.
 
     The header's request_api_key and request_api_version must name body's API and version.
     """
-    info = api(body.api_key)
-    if type(body) is not info.request:
-        raise TypeError(f"{type(body).__name__} is not a request")
+    info = _api_of(body, "request")
+    if type(header) is not RequestHeader:
+        raise TypeError(f"expected a RequestHeader, got {type(header).__name__}")
+    if version not in info.valid_versions:
+        _bad_version(info.request, version)
     if header.request_api_key != body.api_key or header.request_api_version != version:
         raise ValueError(
             f"header names API {header.request_api_key} v{header.request_api_version} "
             f"but the body is {info.name} v{version}")
-    w = Writer()
-    w.raw(b"\0\0\0\0")  # the size, patched in at the end
-    header.write_to(w, info.request_header_version(version))
-    body.write_to(w, version)
-    w.patch_int32(0, len(w) - 4)
-    return w.finish()
+    return _frame(header, info.request_header_version(version), body, version)
 
 
-def encode_response(header, body, version):
+def _py_encode_response(header, body, version):
     """One size-prefixed response frame for a response body at the given version."""
-    info = api(body.api_key)
-    if type(body) is not info.response:
-        raise TypeError(f"{type(body).__name__} is not a response")
-    w = Writer()
-    w.raw(b"\0\0\0\0")
-    header.write_to(w, info.response_header_version(version))
-    body.write_to(w, version)
-    w.patch_int32(0, len(w) - 4)
-    return w.finish()
+    info = _api_of(body, "response")
+    if type(header) is not ResponseHeader:
+        raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
+    if version not in info.valid_versions:
+        _bad_version(info.response, version)
+    return _frame(header, info.response_header_version(version), body, version)
 
 
-def decode_request(frame):
+def _py_decode_request(frame):
     """A request frame's payload -> Request(header, body); the API is read from the header."""
     if len(memoryview(frame)) < 4:
         raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
@@ -84,8 +99,7 @@ def decode_request(frame):
     except KeyError:
         raise DecodeError(f"unknown api key {api_key}", 0) from None
     if version not in info.valid_versions:
-        raise UnsupportedVersionError(f"{info.name} has no version {version} "
-                                      f"(supported: {info.valid_versions.start}-{info.valid_versions.stop - 1})")
+        _bad_version(info.request, version)
     r = Reader(frame)
     header = RequestHeader.read_from(r, info.request_header_version(version))
     body = info.request.read_from(r, version)
@@ -93,7 +107,7 @@ def decode_request(frame):
     return Request(header, body)
 
 
-def decode_response(frame, api_key, api_version):
+def _py_decode_response(frame, api_key, api_version):
     """A response frame's payload -> Response(header, body, version).
 
     A broker that does not support the requested ApiVersions version answers with a
@@ -112,13 +126,27 @@ def decode_response(frame, api_key, api_version):
             _check_end(r, info.response, api_version)
             return Response(header, body, api_version)
         except (DecodeError, UnsupportedVersionError):
-            r = Reader(memoryview(frame)[start:])
+            r.pos = start
             api_version = 0
     elif api_version not in info.valid_versions:
-        raise UnsupportedVersionError(f"{info.name} has no version {api_version}")
+        _bad_version(info.response, api_version)
     body = info.response.read_from(r, api_version)
     _check_end(r, info.response, api_version)
     return Response(header, body, api_version)
+
+
+def _install():
+    """Pick the frame functions of the implementation in use; the compiled ones need the API table."""
+    if not _COMPILED:
+        return _py_encode_request, _py_encode_response, _py_decode_request, _py_decode_response
+    from . import _core
+    from .messages import apis
+    _core.install({a.api_key: (a.request, a.response, a.valid_versions, a.flexible_versions, a.name)
+                   for a in apis()}, RequestHeader, ResponseHeader, Request, Response)
+    return _core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response
+
+
+encode_request, encode_response, decode_request, decode_response = _install()
 
 
 def _check_end(r, cls, version):

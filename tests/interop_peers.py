@@ -64,6 +64,7 @@ import io
 import pkgutil
 import re
 import uuid as _uuid
+import warnings
 from typing import NamedTuple
 
 from kafkaproto import _generated
@@ -194,7 +195,7 @@ def peer_canon(peer, plan, obj):
 
 
 def _peer_value(peer, fp, v):
-    if v is None:
+    if v is None and not fp.array:
         if fp.conv == "uuid":
             return ZERO16
         if fp.conv == "datetime_or_null":
@@ -599,4 +600,7 @@ class KafkaPythonPeer(Peer):
 
 
 def all_peers():
-    return [KioPeer(), KafkaPythonPeer()]
+    with warnings.catch_warnings():
+        # kafka-python reads its bundled specs with importlib.resources.read_text (deprecated).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [KioPeer(), KafkaPythonPeer()]

@@ -246,7 +246,7 @@ class Merger:
         out["flexibleVersions"] = self.merge_range(
             [(i, s) for i, s in specs if "flexibleVersions" in s] or [(newest_i, {})],
             "flexibleVersions", self.name)
-        for i, s in reversed(specs):
+        for _, s in reversed(specs):
             if "deprecatedVersions" in s:
                 out["deprecatedVersions"] = canon(s["deprecatedVersions"])
                 break
@@ -298,7 +298,7 @@ def main(argv=None):
                 try:
                     spec = load_spec(path)
                 except SpecError as e:
-                    raise SystemExit(f"error: {e}")
+                    raise SystemExit(f"error: {e}") from None
                 grouped.setdefault(spec_key(sub, spec), []).append((i, spec))
 
     report = []
@@ -327,7 +327,7 @@ def main(argv=None):
             if kind in ("request", "response"):
                 per_api.setdefault(merged["apiKey"], {})[kind] = n
     except MergeError as e:
-        raise SystemExit(f"error: {e}")
+        raise SystemExit(f"error: {e}") from None
 
     # Remove files from earlier runs that this run did not produce.
     for sub in SUBDIRS:
