@@ -1,12 +1,13 @@
-"""python -m kafkaproto: what this build supports, and decoding of hex frames.
+"""kafkaproto (or python -m kafkaproto): what this build supports, and decoding of hex frames.
 
-    python -m kafkaproto                     summary and a self-check
-    python -m kafkaproto apis                every API with its versions
-    python -m kafkaproto request HEX         decode a request frame payload
-    python -m kafkaproto response KEY VERSION HEX
+    kafkaproto                           summary and a self-check
+    kafkaproto apis                      every API with its versions
+    kafkaproto request HEX               decode a request frame payload
+    kafkaproto response KEY VERSION HEX  decode a response frame payload
 """
 
 import argparse
+import os
 import sys
 
 import kafkaproto
@@ -21,7 +22,10 @@ def summary():
     apis = messages.apis()
     versions = sum(len(a.valid_versions) for a in apis)
     impl = "compiled (Cython)" if kafkaproto.compiled() else "pure Python"
-    print(f"kafkaproto {kafkaproto.__version__}, {impl} codecs")
+    print(f"kafkaproto {kafkaproto.__version__}, {impl} codecs ({kafkaproto.__file__})")
+    if not kafkaproto.compiled() and os.environ.get("KAFKAPROTO_PURE") != "1":
+        print("  the compiled codecs are not importable here: a source checkout shadows the installed "
+              "package, or it was built with KAFKAPROTO_PURE_BUILD=1")
     print(f"{len(apis)} APIs, {versions} request versions, {2 * versions} request/response versions, "
           f"{len(metadata.__all__) - 1} KRaft metadata records")
     # A self-check anyone can read: one request through the whole frame path.
@@ -44,7 +48,7 @@ def list_apis():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kafkaproto", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("apis", help="list every API and its versions")
     req = sub.add_parser("request", help="decode a request frame payload given in hex")

@@ -464,38 +464,128 @@ cdef object bad_value(object value, str what):
 # The compiled twin of the frame functions in protocol.py; protocol.install()
 # hands over the API table once the generated classes are loaded.
 
-cdef dict _APIS = {}            # api key -> (request cls, response cls, valid range, flexible range, name)
+cdef dict _APIS = {}   # api key -> ApiEntry
 cdef type _REQUEST_HEADER = None
 cdef type _RESPONSE_HEADER = None
-cdef object _REQUEST = None     # the Request and Response named tuples
-cdef object _RESPONSE = None
 
 
-def install(apis, request_header, response_header, request_tuple, response_tuple):
-    global _REQUEST_HEADER, _RESPONSE_HEADER, _REQUEST, _RESPONSE
+cdef class ApiEntry:
+    """What the frame functions need of one API, as C values."""
+    cdef type request
+    cdef type response
+    cdef int lo, hi, flex_lo, flex_hi
+    cdef str name
+
+
+def install(apis, request_header, response_header):
+    """apis: {api key: (request class, response class, valid range, flexible range, name)}."""
+    global _REQUEST_HEADER, _RESPONSE_HEADER
+    cdef ApiEntry e
     _APIS.clear()
-    _APIS.update(apis)
+    for key, (req, resp, valid, flexible, name) in apis.items():
+        e = ApiEntry.__new__(ApiEntry)
+        e.request, e.response, e.name = req, resp, name
+        e.lo, e.hi = (valid.start, valid.stop - 1) if len(valid) else (1, 0)
+        e.flex_lo, e.flex_hi = (flexible.start, flexible.stop - 1) if len(flexible) else (1, 0)
+        _APIS[key] = e
     _REQUEST_HEADER, _RESPONSE_HEADER = request_header, response_header
-    _REQUEST, _RESPONSE = request_tuple, response_tuple
 
 
-cdef inline int request_header_version(int api_key, int version, object flexible):
+cdef class Request:
+    """A decoded request: ``header`` and ``body``; unpacks as ``header, body = request``."""
+
+    cdef readonly object header
+    cdef readonly object body
+
+    def __init__(self, header, body):
+        self.header = header
+        self.body = body
+
+    def __iter__(self):
+        return iter((self.header, self.body))
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return (self.header, self.body)[i]
+
+    def __eq__(self, other):
+        if type(other) is not Request:
+            return NotImplemented
+        return self.header == other.header and self.body == other.body
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Request(header={self.header!r}, body={self.body!r})"
+
+
+cdef class Response:
+    """A decoded response: ``header``, ``body`` and the ``version`` the body was read at;
+    unpacks as ``header, body = response``."""
+
+    cdef readonly object header
+    cdef readonly object body
+    cdef readonly int version
+
+    def __init__(self, header, body, int version):
+        self.header = header
+        self.body = body
+        self.version = version
+
+    def __iter__(self):
+        return iter((self.header, self.body))
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return (self.header, self.body)[i]
+
+    def __eq__(self, other):
+        if type(other) is not Response:
+            return NotImplemented
+        return (self.header, self.body, self.version) == (other.header, other.body, other.version)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Response(header={self.header!r}, body={self.body!r}, version={self.version})"
+
+
+cdef Request make_request(header, body):
+    cdef Request o = Request.__new__(Request)
+    o.header = header
+    o.body = body
+    return o
+
+
+cdef Response make_response(header, body, int version):
+    cdef Response o = Response.__new__(Response)
+    o.header = header
+    o.body = body
+    o.version = version
+    return o
+
+
+cdef inline int request_header_version(ApiEntry e, int api_key, int version):
     if api_key == 7 and version == 0:  # ControlledShutdown v0 predates the client id
         return 0
-    return 2 if version in flexible else 1
+    return 2 if e.flex_lo <= version <= e.flex_hi else 1
 
 
-cdef inline int response_header_version(int api_key, int version, object flexible):
+cdef inline int response_header_version(ApiEntry e, int api_key, int version):
     if api_key == 18:  # ApiVersions answers with header v0 so any client can read it
         return 0
-    return 1 if version in flexible else 0
+    return 1 if e.flex_lo <= version <= e.flex_hi else 0
 
 
-cdef tuple _api_entry(int api_key):
+cdef ApiEntry _api_entry(object api_key):
     entry = _APIS.get(api_key)
     if entry is None:
         raise KeyError(f"no Kafka API {api_key!r}")
-    return <tuple>entry
+    return <ApiEntry>entry
 
 
 cdef int _read_message(Struct o, Reader r, int version) except -1:
@@ -517,9 +607,17 @@ cdef int _write_message(Struct o, Writer w, int version) except -1:
     return 0
 
 
+cdef inline int patch_size(Writer w) except -1:
+    cdef uint32_t size = <uint32_t>(w.pos - 4)
+    w.data[0] = <char>(size >> 24)
+    w.data[1] = <char>(size >> 16)
+    w.data[2] = <char>(size >> 8)
+    w.data[3] = <char>size
+    return 0
+
+
 def decode_request(frame):
     cdef Reader r = Reader(frame)
-    cdef Struct header, body
     if r.end < 4:
         raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
     cdef int api_key = read_int16(r)
@@ -528,91 +626,85 @@ def decode_request(frame):
     entry = _APIS.get(api_key)
     if entry is None:
         raise DecodeError(f"unknown api key {api_key}", 0)
-    cls, _, valid, flexible, name = <tuple>entry
-    if version not in valid:
-        _generic.bad_version(cls, version)
-    header = new_struct(_REQUEST_HEADER)
-    _read_message(header, r, request_header_version(api_key, version, flexible))
-    body = new_struct(cls)
+    cdef ApiEntry e = <ApiEntry>entry
+    if not e.lo <= version <= e.hi:
+        _generic.bad_version(e.request, version)
+    cdef Struct header = new_struct(_REQUEST_HEADER)
+    _read_message(header, r, request_header_version(e, api_key, version))
+    cdef Struct body = new_struct(e.request)
     _read_message(body, r, version)
     if r.pos != r.end:
         raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
-                          message=f"{cls._qualname} v{version}")
-    return tuple.__new__(_REQUEST, (header, body))
+                          message=f"{e.request._qualname} v{version}")
+    return make_request(header, body)
 
 
 def decode_response(frame, int api_key, int api_version):
-    cdef tuple entry = _api_entry(api_key)
-    cls, valid, flexible = entry[1], entry[2], entry[3]
+    cdef ApiEntry e = _api_entry(api_key)
     cdef Reader r = Reader(frame)
     cdef Struct header = new_struct(_RESPONSE_HEADER)
-    _read_message(header, r, response_header_version(api_key, api_version, flexible))
+    _read_message(header, r, response_header_version(e, api_key, api_version))
     cdef Py_ssize_t start = r.pos
     cdef Struct body
     if api_key == 18 and api_version != 0:
         # A broker that lacks the requested ApiVersions version answers at v0.
         try:
-            if api_version not in valid:
+            if not e.lo <= api_version <= e.hi:
                 raise UnsupportedVersionError(api_version)
-            body = new_struct(cls)
+            body = new_struct(e.response)
             _read_message(body, r, api_version)
             if r.pos != r.end:
                 raise DecodeError("left over", r.pos)
-            return tuple.__new__(_RESPONSE, (header, body, api_version))
+            return make_response(header, body, api_version)
         except (DecodeError, UnsupportedVersionError):
             r.pos = start
             api_version = 0
-    elif api_version not in valid:
-        _generic.bad_version(cls, api_version)
-    body = new_struct(cls)
+    elif not e.lo <= api_version <= e.hi:
+        _generic.bad_version(e.response, api_version)
+    body = new_struct(e.response)
     _read_message(body, r, api_version)
     if r.pos != r.end:
         raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
-                          message=f"{cls._qualname} v{api_version}")
-    return tuple.__new__(_RESPONSE, (header, body, api_version))
+                          message=f"{e.response._qualname} v{api_version}")
+    return make_response(header, body, api_version)
+
+
+cdef ApiEntry _entry_of(Struct body, str side):
+    entry = _APIS.get(getattr(body, "api_key", None))
+    if entry is None or type(body) is not (
+            (<ApiEntry>entry).request if side == "request" else (<ApiEntry>entry).response):
+        raise TypeError(f"{type(body).__name__} is not a {side}")
+    return <ApiEntry>entry
 
 
 def encode_request(Struct header, Struct body, int version):
-    entry = _APIS.get(getattr(body, "api_key", None))
-    if entry is None or type(body) is not (<tuple>entry)[0]:
-        raise TypeError(f"{type(body).__name__} is not a request")
-    cls, _, valid, flexible, name = <tuple>entry
+    cdef ApiEntry e = _entry_of(body, "request")
     if type(header) is not _REQUEST_HEADER:
         raise TypeError(f"expected a RequestHeader, got {type(header).__name__}")
-    if version not in valid:
-        _generic.bad_version(cls, version)
-    if header.request_api_key != body.api_key or header.request_api_version != version:
+    if not e.lo <= version <= e.hi:
+        _generic.bad_version(e.request, version)
+    cdef int api_key = body.api_key
+    if header.request_api_key != api_key or header.request_api_version != version:
         raise ValueError(
             f"header names API {header.request_api_key} v{header.request_api_version} "
-            f"but the body is {name} v{version}")
+            f"but the body is {e.name} v{version}")
     cdef Writer w = Writer()
     reserve(w, 4)
-    _write_message(header, w, request_header_version(body.api_key, version, flexible))
+    _write_message(header, w, request_header_version(e, api_key, version))
     _write_message(body, w, version)
-    cdef uint32_t size = <uint32_t>(w.pos - 4)
-    w.data[0] = <char>(size >> 24)
-    w.data[1] = <char>(size >> 16)
-    w.data[2] = <char>(size >> 8)
-    w.data[3] = <char>size
+    patch_size(w)
     return w.finish()
 
 
 def encode_response(Struct header, Struct body, int version):
-    entry = _APIS.get(getattr(body, "api_key", None))
-    if entry is None or type(body) is not (<tuple>entry)[1]:
-        raise TypeError(f"{type(body).__name__} is not a response")
-    _, cls, valid, flexible, name = <tuple>entry
+    cdef ApiEntry e = _entry_of(body, "response")
     if type(header) is not _RESPONSE_HEADER:
         raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
-    if version not in valid:
-        _generic.bad_version(cls, version)
+    if not e.lo <= version <= e.hi:
+        _generic.bad_version(e.response, version)
     cdef Writer w = Writer()
     reserve(w, 4)
-    _write_message(header, w, response_header_version(body.api_key, version, flexible))
+    _write_message(header, w, response_header_version(e, body.api_key, version))
     _write_message(body, w, version)
-    cdef uint32_t size = <uint32_t>(w.pos - 4)
-    w.data[0] = <char>(size >> 24)
-    w.data[1] = <char>(size >> 16)
-    w.data[2] = <char>(size >> 8)
-    w.data[3] = <char>size
+    patch_size(w)
     return w.finish()

@@ -7,31 +7,19 @@ take a frame's payload (without the size), as ``FrameBuffer`` hands them out.
 """
 
 from struct import Struct as _S
-from typing import NamedTuple
 
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ._generic import bad_version as _bad_version
 from .messages import _COMPILED, RequestHeader, ResponseHeader, api
 
 if _COMPILED:
-    from ._core import Reader, Writer
+    from ._core import Reader, Request, Response, Writer
 else:
-    from ._pycore import Reader, Writer
+    from ._pycore import Reader, Request, Response, Writer
 
 _HEAD = _S(">hh")
 _SIZE = _S(">i")
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
-
-
-class Request(NamedTuple):
-    header: object  # RequestHeader
-    body: object
-
-
-class Response(NamedTuple):
-    header: object  # ResponseHeader
-    body: object
-    version: int  # the version the body was read at (see decode_response for ApiVersions)
 
 
 def request_header_version(api_key, api_version):
@@ -142,7 +130,7 @@ def _install():
     from . import _core
     from .messages import apis
     _core.install({a.api_key: (a.request, a.response, a.valid_versions, a.flexible_versions, a.name)
-                   for a in apis()}, RequestHeader, ResponseHeader, Request, Response)
+                   for a in apis()}, RequestHeader, ResponseHeader)
     return _core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response
 
 

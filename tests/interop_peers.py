@@ -205,6 +205,8 @@ def _peer_value(peer, fp, v):
         if fp.conv == "struct" and fp.tagged and not fp.array and not fp.nullable and peer.tagged_struct_none:
             return default_canon(fp)
         return None
+    if v is None:
+        return None
     if fp.array:
         return [_peer_item(peer, fp, x) for x in v]
     return _peer_item(peer, fp, v)
@@ -300,6 +302,7 @@ class Peer:
     available = False
     missing_reason = ""
     tagged_struct_none = False  # a tagged struct field is None when at its default
+    reads_unknown_tags = True  # decoding skips (or keeps) tags it does not know, as KIP-482 requires
     keeps_unknown_tags = False  # decoding keeps unknown tags (exposed by unknown_tags())
     unknown_tags_in_tagged_structs = True  # can decode unknown tags inside a tagged field's struct
     lacks = {}  # kafkaproto request/response/header names the peer has no class for, with the reason
@@ -331,7 +334,11 @@ class Peer:
 class KioPeer(Peer):
     name = "kio"
     tagged_struct_none = False
-    keeps_unknown_tags = False  # the readers skip unknown tags; the dataclasses have nowhere to keep them
+    # kio 0.6.5's reader raises KeyError("Unknown tagged field tag: N") on any tag its
+    # dataclass does not declare, instead of skipping it (KIP-482). Not tested with unknown
+    # tags; test_kio_rejects_unknown_tags pins the behaviour down.
+    reads_unknown_tags = False
+    keeps_unknown_tags = False
     lacks = {
         "ControlledShutdown": "ZooKeeper-era inter-broker API, removed in Kafka 4.0 (kio follows 4.x specs)",
         "LeaderAndIsr": "ZooKeeper-era inter-broker API, removed in Kafka 4.0 (kio follows 4.x specs)",
