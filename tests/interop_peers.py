@@ -579,11 +579,7 @@ class KafkaPythonPeer(Peer):
         if issubclass(cls, self._header):
             assert version in self._json_versions(cls)
             return bytes(obj.encode(flexible=self._flexible(cls, version)))
-        # encode() without version=: encode(version=...) sets API_VERSION, whose setter reads
-        # the _header slot, which the decoder never sets, so a decoded message could not be
-        # re-encoded that way (AttributeError: no attribute '_header').
-        assert obj.version == version
-        return bytes(obj.encode())
+        return bytes(obj.encode(version=version))
 
     def decode(self, plan, data, version):
         cls = plan.node
@@ -598,6 +594,12 @@ class KafkaPythonPeer(Peer):
             # broker that rejected the version), and keeping the end position.
             fn = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible, data_class=cls[None])
             obj, size = fn(memoryview(data), 0)
+            # The decoder (ApiMessage.decode too, unless header=True) never sets the _header
+            # slot, and encode(version=...) reads it in the API_VERSION setter: a decoded
+            # message cannot be re-encoded (AttributeError: no attribute '_header'). Set it as
+            # ApiMessage.__init__ would.
+            if not hasattr(obj, "_header"):
+                obj._header = None
         assert size == len(data), f"kafka-python read {size} of {len(data)} bytes"
         return obj
 

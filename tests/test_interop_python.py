@@ -227,7 +227,8 @@ def _gap_reason(name, version, theirs):
     if version < min(theirs):
         info = api(api_base(name)) if kind_of(name) != "header" else None
         if info is not None and version in info.removed_versions:
-            return "removed upstream (Kafka 4.0 KIP-896, early-access share-group v0) and absent from the peer's specs; kafkaproto keeps them"
+            return ("removed upstream (Kafka 4.0 KIP-896, early-access share-group v0) and absent "
+                    "from the peer's specs; kafkaproto keeps them")
         if name == "RequestHeader" and version == 0:
             return "removed upstream (Kafka 4.0): only ControlledShutdown v0 used it"
         return "older than the peer's minimum"
@@ -287,7 +288,7 @@ def test_coverage_report(capsys):
             continue
         covered, lacking_apis, gaps, extra = coverage(peer)
         flexible = sum(is_flexible(n, v) for n, v in covered)
-        unknown = (f"also tested with unknown tags" if peer.reads_unknown_tags else
+        unknown = ("also tested with unknown tags" if peer.reads_unknown_tags else
                    "NOT tested with unknown tags: the peer raises on them, see test_kio_rejects_unknown_tags")
         lines.append(f"{peer.name}: {len(covered)} pairs covered, {len({api_base(n) for n, _ in covered})} "
                      f"APIs/headers; {flexible} flexible, {unknown}")
@@ -303,7 +304,8 @@ def test_coverage_report(capsys):
             lines.append(f"  lacks {count} versions, {reason}:")
             lines.append("    " + ", ".join(f"{n} {_ranges(vs)}" for n, vs in sorted(by_name.items())))
         excluded = {k: r for k, r in EXCLUDED.items() if k[0] == peer.name}
-        lines.append(f"  excluded: {len(excluded)}" + "".join(f"\n    {n} v{v}: {r}" for (_, n, v), r in excluded.items()))
+        lines.append(f"  excluded: {len(excluded)}")
+        lines.extend(f"    {n} v{v}: {r}" for (_, n, v), r in excluded.items())
     with capsys.disabled():
         print("\n".join(lines))
     assert any(p.available for p in PEERS.values()) or pytest.skip("no peer installed")
