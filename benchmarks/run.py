@@ -34,8 +34,13 @@ Times are the median over several repeats of a loop that runs for at least
 --min-time seconds; repeats of the implementations are interleaved (one repeat of
 each in turn), so the same-run ratios (peer time / kafkaproto time) are robust to
 a noisy machine. The garbage collector stays enabled (``--no-gc`` disables it
-during timing, as ``timeit`` does); objects built during setup are frozen with
-``gc.freeze()`` so collections do not walk them.
+during timing, as ``timeit`` does); before each repeat everything alive is moved
+to the permanent generation with ``gc.freeze()``, so collections only walk what
+the repeat allocates (benchmarks/diagnose_decode.py shows decode over a live heap).
+
+Each operation is first checked for leaks (memory still allocated after
+gc.collect()); a leak is reported, and the leaking operation's loop is capped so
+the run's memory stays bounded.
 """
 
 import argparse
@@ -49,6 +54,7 @@ import statistics
 import sys
 import time
 import timeit
+import tracemalloc
 import uuid as std_uuid
 from datetime import timedelta
 
@@ -396,24 +402,52 @@ class Bench:
 
     def __init__(self, impl, stmt, ns):
         self.impl = impl
+        self.stmt = stmt
         self.timer = timeit.Timer(stmt, setup=SETUP, globals=dict(ns, gc=gc))
         self.loops = 0
         self.samples = []  # seconds per call, one per repeat
+        self.leak_bytes = 0.0  # memory still held after a call returned and gc ran, per call
+        self.leak_blocks = 0.0
+        self.capped = False
 
-    def calibrate(self, min_time):
+    def leak_check(self, calls=20):
+        """Does one call leave memory behind (objects still alive after gc.collect())?"""
+        self.timer.timeit(2)  # warm up caches (compiled decoders, buffer pools)
+        gc.collect()
+        b0 = sys.getallocatedblocks()
+        self.timer.timeit(calls)
+        gc.collect()
+        blocks = (sys.getallocatedblocks() - b0) / calls
+        if blocks < 0.9:
+            return
+        calls = 5  # tracemalloc is slow; only measure the size of a leak already seen
+        tracemalloc.start()
+        m0 = tracemalloc.get_traced_memory()[0]
+        self.timer.timeit(calls)
+        gc.collect()
+        nbytes = (tracemalloc.get_traced_memory()[0] - m0) / calls
+        tracemalloc.stop()
+        if blocks >= 0.9 and nbytes > 0:
+            self.leak_blocks, self.leak_bytes = blocks, nbytes
+
+    def calibrate(self, min_time, repeats):
         n = 1
         while True:
             t = self.timer.timeit(n)
-            if t >= min_time:
+            if t >= min_time / 5:
                 break
-            if t < min_time / 20:
-                n *= 10
-            else:
-                n = max(n + 1, int(n * min_time * 1.05 / t))
-        self.loops = n
+            n *= 5 if t < min_time / 50 else 2
+        self.loops = max(1, int(n * min_time * 1.05 / t))
+        if self.leak_bytes:  # bound what a leaking operation may pile up over the whole measurement
+            cap = max(1, int(LEAK_BUDGET / self.leak_bytes / repeats))
+            if cap < self.loops:
+                self.loops, self.capped = cap, True
 
     def run_once(self):
+        # Everything alive now (setup objects, and whatever earlier runs leaked) is moved to the
+        # permanent generation, so collections during this repeat only walk what it allocates.
         gc.collect()
+        gc.freeze()
         self.samples.append(self.timer.timeit(self.loops) / self.loops)
 
     @property
@@ -422,12 +456,14 @@ class Bench:
 
 
 SETUP = "pass"
+LEAK_BUDGET = 768 * 2**20  # bytes a leaking operation may leak over all its repeats
 
 
 def measure(benches, repeats, min_time):
     """Calibrate each, then interleave the repeats (one of each implementation in turn)."""
     for b in benches:
-        b.calibrate(min_time)
+        b.leak_check()
+        b.calibrate(min_time, repeats)
     for _ in range(repeats):
         for b in benches:
             b.run_once()
@@ -479,7 +515,7 @@ class Scenario:
         self.extra = {}  # name -> Bench (e.g. b"".join lower bound, kafkaproto at a peer's version)
 
 
-def message_scenario(key, title, kp_cls, version, values, kp_build, peer_builds, notes, max_versions):
+def message_scenario(key, title, kp_cls, version, values, kp_build, peer_builds, notes):
     """A body-only scenario (A, B, C). peer_builds: impl -> (build(values, v), peer class getter)."""
     sc = Scenario(key, title, version)
     kp_msg = kp_build(values, version)
@@ -516,7 +552,7 @@ def message_scenario(key, title, kp_cls, version, values, kp_build, peer_builds,
     return sc
 
 
-def kio_body_build(make_kio, kio_name, kind):
+def kio_body_build(make_kio):
     def build(values, v):
         msg = make_kio(values, v)
         cls = type(msg)
@@ -599,7 +635,8 @@ def request_scenario(key, title, values, kp_body_cls, kio_name, kpy_cls, notes):
 
         sc.equivalence[KIO] = check_frame(key, KIO, kio_frame(kh, kb), frame, notes)
         assert kio_frame(*kio_parse(payload)) == frame, f"{key}: kio decode of kafkaproto's frame"
-        sc.decode.append(Bench(KIO, "h, n = hr(payload, 0); readers[h.request_api_key, h.request_api_version](payload, n)",
+        sc.decode.append(Bench(KIO, "h, n = hr(payload, 0); "
+                                    "readers[h.request_api_key, h.request_api_version](payload, n)",
                                dict(hr=hr, readers=readers, payload=payload)))
         sc.encode.append(Bench(KIO, "f(h, b)", dict(f=kio_frame, h=kh, b=kb)))
 
@@ -646,7 +683,7 @@ def build_scenarios(notes):
     def peers(kio_make, kpy_make, kpy_cls, name):
         out = {}
         if kio is not None:
-            out[KIO] = (kio_body_build(kio_make, name, None), max_v[KIO][name])
+            out[KIO] = (kio_body_build(kio_make), max_v[KIO][name])
         if kafka is not None:
             out[KPY] = (kpy_body_build(kpy_make, kpy_cls), max_v[KPY][name])
         return out
@@ -655,13 +692,13 @@ def build_scenarios(notes):
     a = message_scenario("A", "MetadataResponse v12: 6 brokers, 100 topics x 10 partitions", MetadataResponse, 12,
                          metadata_values(), lambda d, v: kp_metadata(d),
                          peers(kio_metadata, kpy_metadata, KpyMetadataResponse if kafka else None, "metadata"),
-                         notes, max_v)
+                         notes)
     scenarios.append(a)
 
     fv = fetch_values()
     b = message_scenario("B", "FetchResponse v13: 10 topics x 10 partitions x 16 KiB records", FetchResponse, 13,
                          fv, lambda d, v: kp_fetch(d),
-                         peers(kio_fetch, kpy_fetch, KpyFetchResponse if kafka else None, "fetch"), notes, max_v)
+                         peers(kio_fetch, kpy_fetch, KpyFetchResponse if kafka else None, "fetch"), notes)
     kp_b = kp_fetch(fv).encode(13)
     blobs = [p["records"] for t in fv["responses"] for p in t["partitions"]]
     parts = join_parts(kp_b, blobs)
@@ -672,7 +709,7 @@ def build_scenarios(notes):
     c = message_scenario("C", "ProduceRequest v13: 1 topic x 10 partitions x 1 KiB records", ProduceRequest, 13,
                          produce_values(), kp_produce,
                          peers(kio_produce, kpy_produce, KpyProduceRequest if kafka else None, "produce"),
-                         notes, max_v)
+                         notes)
     scenarios.append(c)
 
     scenarios.append(request_scenario("D1", "RequestHeader v2 + ApiVersionsRequest v3 (frame)", d1_values(),
@@ -708,17 +745,23 @@ def results_of(sc):
         benches = getattr(sc, op)
         kp = benches[0].median
         for b in benches:
-            out[op][b.impl] = {"us": us(b.median), "ratio_vs_kafkaproto": b.median / kp, "loops": b.loops,
+            pv = sc.peer_versions.get(b.impl)
+            same = sc.extra[f"{KP}@v{pv} {op}"].median if pv is not None else kp
+            out[op][b.impl] = {"us": us(b.median), "ratio_vs_kafkaproto": b.median / kp,
+                               "ratio_vs_kafkaproto_same_version": b.median / same, "loops": b.loops,
                                "samples_us": [us(s) for s in b.samples],
-                               "version": sc.peer_versions.get(b.impl, sc.version)}
+                               "version": sc.peer_versions.get(b.impl, sc.version),
+                               "leak_bytes_per_call": b.leak_bytes, "leak_blocks_per_call": b.leak_blocks,
+                               "loops_capped_by_leak": b.capped}
     for name, b in sc.extra.items():
-        out["extra"][name] = {"us": us(b.median), "loops": b.loops, "samples_us": [us(s) for s in b.samples]}
+        out["extra"][name] = {"us": us(b.median), "loops": b.loops, "samples_us": [us(s) for s in b.samples],
+                              "leak_bytes_per_call": b.leak_bytes, "loops_capped_by_leak": b.capped}
     return out
 
 
 def print_table(scenarios, res):
     print()
-    head = f"{'scenario':<4} {'op':<7} {'impl':<13} {'ver':>4} {'µs/msg':>11} {'× kafkaproto':>13}  spread"
+    head = f"{'scenario':<4} {'op':<7} {'impl':<13} {'ver':>4} {'µs/msg':>11} {'× kafkaproto':>13}  spread (half range)"
     print(head)
     print("-" * len(head))
     for sc in scenarios:
@@ -727,8 +770,11 @@ def print_table(scenarios, res):
             for impl, m in r[op].items():
                 spread = (max(m["samples_us"]) - min(m["samples_us"])) / m["us"] * 100
                 ratio = "1.00" if impl == KP else f"{m['ratio_vs_kafkaproto']:.2f}"
+                if m["version"] != r["version"]:
+                    ratio += f" ({m['ratio_vs_kafkaproto_same_version']:.2f} vs v{m['version']})"
+                leak = f"  LEAKS {m['leak_bytes_per_call'] / 1024:,.1f} KiB/call" if m["leak_bytes_per_call"] else ""
                 print(f"{sc.key:<4} {op:<7} {impl:<13} {'v' + str(m['version']):>4} {fmt_us(m['us']):>11} "
-                      f"{ratio:>13}  ±{spread / 2:.0f}%")
+                      f"{ratio:>13}  ±{spread / 2:.0f}%{leak}")
             for name, m in r["extra"].items():
                 if name.endswith(op) or (op == "encode" and name == "join"):
                     label = 'b"".join' if name == "join" else name.rsplit(" ", 1)[0]
@@ -749,8 +795,9 @@ def evaluate_targets(res):
             if kio_v != r["version"]:  # compare at the same version
                 kp_us = r["extra"][f"{KP}@v{kio_v} decode"]["us"]
             ratio = r["decode"][KIO]["us"] / kp_us
+            leak = " (kafkaproto's decode leaks memory)" if r["decode"][KP]["leak_bytes_per_call"] else ""
             add(f"{key} decode: kafkaproto at least as fast as kio's native decoder", ratio >= 1.0,
-                f"kio {fmt_us(r['decode'][KIO]['us'])} µs / kafkaproto {fmt_us(kp_us)} µs = {ratio:.2f}x")
+                f"kio {fmt_us(r['decode'][KIO]['us'])} µs / kafkaproto {fmt_us(kp_us)} µs = {ratio:.2f}x{leak}")
     for key in ("A", "D1"):
         r = res.get(key)
         if r and KPY in r["encode"]:
@@ -807,9 +854,11 @@ def main(argv=None):
     gc.freeze()
     for sc in scenarios:
         sys.stdout.flush()
-        print(f"timing {sc.key} ...", file=sys.stderr, flush=True)
+        t1 = time.perf_counter()
+        print(f"timing {sc.key} ...", end="", file=sys.stderr, flush=True)
         measure(sc.decode + [b for n, b in sc.extra.items() if n.endswith("decode")], repeats, min_time)
         measure(sc.encode + [b for n, b in sc.extra.items() if not n.endswith("decode")], repeats, min_time)
+        print(f" {time.perf_counter() - t1:.1f} s", file=sys.stderr, flush=True)
     gc.unfreeze()
 
     res = {sc.key: results_of(sc) for sc in scenarios}
@@ -818,6 +867,16 @@ def main(argv=None):
         b = res["B"]
         print(f'B encode: kafkaproto / b"".join over the same {next(s.join_parts for s in scenarios if s.key == "B")} '
               f'parts = {b["encode"][KP]["us"] / b["extra"]["join"]["us"]:.2f}x')
+    leaks = [(key, op, impl, m) for key, r in res.items() for op in ("decode", "encode")
+             for impl, m in r[op].items() if m["leak_bytes_per_call"]]
+    if leaks:
+        print("\nWARNING: memory left behind after each call (still allocated after gc.collect()):")
+        for key, op, impl, m in leaks:
+            cap = "; loops per repeat capped to bound the leak" if m["loops_capped_by_leak"] else ""
+            print(f"  {key} {op} {impl}: {m['leak_bytes_per_call'] / 1024:,.1f} KiB and "
+                  f"{m['leak_blocks_per_call']:,.0f} blocks per call{cap}")
+        print("  A leaking decode's time includes allocating fresh memory and the collector walking the "
+              "leaked objects; compare with --no-gc.")
     targets = evaluate_targets(res)
     print("\nTargets:")
     for t in targets:

@@ -21,12 +21,16 @@ cdef class Reader:
 
 
 cdef class Writer:
-    cdef PyObject* obj     # a bytes object grown in place; finish() hands it over
-    cdef char* data
-    cdef Py_ssize_t pos
+    cdef char* data        # scratch buffer (malloc'd, reused across writers)
+    cdef Py_ssize_t pos    # bytes written to data
     cdef Py_ssize_t cap
+    cdef list blobs        # large buffers not copied into data: [(position in data, object), ...]
+    cdef Py_ssize_t blob_bytes
 
     cdef int grow(self, Py_ssize_t need) except -1
+    cdef void _release(self) noexcept
+    cdef int defer(self, object value, Py_ssize_t n) except -1
+    cdef int rollback(self, Py_ssize_t pos, Py_ssize_t nblobs) except -1
     cpdef bytes finish(self)
 
 

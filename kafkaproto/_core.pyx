@@ -4,8 +4,9 @@
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_XDECREF
+from cpython.ref cimport Py_DECREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdlib cimport free, malloc, realloc
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 
 from kafkaproto import _generic
@@ -13,8 +14,6 @@ from kafkaproto.exceptions import DecodeError, UnsupportedVersionError
 from kafkaproto.uuid import _uuid_from_bytes, Uuid
 
 cdef extern from "Python.h":
-    int _PyBytes_Resize(PyObject** bytes, Py_ssize_t newsize) except -1
-    PyObject* PyBytes_FromStringAndSize_raw "PyBytes_FromStringAndSize" (const char* v, Py_ssize_t n) except NULL
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
 
 
@@ -103,41 +102,98 @@ cdef class Reader:
         return self.end - self.pos
 
 
-cdef class Writer:
-    """A growable output buffer: a bytes object resized in place, handed over by finish()."""
+# One scratch buffer kept between encodes, so writing goes to memory that is
+# already mapped and warm; finish() copies the result out once.
+cdef char* _spare = NULL
+cdef Py_ssize_t _spare_cap = 0
+cdef Py_ssize_t SPARE_MAX = 16 * 1024 * 1024
+# Buffers at least this large (records, mostly) are not copied into the scratch
+# buffer; finish() copies them straight into the result, as b"".join would.
+cdef Py_ssize_t DEFER_MIN = 4096
 
-    def __cinit__(self, Py_ssize_t capacity=256):
-        if capacity < 16:
-            capacity = 16
-        self.obj = PyBytes_FromStringAndSize_raw(NULL, capacity)
-        self.data = PyBytes_AS_STRING(<object>self.obj)
-        self.cap = capacity
+
+cdef class Writer:
+    """A growable output buffer; finish() returns its bytes."""
+
+    def __cinit__(self, Py_ssize_t capacity=1024):
+        global _spare, _spare_cap
+        if _spare is not NULL and _spare_cap >= capacity:
+            self.data, self.cap = _spare, _spare_cap
+            _spare, _spare_cap = NULL, 0
+        else:
+            self.cap = max(capacity, 64)
+            self.data = <char*>malloc(self.cap)
+            if self.data is NULL:
+                raise MemoryError()
         self.pos = 0
+        self.blobs = None
+        self.blob_bytes = 0
 
     def __dealloc__(self):
-        Py_XDECREF(self.obj)
+        self._release()
+
+    cdef void _release(self) noexcept:
+        global _spare, _spare_cap
+        if self.data is NULL:
+            return
+        if self.cap <= SPARE_MAX and (_spare is NULL or _spare_cap < self.cap):
+            free(_spare)
+            _spare, _spare_cap = self.data, self.cap
+        else:
+            free(self.data)
+        self.data = NULL
+        self.cap = self.pos = 0
 
     cdef int grow(self, Py_ssize_t need) except -1:
-        if self.obj is NULL:
+        if self.data is NULL:
             raise ValueError("Writer already finished")
         cdef Py_ssize_t cap = self.cap * 2
         if cap < self.pos + need:
             cap = self.pos + need
-        _PyBytes_Resize(&self.obj, cap)
-        self.data = PyBytes_AS_STRING(<object>self.obj)
-        self.cap = cap
+        cdef char* p = <char*>realloc(self.data, cap)
+        if p is NULL:
+            raise MemoryError()
+        self.data, self.cap = p, cap
+        return 0
+
+    cdef int defer(self, object value, Py_ssize_t n) except -1:
+        if self.blobs is None:
+            self.blobs = []
+        self.blobs.append((self.pos, value))
+        self.blob_bytes += n
+        return 0
+
+    cdef int rollback(self, Py_ssize_t pos, Py_ssize_t nblobs) except -1:
+        """Forget everything written after a mark (a failed message)."""
+        self.pos = pos
+        if self.blobs is not None and len(self.blobs) > nblobs:
+            del self.blobs[nblobs:]
+            self.blob_bytes = 0
+            for _, blob in self.blobs:
+                self.blob_bytes += memoryview(blob).nbytes
         return 0
 
     cpdef bytes finish(self):
-        if self.obj is NULL:
+        if self.data is NULL:
             raise ValueError("Writer already finished")
-        if self.pos != self.cap:
-            _PyBytes_Resize(&self.obj, self.pos)
-        cdef bytes out = <bytes>self.obj   # takes a new reference
-        Py_XDECREF(self.obj)
-        self.obj = NULL
-        self.data = NULL
-        self.cap = self.pos = 0
+        cdef Py_ssize_t total = self.pos + self.blob_bytes
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, total)
+        cdef char* dst = PyBytes_AS_STRING(out)
+        cdef Py_ssize_t done = 0, at
+        cdef Py_buffer view
+        if self.blobs is not None:
+            for at, blob in self.blobs:
+                memcpy(dst, self.data + done, at - done)
+                dst += at - done
+                done = at
+                PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
+                memcpy(dst, view.buf, view.len)
+                dst += view.len
+                PyBuffer_Release(&view)
+            self.blobs = None
+        memcpy(dst, self.data + done, self.pos - done)
+        self._release()
+        self.blob_bytes = 0
         return out
 
     # Python-level access to the primitives, named as in the pure-Python Writer.
@@ -200,7 +256,7 @@ cdef class Writer:
 
     def patch_int32(self, Py_ssize_t pos, int32_t value):
         """Overwrite four bytes already written (a size prefix, once the size is known)."""
-        if pos < 0 or pos + 4 > self.pos:
+        if pos < 0 or pos + 4 > self.pos or (self.blobs and (<tuple>self.blobs[0])[0] < pos + 4):
             raise IndexError(f"no int32 written at {pos}")
         cdef char* p = self.data + pos
         cdef uint32_t u = <uint32_t>value
@@ -210,7 +266,7 @@ cdef class Writer:
         p[3] = <char>u
 
     def __len__(self):
-        return self.pos
+        return self.pos + self.blob_bytes
 
 
 cdef extern from "Python.h":
@@ -222,7 +278,10 @@ cdef tuple _NO_ARGS = ()
 
 cdef inline Struct new_struct(type cls):
     """A fresh instance with every attribute None, without running __init__."""
-    return <Struct><object>(<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, <PyObject*>_NO_ARGS, NULL)
+    cdef PyObject* p = (<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, <PyObject*>_NO_ARGS, NULL)
+    cdef Struct o = <Struct>p   # takes its own reference...
+    Py_DECREF(o)                # ...so drop the one tp_new returned
+    return o
 
 
 cdef class Struct:
@@ -286,10 +345,11 @@ cdef class Struct:
         if version not in type(self).valid_versions:
             _generic.bad_version(type(self), version)
         cdef Py_ssize_t start = w.pos
+        cdef Py_ssize_t nblobs = len(w.blobs) if w.blobs is not None else 0
         try:
             self._write(w, version)
         except (TypeError, ValueError, OverflowError) as e:
-            w.pos = start
+            w.rollback(start, nblobs)
             _generic.diagnose_encode(self, version, e)
 
     def __eq__(self, other):
@@ -410,7 +470,10 @@ cdef int write_buffer(Writer w, object value, bint compact, str what) except -1:
             write_uvarint(w, <uint32_t>(len(<bytes>value) + 1))
         else:
             write_int32(w, <int32_t>len(<bytes>value))
-        write_raw(w, PyBytes_AS_STRING(value), len(<bytes>value))
+        if len(<bytes>value) >= DEFER_MIN:
+            w.defer(value, len(<bytes>value))
+        else:
+            write_raw(w, PyBytes_AS_STRING(value), len(<bytes>value))
         return 0
     try:
         PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
@@ -423,7 +486,10 @@ cdef int write_buffer(Writer w, object value, bint compact, str what) except -1:
             if view.len > 0x7FFFFFFF:
                 raise bad_value(value, what)
             write_int32(w, <int32_t>view.len)
-        write_raw(w, <const char*>view.buf, view.len)
+        if view.len >= DEFER_MIN:
+            w.defer(value, view.len)
+        else:
+            write_raw(w, <const char*>view.buf, view.len)
     finally:
         PyBuffer_Release(&view)
     return 0
@@ -599,16 +665,17 @@ cdef int _read_message(Struct o, Reader r, int version) except -1:
 
 cdef int _write_message(Struct o, Writer w, int version) except -1:
     cdef Py_ssize_t start = w.pos
+    cdef Py_ssize_t nblobs = len(w.blobs) if w.blobs is not None else 0
     try:
         o._write(w, version)
     except (TypeError, ValueError, OverflowError) as e:
-        w.pos = start
+        w.rollback(start, nblobs)
         _generic.diagnose_encode(o, version, e)
     return 0
 
 
 cdef inline int patch_size(Writer w) except -1:
-    cdef uint32_t size = <uint32_t>(w.pos - 4)
+    cdef uint32_t size = <uint32_t>(w.pos + w.blob_bytes - 4)
     w.data[0] = <char>(size >> 24)
     w.data[1] = <char>(size >> 16)
     w.data[2] = <char>(size >> 8)

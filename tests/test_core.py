@@ -373,3 +373,22 @@ def test_compiled_flag_matches_build():
     else:
         # The installed package must carry the compiled codecs unless built without them.
         assert kafkaproto.compiled() or os.environ.get("KAFKAPROTO_PURE_BUILD") == "1"
+
+
+@impl_param
+def test_decoded_objects_hold_no_extra_references(impl):
+    """A leaked reference keeps every decoded message alive forever; count them."""
+    import sys
+    cls = classes(impl)["MetadataRequest"]
+    data = cls(topics=[cls.MetadataRequestTopic(name="a")]).encode(12)
+    msg = cls.decode(data, 12)
+    # Counted outside assert statements: pytest's assert rewriting holds extra references.
+    counts = [sys.getrefcount(msg), sys.getrefcount(msg.topics[0])]
+    assert counts == [2, 2]  # the name (or list slot) and the call's argument
+    if impl != ("compiled" if kafkaproto.compiled() else "python"):
+        return  # the frame functions work on the default implementation's classes
+    from kafkaproto.messages import RequestHeader
+    frame = kafkaproto.encode_request(RequestHeader(request_api_key=3, request_api_version=12), msg, 12)
+    req = kafkaproto.decode_request(frame[4:])
+    counts = [sys.getrefcount(req.body), sys.getrefcount(req.header)]
+    assert counts == [2, 2]
