@@ -270,6 +270,13 @@ cdef class Writer:
 
 
 cdef extern from "Python.h":
+    int PyGC_Enable()
+    int PyGC_Disable()
+
+cdef Py_ssize_t GC_PAUSE_MIN = 8192
+
+
+cdef extern from "Python.h":
     ctypedef struct PyTypeObject:
         PyObject* (*tp_new)(PyTypeObject*, PyObject*, PyObject*) except NULL
 
@@ -318,13 +325,10 @@ cdef class Struct:
             _generic.bad_version(cls, version)
         cdef Reader r = Reader(data)
         cdef Struct o = new_struct(cls)
-        try:
-            o._read(r, version)
-            if r.pos != r.end:
-                raise_decode(r, f"{r.end - r.pos} bytes left over after the message")
-        except DecodeError as e:
-            e.message = f"{cls._qualname} v{version}"
-            raise
+        read_message(o, r, version)
+        if r.pos != r.end:
+            raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
+                              message=f"{cls._qualname} v{version}")
         return o
 
     @classmethod
@@ -333,11 +337,7 @@ cdef class Struct:
         if version not in cls.valid_versions:
             _generic.bad_version(cls, version)
         cdef Struct o = new_struct(cls)
-        try:
-            o._read(r, version)
-        except DecodeError as e:
-            e.message = f"{cls._qualname} v{version}"
-            raise
+        read_message(o, r, version)
         return o
 
     def write_to(self, Writer w, int version):
@@ -654,12 +654,21 @@ cdef ApiEntry _api_entry(object api_key):
     return <ApiEntry>entry
 
 
-cdef int _read_message(Struct o, Reader r, int version) except -1:
+cdef int read_message(Struct o, Reader r, int version) except -1:
+    """Read a whole message into o; a DecodeError is labelled with the message and version.
+
+    A large message makes thousands of objects that all stay alive, so the cyclic
+    collector is paused while it is read rather than sweeping the heap again and again.
+    """
+    cdef bint paused = r.end - r.pos > GC_PAUSE_MIN and PyGC_Disable()
     try:
         o._read(r, version)
     except DecodeError as e:
         e.message = f"{type(o)._qualname} v{version}"
         raise
+    finally:
+        if paused:
+            PyGC_Enable()
     return 0
 
 
@@ -697,9 +706,9 @@ def decode_request(frame):
     if not e.lo <= version <= e.hi:
         _generic.bad_version(e.request, version)
     cdef Struct header = new_struct(_REQUEST_HEADER)
-    _read_message(header, r, request_header_version(e, api_key, version))
+    read_message(header, r, request_header_version(e, api_key, version))
     cdef Struct body = new_struct(e.request)
-    _read_message(body, r, version)
+    read_message(body, r, version)
     if r.pos != r.end:
         raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
                           message=f"{e.request._qualname} v{version}")
@@ -710,7 +719,7 @@ def decode_response(frame, int api_key, int api_version):
     cdef ApiEntry e = _api_entry(api_key)
     cdef Reader r = Reader(frame)
     cdef Struct header = new_struct(_RESPONSE_HEADER)
-    _read_message(header, r, response_header_version(e, api_key, api_version))
+    read_message(header, r, response_header_version(e, api_key, api_version))
     cdef Py_ssize_t start = r.pos
     cdef Struct body
     if api_key == 18 and api_version != 0:
@@ -719,7 +728,7 @@ def decode_response(frame, int api_key, int api_version):
             if not e.lo <= api_version <= e.hi:
                 raise UnsupportedVersionError(api_version)
             body = new_struct(e.response)
-            _read_message(body, r, api_version)
+            read_message(body, r, api_version)
             if r.pos != r.end:
                 raise DecodeError("left over", r.pos)
             return make_response(header, body, api_version)
@@ -729,7 +738,7 @@ def decode_response(frame, int api_key, int api_version):
     elif not e.lo <= api_version <= e.hi:
         _generic.bad_version(e.response, api_version)
     body = new_struct(e.response)
-    _read_message(body, r, api_version)
+    read_message(body, r, api_version)
     if r.pos != r.end:
         raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
                           message=f"{e.response._qualname} v{api_version}")

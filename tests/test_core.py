@@ -392,3 +392,25 @@ def test_decoded_objects_hold_no_extra_references(impl):
     req = kafkaproto.decode_request(frame[4:])
     counts = [sys.getrefcount(req.body), sys.getrefcount(req.header)]
     assert counts == [2, 2]
+
+
+@impl_param
+def test_collector_state_survives_large_decodes(impl):
+    """Decoding big messages may pause the cyclic collector; it must come back as it was."""
+    import gc
+    cls = classes(impl)["MetadataResponse"]
+    big = cls(topics=[cls.MetadataResponseTopic(name="t" * 100, partitions=[
+        cls.MetadataResponsePartition(replica_nodes=list(range(50)))] * 20)] * 10).encode(12)
+    assert len(big) > 20000
+    assert gc.isenabled()
+    cls.decode(big, 12)
+    assert gc.isenabled()
+    with pytest.raises(DecodeError):
+        cls.decode(big[:-1], 12)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        cls.decode(big, 12)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
