@@ -4,7 +4,7 @@
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_DECREF, Py_XDECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
@@ -396,8 +396,30 @@ cdef Py_ssize_t bad_length(Reader r, Py_ssize_t n, bint compact, bint nullable, 
     return -1
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+# Decoders make a Uuid per topic id. Uuid keeps its 16 bytes in the __slots__ slot
+# "_bytes"; filling that slot directly skips a Python-level call per Uuid.
+cdef type _UUID_TYPE = Uuid
+cdef Py_ssize_t _UUID_SLOT = (
+    (<PyMemberDescrObject*>Uuid.__dict__["_bytes"]).d_member.offset
+    if type(Uuid.__dict__.get("_bytes")).__name__ == "member_descriptor" else -1)
+
+
 cdef object make_uuid(const unsigned char* p):
-    return _uuid_from_bytes(PyBytes_FromStringAndSize(<const char*>p, 16))
+    cdef bytes raw = PyBytes_FromStringAndSize(<const char*>p, 16)
+    if _UUID_SLOT < 0:
+        return _uuid_from_bytes(raw)
+    cdef PyObject* u = (<PyTypeObject*>_UUID_TYPE).tp_new(<PyTypeObject*>_UUID_TYPE, <PyObject*>_NO_ARGS, NULL)
+    Py_INCREF(raw)
+    (<PyObject**>(<char*>u + _UUID_SLOT))[0] = <PyObject*>raw
+    cdef object o = <object>u   # takes a reference...
+    Py_DECREF(o)                # ...so drop the one tp_new returned
+    return o
 
 
 cdef object decode_utf8(Reader r, Py_ssize_t n):
