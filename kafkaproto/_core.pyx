@@ -11,10 +11,21 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, 
 
 from kafkaproto import _generic
 from kafkaproto.exceptions import DecodeError, UnsupportedVersionError
-from kafkaproto.uuid import _uuid_from_bytes, Uuid
+from kafkaproto._pycore import Request, Response
+from kafkaproto.uuid import Uuid
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    int PyGC_Enable()
+    int PyGC_Disable()
+    ctypedef struct PyTypeObject:
+        PyObject* (*tp_new)(PyTypeObject*, PyObject*, PyObject*) except NULL
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+cdef tuple _NO_ARGS = ()
 
 
 cdef class Reader:
@@ -269,26 +280,14 @@ cdef class Writer:
         return self.pos + self.blob_bytes
 
 
-cdef extern from "Python.h":
-    int PyGC_Enable()
-    int PyGC_Disable()
-
 cdef Py_ssize_t GC_PAUSE_MIN = 8192
 
 
-cdef extern from "Python.h":
-    ctypedef struct PyTypeObject:
-        PyObject* (*tp_new)(PyTypeObject*, PyObject*, PyObject*) except NULL
-
-cdef tuple _NO_ARGS = ()
 
 
 cdef inline Struct new_struct(type cls):
     """A fresh instance with every attribute None, without running __init__."""
-    cdef PyObject* p = (<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, <PyObject*>_NO_ARGS, NULL)
-    cdef Struct o = <Struct>p   # takes its own reference...
-    Py_DECREF(o)                # ...so drop the one tp_new returned
-    return o
+    return <Struct>new_empty(cls)
 
 
 cdef class Struct:
@@ -396,30 +395,38 @@ cdef Py_ssize_t bad_length(Reader r, Py_ssize_t n, bint compact, bint nullable, 
     return -1
 
 
-cdef extern from "Python.h":
-    ctypedef struct PyMemberDef:
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
+cdef Py_ssize_t slot_offset(type cls, str name) except -1:
+    """Where a __slots__ attribute lives inside instances of cls."""
+    d = cls.__dict__.get(name)
+    if type(d).__name__ != "member_descriptor":
+        raise TypeError(f"{cls.__name__}.{name} is not a __slots__ attribute")
+    return (<PyMemberDescrObject*>d).d_member.offset
 
-# Decoders make a Uuid per topic id. Uuid keeps its 16 bytes in the __slots__ slot
-# "_bytes"; filling that slot directly skips a Python-level call per Uuid.
+
+cdef inline object new_empty(type cls):
+    """An instance of a plain slotted class with every slot unset, without __init__."""
+    cdef PyObject* p = (<PyTypeObject*>cls).tp_new(<PyTypeObject*>cls, <PyObject*>_NO_ARGS, NULL)
+    cdef object o = <object>p   # takes a reference...
+    Py_DECREF(o)                # ...so drop the one tp_new returned
+    return o
+
+
+cdef inline void set_slot(object o, Py_ssize_t offset, object value) noexcept:
+    """Fill an unset slot of a fresh instance (skipping any __setattr__ the class has)."""
+    Py_INCREF(value)
+    (<PyObject**>(<char*><PyObject*>o + offset))[0] = <PyObject*>value
+
+
+# Decoders make a Uuid per topic id; filling its one slot directly skips a
+# Python-level call per Uuid.
 cdef type _UUID_TYPE = Uuid
-cdef Py_ssize_t _UUID_SLOT = (
-    (<PyMemberDescrObject*>Uuid.__dict__["_bytes"]).d_member.offset
-    if type(Uuid.__dict__.get("_bytes")).__name__ == "member_descriptor" else -1)
+cdef Py_ssize_t _UUID_SLOT = slot_offset(Uuid, "_bytes")
 
 
 cdef object make_uuid(const unsigned char* p):
-    cdef bytes raw = PyBytes_FromStringAndSize(<const char*>p, 16)
-    if _UUID_SLOT < 0:
-        return _uuid_from_bytes(raw)
-    cdef PyObject* u = (<PyTypeObject*>_UUID_TYPE).tp_new(<PyTypeObject*>_UUID_TYPE, <PyObject*>_NO_ARGS, NULL)
-    Py_INCREF(raw)
-    (<PyObject**>(<char*>u + _UUID_SLOT))[0] = <PyObject*>raw
-    cdef object o = <object>u   # takes a reference...
-    Py_DECREF(o)                # ...so drop the one tp_new returned
-    return o
+    cdef object u = new_empty(_UUID_TYPE)
+    set_slot(u, _UUID_SLOT, PyBytes_FromStringAndSize(<const char*>p, 16))
+    return u
 
 
 cdef object decode_utf8(Reader r, Py_ssize_t n):
@@ -579,81 +586,29 @@ def install(apis, request_header, response_header):
     _REQUEST_HEADER, _RESPONSE_HEADER = request_header, response_header
 
 
-cdef class Request:
-    """A decoded request: ``header`` and ``body``; unpacks as ``header, body = request``."""
-
-    cdef readonly object header
-    cdef readonly object body
-
-    def __init__(self, header, body):
-        self.header = header
-        self.body = body
-
-    def __iter__(self):
-        return iter((self.header, self.body))
-
-    def __len__(self):
-        return 2
-
-    def __getitem__(self, i):
-        return (self.header, self.body)[i]
-
-    def __eq__(self, other):
-        if type(other) is not Request:
-            return NotImplemented
-        return self.header == other.header and self.body == other.body
-
-    __hash__ = None
-
-    def __repr__(self):
-        return f"Request(header={self.header!r}, body={self.body!r})"
+# Request and Response are the pure-Python classes (one definition for both
+# implementations); their slots are filled directly, as for Uuid.
+cdef type _REQUEST = Request
+cdef type _RESPONSE = Response
+cdef Py_ssize_t _REQ_HEADER_SLOT = slot_offset(Request, "header")
+cdef Py_ssize_t _REQ_BODY_SLOT = slot_offset(Request, "body")
+cdef Py_ssize_t _RESP_HEADER_SLOT = slot_offset(Response, "header")
+cdef Py_ssize_t _RESP_BODY_SLOT = slot_offset(Response, "body")
+cdef Py_ssize_t _RESP_VERSION_SLOT = slot_offset(Response, "version")
 
 
-cdef class Response:
-    """A decoded response: ``header``, ``body`` and the ``version`` the body was read at;
-    unpacks as ``header, body = response``."""
-
-    cdef readonly object header
-    cdef readonly object body
-    cdef readonly int version
-
-    def __init__(self, header, body, int version):
-        self.header = header
-        self.body = body
-        self.version = version
-
-    def __iter__(self):
-        return iter((self.header, self.body))
-
-    def __len__(self):
-        return 2
-
-    def __getitem__(self, i):
-        return (self.header, self.body)[i]
-
-    def __eq__(self, other):
-        if type(other) is not Response:
-            return NotImplemented
-        return (self.header, self.body, self.version) == (other.header, other.body, other.version)
-
-    __hash__ = None
-
-    def __repr__(self):
-        return f"Response(header={self.header!r}, body={self.body!r}, version={self.version})"
-
-
-cdef Request make_request(header, body):
-    cdef Request o = Request.__new__(Request)
-    o.header = header
-    o.body = body
+cdef object make_request(header, body):
+    cdef object o = new_empty(_REQUEST)
+    set_slot(o, _REQ_HEADER_SLOT, header)
+    set_slot(o, _REQ_BODY_SLOT, body)
     return o
 
 
-cdef Response make_response(header, body, int version):
-    cdef Response o = Response.__new__(Response)
-    o.header = header
-    o.body = body
-    o.version = version
+cdef object make_response(header, body, int version):
+    cdef object o = new_empty(_RESPONSE)
+    set_slot(o, _RESP_HEADER_SLOT, header)
+    set_slot(o, _RESP_BODY_SLOT, body)
+    set_slot(o, _RESP_VERSION_SLOT, version)
     return o
 
 

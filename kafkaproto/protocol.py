@@ -12,10 +12,12 @@ from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ._generic import bad_version as _bad_version
 from .messages import _COMPILED, RequestHeader, ResponseHeader, api
 
+from ._pycore import Request, Response
+
 if _COMPILED:
-    from ._core import Reader, Request, Response, Writer
+    from ._core import Reader, Writer
 else:
-    from ._pycore import Reader, Request, Response, Writer
+    from ._pycore import Reader, Writer
 
 _HEAD = _S(">hh")
 _SIZE = _S(">i")

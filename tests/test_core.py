@@ -390,8 +390,8 @@ def test_decoded_objects_hold_no_extra_references(impl):
     from kafkaproto.messages import RequestHeader
     frame = kafkaproto.encode_request(RequestHeader(request_api_key=3, request_api_version=12), msg, 12)
     req = kafkaproto.decode_request(frame[4:])
-    counts = [sys.getrefcount(req.body), sys.getrefcount(req.header)]
-    assert counts == [2, 2]
+    counts = [sys.getrefcount(req.body), sys.getrefcount(req.header), sys.getrefcount(req)]
+    assert counts == [2, 2, 2]
 
 
 @impl_param
