@@ -22,7 +22,7 @@ sides have is either tested or in ``EXCLUDED`` with a reason.
 import functools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kafkaproto
@@ -112,14 +112,21 @@ def _diff_at(a, b):
             f"kafkaproto {a.hex()}\npeer       {b.hex()}")
 
 
-INTEROP = settings(max_examples=10, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def _interop_test(peer_name):
+    """One test function per peer (hypothesis's pytest plugin nests settings once per parameter)."""
+
+    params = [pytest.param(*c.values[1:], id=c.id, marks=c.marks) for c in CASES if c.values[0] == peer_name]
+
+    @pytest.mark.parametrize("name,version", params)
+    @settings(max_examples=10)
+    @given(data=st.data())
+    def test(name, version, data):
+        check_interop(peer_name, name, version, data)
+
+    return test
 
 
-@pytest.mark.parametrize("peer_name,name,version", CASES)
-@INTEROP
-@given(data=st.data())
-def test_interop(peer_name, name, version, data):
+def check_interop(peer_name, name, version, data):
     peer, cls = PEERS[peer_name], CLASSES[name]
     plan = plan_for(peer_name, name, version)
     msg = data.draw(narrowed(peer, plan, cls, version), label="message")
@@ -137,6 +144,10 @@ def test_interop(peer_name, name, version, data):
     theirs = peer.encode(plan, built, version)
     assert theirs == ours, f"(b) {peer_name} encodes differently: {_diff_at(ours, theirs)}"
     assert cls.decode(theirs, version) == msg
+
+
+test_interop_kio = _interop_test("kio")
+test_interop_kafka_python = _interop_test("kafka-python")
 
 
 def _inject(draw, peer, plan, d, version, inside_tagged=False):
@@ -167,7 +178,7 @@ def _unknown_tags_match(peer, plan, d, obj, path):
 
 
 @pytest.mark.parametrize("peer_name,name,version", FLEXIBLE_CASES)
-@settings(INTEROP, max_examples=3)
+@settings(max_examples=3)
 @given(data=st.data())
 def test_interop_unknown_tags(peer_name, name, version, data):
     peer, cls = PEERS[peer_name], CLASSES[name]
