@@ -58,14 +58,6 @@ class Field:
     def is_array(self):
         return self.container == "array"
 
-    @property
-    def is_struct(self):
-        return self.struct is not None
-
-    @property
-    def nullable_anywhere(self):
-        return not self.nullable.empty
-
     def __repr__(self):
         return f"Field({self.path})"
 
@@ -79,10 +71,6 @@ class Struct:
         self.qualname = qualname  # name users see, e.g. FetchRequest.FetchTopic
         self.fields = fields
         self.path = path
-
-    @property
-    def tagged_fields(self):
-        return sorted((f for f in self.fields if f.tag is not None), key=lambda f: f.tag)
 
 
 class Spec:

@@ -42,10 +42,6 @@ class Cond:
         return f"{lo} <= v <= {hi}"
 
 
-def py_literal(value):
-    return repr(value)
-
-
 def _pair(r):
     """An inclusive (lo, hi) pair; (1, 0) for an empty range."""
     return (r.lo, r.hi) if not r.empty else (1, 0)
@@ -80,7 +76,7 @@ class FieldView:
         d = f.default
         self.default_kind = (
             "list" if d == [] else "struct" if d == "struct" else "uuid" if d == "zero" else "value")
-        self.default = py_literal(d) if self.default_kind == "value" else None
+        self.default = repr(d) if self.default_kind == "value" else None
         # The FieldInfo row for _generic: the default as a source expression.
         default_src = {"list": "_LIST", "struct": "_STRUCT", "uuid": "_ZERO"}.get(self.default_kind, self.default)
         t = f.tagged if f.tag is not None else Versions.NONE
@@ -90,9 +86,6 @@ class FieldView:
             f"{p[0]}, {p[1]}, {n[0]}, {n[1]}, {f.tag!r}, {t[0]}, {t[1]}, {fl[0]}, {fl[1]}, "
             f"{f.ignorable}, {default_src})"
         )
-
-    def __getattr__(self, name):
-        return getattr(self.f, name)
 
 
 def min_item(fv, compact):
@@ -117,7 +110,6 @@ class StructView:
         self.flexible = cond(spec.flexible)
         fl = spec.flexible.intersect(spec.valid)
         self.flex_range = (fl.lo, fl.hi) if not fl.empty else (1, 0)
-        self.has_arrays = any(fv.array for fv in self.fields)
 
 
 class SpecView:
