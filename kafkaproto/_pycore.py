@@ -422,14 +422,10 @@ class Struct:
         return (_generic.rebuild, (type(self), _generic.field_values(self)))
 
 
-class Request:
-    """A decoded request: ``header`` and ``body``; unpacks as ``header, body = request``."""
+class _HeaderAndBody:
+    """Unpacks as ``header, body = decoded``."""
 
-    __slots__ = ("header", "body")
-
-    def __init__(self, header, body):
-        self.header = header
-        self.body = body
+    __slots__ = ()
 
     def __iter__(self):
         return iter((self.header, self.body))
@@ -440,20 +436,29 @@ class Request:
     def __getitem__(self, i):
         return (self.header, self.body)[i]
 
+    __hash__ = None
+
+
+class Request(_HeaderAndBody):
+    """A decoded request: ``header`` and ``body``."""
+
+    __slots__ = ("header", "body")
+
+    def __init__(self, header, body):
+        self.header = header
+        self.body = body
+
     def __eq__(self, other):
         if type(other) is not Request:
             return NotImplemented
         return self.header == other.header and self.body == other.body
 
-    __hash__ = None
-
     def __repr__(self):
         return f"Request(header={self.header!r}, body={self.body!r})"
 
 
-class Response:
-    """A decoded response: ``header``, ``body`` and the ``version`` the body was read at;
-    unpacks as ``header, body = response``."""
+class Response(_HeaderAndBody):
+    """A decoded response: ``header``, ``body`` and the ``version`` the body was read at."""
 
     __slots__ = ("header", "body", "version")
 
@@ -462,21 +467,10 @@ class Response:
         self.body = body
         self.version = version
 
-    def __iter__(self):
-        return iter((self.header, self.body))
-
-    def __len__(self):
-        return 2
-
-    def __getitem__(self, i):
-        return (self.header, self.body)[i]
-
     def __eq__(self, other):
         if type(other) is not Response:
             return NotImplemented
         return (self.header, self.body, self.version) == (other.header, other.body, other.version)
-
-    __hash__ = None
 
     def __repr__(self):
         return f"Response(header={self.header!r}, body={self.body!r}, version={self.version})"
