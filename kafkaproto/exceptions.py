@@ -43,6 +43,34 @@ def _rebuild_decode_error(reason, offset, segments, message):
     return DecodeError(reason, offset, segments, message)
 
 
+class RecordsError(KafkaProtoError, ValueError):
+    """Record data (a record batch or legacy message set) does not decode.
+
+    ``position`` is the byte in the buffer given to the records reader;
+    ``batch_offset`` the base offset of the batch concerned (None when its
+    header could not be read); for a fault inside a compressed batch,
+    ``inner_position`` is the byte within the decompressed records.
+    """
+
+    def __init__(self, reason, position, batch_offset=None, inner_position=None):
+        self.reason = reason
+        self.position = position
+        self.batch_offset = batch_offset
+        self.inner_position = inner_position
+        super().__init__(reason)
+
+    def __str__(self):
+        head = "" if self.batch_offset is None else f"batch at offset {self.batch_offset}: "
+        if self.inner_position is None:
+            where = f"byte {self.position}"
+        else:
+            where = f"byte {self.inner_position} of the decompressed records of the batch at byte {self.position}"
+        return f"{head}{self.reason} ({where})"
+
+    def __reduce__(self):
+        return (RecordsError, (self.reason, self.position, self.batch_offset, self.inner_position))
+
+
 class UnsupportedVersionError(KafkaProtoError, ValueError):
     """A message cannot be written or read at the requested version."""
 

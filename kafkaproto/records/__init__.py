@@ -1,0 +1,50 @@
+"""Kafka record data: record batches (magic 2) and legacy message sets (magic 0 and 1).
+
+Produce requests and fetch responses carry records as opaque bytes (their
+``records`` fields). This module reads and writes them:
+
+    from kafkaproto import records
+    for batch in records.iter_batches(partition.records):   # lazy, zero-copy
+        batch.base_offset, batch.compression, batch.producer_id  # header only
+        for record in batch:                                     # decoded now
+            record.offset, record.timestamp, record.key, record.value, record.headers
+
+    data = records.RecordBatchBuilder(compression="zstd")
+    data.append(b"key", b"value", headers=[("trace", b"1")], timestamp=1700000000000)
+    data.build()
+
+    records.to_arrow(partition.records)  # a pyarrow.Table, one row per record
+"""
+
+from ..exceptions import RecordsError
+from ..messages import _COMPILED
+from ._common import (
+    DEFAULT_MAX_DECOMPRESSED,
+    Compression,
+    ControlMarker,
+    ControlType,
+    TimestampType,
+    arrow_schema,
+    read_committed,
+)
+from ._legacy import LegacyBatch
+
+if _COMPILED:
+    from ._crecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, to_arrow
+else:
+    from ._pyrecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, to_arrow
+
+
+def read_records(data, **options):
+    """Every record of every batch in data, as one list (options as for iter_batches)."""
+    out = []
+    for batch in iter_batches(data, **options):
+        out.extend(batch.records())
+    return out
+
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED", "Compression", "ControlMarker", "ControlType", "LegacyBatch", "Record", "RecordBatch",
+    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "iter_batches", "read_committed",
+    "read_records", "to_arrow",
+]

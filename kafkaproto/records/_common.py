@@ -1,0 +1,154 @@
+"""What the compiled and pure-Python record codecs share: constants, enums, control markers."""
+
+import struct
+from collections import namedtuple
+from enum import IntEnum
+
+from ..exceptions import RecordsError
+from . import _compression
+
+DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024
+
+# RecordBatch (magic 2) layout: field offsets from the start of a batch.
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+BATCH_HEADER_SIZE = BATCH_HEADER.size  # 61
+LENGTH_OFFSET = 8
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LOG_OVERHEAD = 12  # base offset and length, which the length does not count
+
+CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+NO_TIMESTAMP = -1
+
+
+class Compression(IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @classmethod
+    def of(cls, value):
+        """A Compression from itself, its code or its name ("gzip")."""
+        if isinstance(value, str):
+            try:
+                return cls[value.upper()]
+            except KeyError:
+                raise ValueError(f"unknown compression {value!r}; one of none, gzip, snappy, lz4, zstd") from None
+        return cls(value)
+
+
+class TimestampType(IntEnum):
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class ControlType(IntEnum):
+    """The type in a control record's key (KIP-98 markers, then KRaft's own)."""
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+ControlMarker = namedtuple("ControlMarker", "type version coordinator_epoch")
+ControlMarker.__doc__ = """A control record: its type (ControlType, or the int code when unknown), the key's version and,
+for commit/abort markers, the transaction coordinator's epoch (None otherwise)."""
+
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")
+
+
+def control_marker(key, value):
+    if key is None or len(key) < 4:
+        raise ValueError(f"a control record's key holds version and type (4 bytes), got {key!r}")
+    version, code = _CONTROL_KEY.unpack_from(key)
+    try:
+        kind = ControlType(code)
+    except ValueError:
+        kind = code
+    epoch = None
+    if kind in (ControlType.ABORT, ControlType.COMMIT):
+        if value is None or len(value) < 6:
+            raise ValueError(f"an end-transaction marker's value holds version and coordinator epoch, got {value!r}")
+        epoch = _END_TXN_VALUE.unpack_from(value)[1]
+    return ControlMarker(kind, version, epoch)
+
+
+def end_txn_marker(commit, coordinator_epoch):
+    """Key and value of a commit or abort control record."""
+    key = _CONTROL_KEY.pack(0, ControlType.COMMIT if commit else ControlType.ABORT)
+    return key, _END_TXN_VALUE.pack(0, coordinator_epoch)
+
+
+def codec_name(codec):
+    return _compression.NAMES[codec] if 0 <= codec < 5 else f"unknown({codec})"
+
+
+def timestamp_type_name(kind):
+    return ("NoTimestampType", "CreateTime", "LogAppendTime")[kind + 1]
+
+
+def decompress(codec, data, cap, magic, position, batch_offset):
+    try:
+        return _compression.decompress(codec, data, cap, magic)
+    except _compression.CodecError as e:
+        raise RecordsError(str(e), position, batch_offset) from None
+
+
+def read_committed(batches, aborted_transactions):
+    """Which batches a read_committed consumer delivers, as the Java consumer decides it.
+
+    ``aborted_transactions`` is a FetchResponse partition's list (objects with
+    ``producer_id`` and ``first_offset``, or such pairs). Yields ``(batch, skip)``
+    for every batch: ``skip`` is None when its records are delivered, "aborted"
+    when they belong to an aborted transaction, and "control" for control batches.
+    """
+    pending = sorted(
+        ((t.first_offset, t.producer_id) if hasattr(t, "first_offset") else (t[1], t[0])
+         for t in aborted_transactions or ()), reverse=True)
+    aborted = set()
+    for batch in batches:
+        if batch.producer_id >= 0:
+            while pending and pending[-1][0] <= batch.last_offset:
+                aborted.add(pending.pop()[1])
+            if batch.is_control:
+                marker = batch.control_marker
+                if marker is not None and marker.type == ControlType.ABORT:
+                    aborted.discard(batch.producer_id)
+            elif batch.is_transactional and batch.producer_id in aborted:
+                yield batch, "aborted"
+                continue
+        yield batch, "control" if batch.is_control else None
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    header = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
+    return pa.schema([
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.timestamp("ms")),
+        pa.field("timestamp_type", pa.string(), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", pa.list_(pa.field("item", header, nullable=False)), nullable=False),
+        pa.field("partition_leader_epoch", pa.int32(), nullable=False),
+        pa.field("producer_id", pa.int64(), nullable=False),
+        pa.field("producer_epoch", pa.int16(), nullable=False),
+        pa.field("sequence", pa.int32(), nullable=False),
+        pa.field("transactional", pa.bool_(), nullable=False),
+        pa.field("control", pa.bool_(), nullable=False),
+        pa.field("compression", pa.string(), nullable=False),
+    ])

@@ -1,0 +1,466 @@
+"""The pure-Python record codec; _crecords.pyx is its compiled twin, byte for byte."""
+
+import struct
+import time
+
+from crc32c import crc32c
+
+from ..exceptions import RecordsError
+from . import _compression
+from ._common import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER,
+    BATCH_HEADER_SIZE,
+    CODEC_MASK,
+    CONTROL_MASK,
+    CRC_OFFSET,
+    DEFAULT_MAX_DECOMPRESSED,
+    DELETE_HORIZON_MASK,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    Compression,
+    TimestampType,
+    arrow_schema,
+    codec_name,
+    control_marker,
+    decompress,
+    end_txn_marker,
+    timestamp_type_name,
+)
+from ._legacy import LegacyBatch, build_legacy
+
+_INT32_MAX = 0x7FFFFFFF
+_OFFSET_LENGTH = struct.Struct(">qi")
+
+
+class Record:
+    """One record. ``offset`` and ``timestamp`` are absolute; the rest is as on the wire."""
+
+    __slots__ = ("offset", "timestamp", "key", "value", "headers", "attributes", "timestamp_delta", "offset_delta",
+                 "size")
+
+    def __init__(self, offset, timestamp, key, value, headers=(), attributes=0, timestamp_delta=0, offset_delta=0,
+                 size=-1):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.attributes = attributes
+        self.timestamp_delta = timestamp_delta
+        self.offset_delta = offset_delta
+        self.size = size
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.offset == other.offset and self.timestamp == other.timestamp and self.key == other.key
+                and self.value == other.value and tuple(self.headers) == tuple(other.headers))
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, value={self.value!r}, "
+                f"headers={self.headers!r})")
+
+
+class _Fault(Exception):
+    def __init__(self, reason, at):
+        self.reason = reason
+        self.at = at
+
+
+def _uvarint(buf, pos, end, nbytes, what):
+    """An unsigned varint of at most nbytes bytes (5 for int32, 10 for int64)."""
+    start = pos
+    value = shift = 0
+    for _ in range(nbytes):
+        if pos >= end:
+            raise _Fault(f"truncated {what}", start)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            bits = 32 if nbytes == 5 else 64
+            if value >> bits:
+                raise _Fault(f"{what} does not fit {bits} bits", start)
+            return value, pos
+        shift += 7
+    raise _Fault(f"{what} is longer than {nbytes} bytes", start)
+
+
+def _varint(buf, pos, end, what):
+    u, pos = _uvarint(buf, pos, end, 5, what)
+    return (u >> 1) ^ -(u & 1), pos
+
+
+def _varlong(buf, pos, end, what):
+    u, pos = _uvarint(buf, pos, end, 10, what)
+    return (u >> 1) ^ -(u & 1), pos
+
+
+def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time):
+    """count v2 records from buf[pos:end]; raises _Fault at the first fault."""
+    records = []
+    for index in range(count):
+        if pos >= end:
+            raise _Fault(f"the batch ends after {index} of its {count} records", pos)
+        start = pos
+        size, pos = _varint(buf, pos, end, "record length")
+        if size < 0 or size > end - pos:
+            raise _Fault(f"record length {size} overruns the batch ({end - pos} bytes left)", start)
+        stop = pos + size
+        if pos >= stop:
+            raise _Fault("truncated record attributes", pos)
+        attributes = buf[pos]
+        ts_delta, pos = _varlong(buf, pos + 1, stop, "timestamp delta")
+        offset_delta, pos = _varint(buf, pos, stop, "offset delta")
+        key, pos = _blob(buf, pos, stop, "key")
+        value, pos = _blob(buf, pos, stop, "value")
+        n, pos = _varint(buf, pos, stop, "header count")
+        if n < 0:
+            raise _Fault(f"header count {n} is negative", pos)
+        headers = ()
+        if n:
+            headers = []
+            for _ in range(n):
+                at = pos
+                name, pos = _blob(buf, pos, stop, "header key")
+                if name is None:
+                    raise _Fault("header key is null", at)
+                try:
+                    name = name.decode()
+                except UnicodeDecodeError:
+                    raise _Fault("header key is not UTF-8", at) from None
+                hvalue, pos = _blob(buf, pos, stop, "header value")
+                headers.append((name, hvalue))
+            headers = tuple(headers)
+        if pos != stop:
+            raise _Fault(f"record length {size} leaves {stop - pos} bytes after its headers", pos)
+        timestamp = log_append_time if log_append_time is not None else base_timestamp + ts_delta
+        records.append(Record(base_offset + offset_delta, timestamp, key, value, headers, attributes, ts_delta,
+                              offset_delta, size))
+    if pos != end:
+        raise _Fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
+    return records
+
+
+def _blob(buf, pos, end, what):
+    at = pos
+    n, pos = _varint(buf, pos, end, f"{what} length")
+    if n == -1:
+        return None, pos
+    if n < -1 or n > end - pos:
+        raise _Fault(f"{what} length {n} overruns the record ({end - pos} bytes left)" if n >= 0
+                     else f"{what} length {n} is negative", at)
+    return bytes(buf[pos:pos + n]), pos + n
+
+
+class RecordBatch:
+    """One magic-2 record batch over a zero-copy view; its records are decoded on demand."""
+
+    __slots__ = ("position", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
+                 "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+                 "base_sequence", "record_count", "_raw", "_max_decompressed")
+
+    def __init__(self, raw, position, max_decompressed):
+        (self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
+         self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
+         self.base_sequence, self.record_count) = BATCH_HEADER.unpack_from(raw)
+        self._raw = raw
+        self.position = position
+        self._max_decompressed = max_decompressed
+
+    raw = property(lambda self: self._raw, doc="The batch's bytes (a memoryview of the input).")
+    compression = property(lambda self: Compression(self.attributes & CODEC_MASK)
+                           if self.attributes & CODEC_MASK < 5 else self.attributes & CODEC_MASK)
+    timestamp_type = property(lambda self: TimestampType(1 if self.attributes & TIMESTAMP_TYPE_MASK else 0))
+    is_transactional = property(lambda self: bool(self.attributes & TRANSACTIONAL_MASK))
+    is_control = property(lambda self: bool(self.attributes & CONTROL_MASK))
+    has_delete_horizon = property(lambda self: bool(self.attributes & DELETE_HORIZON_MASK))
+    delete_horizon_ms = property(lambda self: self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None)
+    last_offset = property(lambda self: self.base_offset + self.last_offset_delta)
+    next_offset = property(lambda self: self.base_offset + self.last_offset_delta + 1)
+
+    def crc_ok(self):
+        return crc32c(self._raw[ATTRIBUTES_OFFSET:]) == self.crc
+
+    def __len__(self):
+        return self.record_count
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def records(self):
+        """The batch's records, decoded (and decompressed) now."""
+        if self.record_count < 0:
+            raise RecordsError(f"record count {self.record_count} is negative", self.position + 57, self.base_offset)
+        codec = self.attributes & CODEC_MASK
+        payload = self._raw[BATCH_HEADER_SIZE:]
+        inner = codec != 0
+        if inner:
+            payload = decompress(codec, payload, self._max_decompressed, 2, self.position + BATCH_HEADER_SIZE,
+                                 self.base_offset)
+        lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        try:
+            return _decode_records(payload, 0, len(payload), self.record_count, self.base_offset,
+                                   self.base_timestamp, lat)
+        except _Fault as f:
+            if inner:
+                raise RecordsError(f.reason, self.position, self.base_offset, f.at) from None
+            raise RecordsError(f.reason, self.position + BATCH_HEADER_SIZE + f.at, self.base_offset) from None
+
+    @property
+    def control_marker(self):
+        """For a control batch, its first record as a ControlMarker; None otherwise."""
+        if not self.attributes & CONTROL_MASK:
+            return None
+        records = self.records()
+        if not records:
+            return None
+        try:
+            return control_marker(records[0].key, records[0].value)
+        except ValueError as e:
+            raise RecordsError(str(e), self.position, self.base_offset) from None
+
+    def __repr__(self):
+        return (f"RecordBatch(base_offset={self.base_offset}, records={self.record_count}, "
+                f"compression={codec_name(self.attributes & CODEC_MASK)}, size={self.batch_length + LOG_OVERHEAD})")
+
+
+def iter_batches(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
+    view = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    end = len(view)
+    pos = 0
+    while pos < end:
+        left = end - pos
+        if left < MAGIC_OFFSET + 1:
+            if allow_partial:
+                return
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos)
+        base_offset, length = _OFFSET_LENGTH.unpack_from(view, pos)
+        magic = view[pos + MAGIC_OFFSET]
+        if magic == 2:
+            if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+                raise RecordsError(f"batch length {length} is below the {BATCH_HEADER_SIZE}-byte header",
+                                   pos + 8, base_offset)
+        elif magic > 2:
+            raise RecordsError(f"unknown record batch magic {magic}", pos + MAGIC_OFFSET, base_offset)
+        if length < 0 or length > left - LOG_OVERHEAD:
+            if allow_partial and length >= 0:
+                return
+            raise RecordsError(f"batch length {length} overruns the input ({left - LOG_OVERHEAD} bytes left)",
+                               pos + 8, base_offset)
+        stop = pos + LOG_OVERHEAD + length
+        if magic < 2:
+            yield LegacyBatch(view, pos, stop, Record, validate, max_decompressed)
+        else:
+            batch = RecordBatch(view[pos:stop], pos, max_decompressed)
+            if validate and not batch.crc_ok():
+                raise RecordsError(f"CRC32C mismatch: stored {batch.crc:#010x}, computed "
+                                   f"{crc32c(view[pos + ATTRIBUTES_OFFSET:stop]):#010x}", pos + CRC_OFFSET,
+                                   base_offset)
+            yield batch
+        pos = stop
+
+
+def _sequence(base, delta):
+    if base < 0:
+        return -1
+    return base + delta if base <= _INT32_MAX - delta else delta - (_INT32_MAX - base) - 1
+
+
+def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
+    import pyarrow as pa
+
+    cols = {name: [] for name in arrow_schema().names}
+    for batch in iter_batches(data, validate=validate, max_decompressed=max_decompressed,
+                              allow_partial=allow_partial):
+        ts_type = timestamp_type_name(batch.timestamp_type)
+        codec = codec_name(batch.compression)
+        for rec in batch.records():
+            cols["offset"].append(rec.offset)
+            cols["timestamp"].append(None if rec.timestamp == NO_TIMESTAMP else rec.timestamp)
+            cols["timestamp_type"].append(ts_type)
+            cols["key"].append(rec.key)
+            cols["value"].append(rec.value)
+            cols["headers"].append([{"key": k, "value": v} for k, v in rec.headers])
+            cols["partition_leader_epoch"].append(batch.partition_leader_epoch)
+            cols["producer_id"].append(batch.producer_id)
+            cols["producer_epoch"].append(batch.producer_epoch)
+            cols["sequence"].append(_sequence(batch.base_sequence, rec.offset - batch.base_offset)
+                                    if batch.magic == 2 else -1)
+            cols["transactional"].append(batch.is_transactional)
+            cols["control"].append(batch.is_control)
+            cols["compression"].append(codec)
+    return pa.table(cols, schema=arrow_schema())
+
+
+class RecordBatchBuilder:
+    """Builds one record batch (magic 2) or legacy message set (magic 0/1), as the Java client writes it."""
+
+    def __init__(self, *, magic=2, compression=Compression.NONE, compression_level=None, base_offset=0,
+                 partition_leader_epoch=-1, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                 transactional=False, control=False, timestamp_type=TimestampType.CREATE_TIME,
+                 log_append_time=None, delete_horizon_ms=None):
+        _check_builder(self, magic, compression, compression_level, transactional, control, producer_id,
+                       timestamp_type, log_append_time, delete_horizon_ms)
+        self.base_offset = base_offset
+        self.partition_leader_epoch = partition_leader_epoch
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self._records = []  # (offset delta, timestamp, key, value, headers as encoded pairs)
+
+    def append(self, key, value, *, headers=(), timestamp=None, offset=None):
+        """Add a record; returns its offset. timestamp defaults to now (ms), offset to the next one."""
+        delta, timestamp = _next_record(self, timestamp, offset)
+        _check_blob(key, "key")
+        _check_blob(value, "value")
+        if headers and self.magic < 2:
+            raise ValueError("record headers need magic 2")
+        encoded = tuple(_header(h) for h in headers)
+        self._records.append((delta, timestamp, key, value, encoded))
+        return self.base_offset + delta
+
+    def append_end_txn_marker(self, commit, coordinator_epoch=0, timestamp=None):
+        """Add a commit or abort control record (the builder must be transactional and control)."""
+        if not (self.control and self.transactional):
+            raise ValueError("end-transaction markers belong in transactional control batches")
+        key, value = end_txn_marker(commit, coordinator_epoch)
+        return self.append(key, value, timestamp=timestamp)
+
+    def __len__(self):
+        return len(self._records)
+
+    def build(self):
+        """The batch's bytes; b"" when no record was appended (Java's empty records)."""
+        if not self._records:
+            return b""
+        if self.magic < 2:
+            return build_legacy(self.magic, self.compression, self.compression_level, self.base_offset,
+                                [r[:4] for r in self._records], self.timestamp_type, self.log_append_time)
+        base_ts = self.delete_horizon_ms if self.delete_horizon_ms is not None else self._records[0][1]
+        body = bytearray()
+        for delta, timestamp, key, value, headers in self._records:
+            rec = bytearray(b"\0")
+            _put_varlong(rec, timestamp - base_ts)
+            _put_varint(rec, delta)
+            _put_blob(rec, key)
+            _put_blob(rec, value)
+            _put_varint(rec, len(headers))
+            for name, hvalue in headers:
+                _put_blob(rec, name)
+                _put_blob(rec, hvalue)
+            _put_varint(body, len(rec))
+            body += rec
+        if self.compression:
+            body = _compression.compress(self.compression, body, self.compression_level)
+        return _frame_batch(self, base_ts, body)
+
+
+def _frame_batch(builder, base_ts, body):
+    records = builder._records
+    max_ts = builder.log_append_time if builder.timestamp_type == TimestampType.LOG_APPEND_TIME \
+        else max(r[1] for r in records)
+    out = bytearray(BATCH_HEADER.pack(
+        builder.base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body), builder.partition_leader_epoch, 2, 0,
+        builder.attributes, records[-1][0], base_ts, max_ts, builder.producer_id, builder.producer_epoch,
+        builder.base_sequence, len(records)))
+    out += body
+    out[CRC_OFFSET:ATTRIBUTES_OFFSET] = crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]).to_bytes(4, "big")
+    return bytes(out)
+
+
+def _check_builder(b, magic, compression, level, transactional, control, producer_id, timestamp_type,
+                   log_append_time, delete_horizon_ms):
+    """Validate builder settings and store them on b (shared with the compiled builder)."""
+    if magic not in (0, 1, 2):
+        raise ValueError(f"magic must be 0, 1 or 2, not {magic!r}")
+    codec = Compression.of(compression)
+    if codec == Compression.ZSTD and magic < 2:
+        raise ValueError("zstd needs magic 2")
+    timestamp_type = TimestampType(timestamp_type)
+    if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+        raise ValueError("a builder writes CREATE_TIME or LOG_APPEND_TIME timestamps")
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        if magic == 0:
+            raise ValueError("magic 0 has no timestamps")
+        if type(log_append_time) is not int:
+            raise ValueError("LOG_APPEND_TIME needs log_append_time (ms)")
+    if magic < 2 and (transactional or control or producer_id != -1 or delete_horizon_ms is not None):
+        raise ValueError("producer ids, transactions, control records and delete horizons need magic 2")
+    if control and not transactional:
+        raise ValueError("control batches are transactional")
+    b.magic = magic
+    b.compression = codec
+    b.compression_level = _compression.check_level(int(codec), level)
+    b.transactional = bool(transactional)
+    b.control = bool(control)
+    b.timestamp_type = timestamp_type
+    b.log_append_time = log_append_time
+    b.delete_horizon_ms = delete_horizon_ms
+    b.attributes = (int(codec) | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
+                    | (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
+                    | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0))
+
+
+def _next_record(b, timestamp, offset):
+    records = b._records
+    last = records[-1][0] if records else -1
+    if offset is None:
+        delta = last + 1
+    else:
+        if type(offset) is not int:
+            raise TypeError(f"offset must be an int, not {type(offset).__name__}")
+        delta = offset - b.base_offset
+        if delta <= last:
+            raise ValueError(f"offset {offset} is not above the last appended offset {b.base_offset + last}")
+        if delta > _INT32_MAX:
+            raise ValueError(f"offset {offset} is more than 2**31-1 past the base offset {b.base_offset}")
+    if b.magic == 0:
+        return delta, NO_TIMESTAMP
+    if timestamp is None:
+        timestamp = time.time_ns() // 1_000_000
+    elif type(timestamp) is not int:
+        raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+    return delta, timestamp
+
+
+def _check_blob(value, what):
+    if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"record {what} must be bytes or None, not {type(value).__name__}")
+
+
+def _header(pair):
+    name, value = pair
+    if not isinstance(name, str):
+        raise TypeError(f"header key must be a str, not {type(name).__name__}")
+    _check_blob(value, "header value")
+    return name.encode(), value
+
+
+def _put_varint(out, v):
+    _put_uvarint(out, ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
+
+
+def _put_varlong(out, v):
+    _put_uvarint(out, ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _put_uvarint(out, u):
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+
+
+def _put_blob(out, value):
+    if value is None:
+        out.append(1)  # zigzag(-1)
+        return
+    _put_varint(out, len(value))
+    out += value
