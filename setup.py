@@ -38,7 +38,9 @@ def extensions(modules):
 
     # -O2 without debug info keeps a full build of the generated modules within a few minutes.
     flags = ["-O2", "-g0", "-Wno-unused-function"] if os.name == "posix" else []
-    exts = [Extension("kafkaproto._core", ["kafkaproto/_core.pyx"], extra_compile_args=flags)]
+    exts = [Extension("kafkaproto._core", ["kafkaproto/_core.pyx"], extra_compile_args=flags),
+            Extension("kafkaproto.records._crecords", ["kafkaproto/records/_crecords.pyx"],
+                      extra_compile_args=flags)]
     exts += [Extension(f"kafkaproto._generated.{m}", [f"{GENERATED}/{m}.pyx"], extra_compile_args=flags)
              for m in modules]
     return cythonize(exts, nthreads=os.cpu_count() or 1, quiet=True,

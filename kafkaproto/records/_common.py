@@ -63,8 +63,8 @@ class ControlType(IntEnum):
 
 
 ControlMarker = namedtuple("ControlMarker", "type version coordinator_epoch")
-ControlMarker.__doc__ = """A control record: its type (ControlType, or the int code when unknown), the key's version and,
-for commit/abort markers, the transaction coordinator's epoch (None otherwise)."""
+ControlMarker.__doc__ = """A control record: its type (ControlType, or the int code when unknown), the key's
+version and, for commit/abort markers, the transaction coordinator's epoch (None otherwise)."""
 
 _CONTROL_KEY = struct.Struct(">hh")
 _END_TXN_VALUE = struct.Struct(">hi")
@@ -90,6 +90,14 @@ def end_txn_marker(commit, coordinator_epoch):
     """Key and value of a commit or abort control record."""
     key = _CONTROL_KEY.pack(0, ControlType.COMMIT if commit else ControlType.ABORT)
     return key, _END_TXN_VALUE.pack(0, coordinator_epoch)
+
+
+class Fault(Exception):
+    """A fault in record data at byte ``at`` of the buffer being parsed (made into a RecordsError by callers)."""
+
+    def __init__(self, reason, at):
+        self.reason = reason
+        self.at = at
 
 
 def codec_name(codec):
@@ -152,3 +160,49 @@ def arrow_schema():
         pa.field("control", pa.bool_(), nullable=False),
         pa.field("compression", pa.string(), nullable=False),
     ])
+
+
+def check_builder(b, magic, compression, level, transactional, control, producer_id, timestamp_type,
+                   log_append_time, delete_horizon_ms):
+    """Validate a builder's settings and store them on b."""
+    if magic not in (0, 1, 2):
+        raise ValueError(f"magic must be 0, 1 or 2, not {magic!r}")
+    codec = Compression.of(compression)
+    if codec == Compression.ZSTD and magic < 2:
+        raise ValueError("zstd needs magic 2")
+    timestamp_type = TimestampType(timestamp_type)
+    if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+        raise ValueError("a builder writes CREATE_TIME or LOG_APPEND_TIME timestamps")
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        if magic == 0:
+            raise ValueError("magic 0 has no timestamps")
+        if type(log_append_time) is not int:
+            raise ValueError("LOG_APPEND_TIME needs log_append_time (ms)")
+    if magic < 2 and (transactional or control or producer_id != -1 or delete_horizon_ms is not None):
+        raise ValueError("producer ids, transactions, control records and delete horizons need magic 2")
+    if control and not transactional:
+        raise ValueError("control batches are transactional")
+    b.magic = magic
+    b.compression = codec
+    b.compression_level = _compression.check_level(int(codec), level)
+    b.transactional = bool(transactional)
+    b.control = bool(control)
+    b.timestamp_type = timestamp_type
+    b.log_append_time = log_append_time
+    b.delete_horizon_ms = delete_horizon_ms
+    b.attributes = (int(codec) | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
+                    | (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
+                    | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0))
+
+
+def check_blob(value, what):
+    if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"record {what} must be bytes or None, not {type(value).__name__}")
+
+
+def encode_header(pair):
+    name, value = pair
+    if not isinstance(name, str):
+        raise TypeError(f"header key must be a str, not {type(name).__name__}")
+    check_blob(value, "header value")
+    return name.encode(), value

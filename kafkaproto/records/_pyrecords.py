@@ -23,10 +23,14 @@ from ._common import (
     TRANSACTIONAL_MASK,
     Compression,
     TimestampType,
+    Fault,
     arrow_schema,
+    check_blob,
+    check_builder,
     codec_name,
     control_marker,
     decompress,
+    encode_header,
     end_txn_marker,
     timestamp_type_name,
 )
@@ -67,29 +71,23 @@ class Record:
                 f"headers={self.headers!r})")
 
 
-class _Fault(Exception):
-    def __init__(self, reason, at):
-        self.reason = reason
-        self.at = at
-
-
 def _uvarint(buf, pos, end, nbytes, what):
     """An unsigned varint of at most nbytes bytes (5 for int32, 10 for int64)."""
     start = pos
     value = shift = 0
     for _ in range(nbytes):
         if pos >= end:
-            raise _Fault(f"truncated {what}", start)
+            raise Fault(f"truncated {what}", start)
         b = buf[pos]
         pos += 1
         value |= (b & 0x7F) << shift
         if b < 0x80:
             bits = 32 if nbytes == 5 else 64
             if value >> bits:
-                raise _Fault(f"{what} does not fit {bits} bits", start)
+                raise Fault(f"{what} does not fit {bits} bits", start)
             return value, pos
         shift += 7
-    raise _Fault(f"{what} is longer than {nbytes} bytes", start)
+    raise Fault(f"{what} is longer than {nbytes} bytes", start)
 
 
 def _varint(buf, pos, end, what):
@@ -103,18 +101,18 @@ def _varlong(buf, pos, end, what):
 
 
 def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time):
-    """count v2 records from buf[pos:end]; raises _Fault at the first fault."""
+    """count v2 records from buf[pos:end]; raises Fault at the first fault."""
     records = []
     for index in range(count):
         if pos >= end:
-            raise _Fault(f"the batch ends after {index} of its {count} records", pos)
+            raise Fault(f"the batch ends after {index} of its {count} records", pos)
         start = pos
         size, pos = _varint(buf, pos, end, "record length")
         if size < 0 or size > end - pos:
-            raise _Fault(f"record length {size} overruns the batch ({end - pos} bytes left)", start)
+            raise Fault(f"record length {size} overruns the batch ({end - pos} bytes left)", start)
         stop = pos + size
         if pos >= stop:
-            raise _Fault("truncated record attributes", pos)
+            raise Fault("truncated record attributes", pos)
         attributes = buf[pos]
         ts_delta, pos = _varlong(buf, pos + 1, stop, "timestamp delta")
         offset_delta, pos = _varint(buf, pos, stop, "offset delta")
@@ -122,7 +120,7 @@ def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_appen
         value, pos = _blob(buf, pos, stop, "value")
         n, pos = _varint(buf, pos, stop, "header count")
         if n < 0:
-            raise _Fault(f"header count {n} is negative", pos)
+            raise Fault(f"header count {n} is negative", pos)
         headers = ()
         if n:
             headers = []
@@ -130,21 +128,21 @@ def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_appen
                 at = pos
                 name, pos = _blob(buf, pos, stop, "header key")
                 if name is None:
-                    raise _Fault("header key is null", at)
+                    raise Fault("header key is null", at)
                 try:
                     name = name.decode()
                 except UnicodeDecodeError:
-                    raise _Fault("header key is not UTF-8", at) from None
+                    raise Fault("header key is not UTF-8", at) from None
                 hvalue, pos = _blob(buf, pos, stop, "header value")
                 headers.append((name, hvalue))
             headers = tuple(headers)
         if pos != stop:
-            raise _Fault(f"record length {size} leaves {stop - pos} bytes after its headers", pos)
+            raise Fault(f"record length {size} leaves {stop - pos} bytes after its headers", pos)
         timestamp = log_append_time if log_append_time is not None else base_timestamp + ts_delta
         records.append(Record(base_offset + offset_delta, timestamp, key, value, headers, attributes, ts_delta,
                               offset_delta, size))
     if pos != end:
-        raise _Fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
+        raise Fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
     return records
 
 
@@ -154,7 +152,7 @@ def _blob(buf, pos, end, what):
     if n == -1:
         return None, pos
     if n < -1 or n > end - pos:
-        raise _Fault(f"{what} length {n} overruns the record ({end - pos} bytes left)" if n >= 0
+        raise Fault(f"{what} length {n} overruns the record ({end - pos} bytes left)" if n >= 0
                      else f"{what} length {n} is negative", at)
     return bytes(buf[pos:pos + n]), pos + n
 
@@ -167,6 +165,8 @@ class RecordBatch:
                  "base_sequence", "record_count", "_raw", "_max_decompressed")
 
     def __init__(self, raw, position, max_decompressed):
+        if len(raw) < BATCH_HEADER_SIZE:
+            raise RecordsError(f"a record batch needs {BATCH_HEADER_SIZE} bytes, got {len(raw)}", position)
         (self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
          self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
          self.base_sequence, self.record_count) = BATCH_HEADER.unpack_from(raw)
@@ -208,7 +208,7 @@ class RecordBatch:
         try:
             return _decode_records(payload, 0, len(payload), self.record_count, self.base_offset,
                                    self.base_timestamp, lat)
-        except _Fault as f:
+        except Fault as f:
             if inner:
                 raise RecordsError(f.reason, self.position, self.base_offset, f.at) from None
             raise RecordsError(f.reason, self.position + BATCH_HEADER_SIZE + f.at, self.base_offset) from None
@@ -232,6 +232,16 @@ class RecordBatch:
 
 
 def iter_batches(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
+    """The batches in data, read lazily: each header now, its records when asked for.
+
+    validate checks each batch's CRC as it is reached. allow_partial ends the
+    iteration quietly at a truncated last batch, as consumers do with fetch
+    responses; otherwise that raises RecordsError.
+    """
+    return scan_batches(data, validate, max_decompressed, allow_partial, RecordBatch, Record)
+
+
+def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, record_cls):
     view = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
     end = len(view)
     pos = 0
@@ -256,9 +266,9 @@ def iter_batches(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESS
                                pos + 8, base_offset)
         stop = pos + LOG_OVERHEAD + length
         if magic < 2:
-            yield LegacyBatch(view, pos, stop, Record, validate, max_decompressed)
+            yield LegacyBatch(view, pos, stop, record_cls, validate, max_decompressed)
         else:
-            batch = RecordBatch(view[pos:stop], pos, max_decompressed)
+            batch = batch_cls(view[pos:stop], pos, max_decompressed)
             if validate and not batch.crc_ok():
                 raise RecordsError(f"CRC32C mismatch: stored {batch.crc:#010x}, computed "
                                    f"{crc32c(view[pos + ATTRIBUTES_OFFSET:stop]):#010x}", pos + CRC_OFFSET,
@@ -306,7 +316,7 @@ class RecordBatchBuilder:
                  partition_leader_epoch=-1, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                  transactional=False, control=False, timestamp_type=TimestampType.CREATE_TIME,
                  log_append_time=None, delete_horizon_ms=None):
-        _check_builder(self, magic, compression, compression_level, transactional, control, producer_id,
+        check_builder(self, magic, compression, compression_level, transactional, control, producer_id,
                        timestamp_type, log_append_time, delete_horizon_ms)
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
@@ -318,11 +328,11 @@ class RecordBatchBuilder:
     def append(self, key, value, *, headers=(), timestamp=None, offset=None):
         """Add a record; returns its offset. timestamp defaults to now (ms), offset to the next one."""
         delta, timestamp = _next_record(self, timestamp, offset)
-        _check_blob(key, "key")
-        _check_blob(value, "value")
+        check_blob(key, "key")
+        check_blob(value, "value")
         if headers and self.magic < 2:
             raise ValueError("record headers need magic 2")
-        encoded = tuple(_header(h) for h in headers)
+        encoded = tuple(encode_header(h) for h in headers)
         self._records.append((delta, timestamp, key, value, encoded))
         return self.base_offset + delta
 
@@ -375,39 +385,6 @@ def _frame_batch(builder, base_ts, body):
     return bytes(out)
 
 
-def _check_builder(b, magic, compression, level, transactional, control, producer_id, timestamp_type,
-                   log_append_time, delete_horizon_ms):
-    """Validate builder settings and store them on b (shared with the compiled builder)."""
-    if magic not in (0, 1, 2):
-        raise ValueError(f"magic must be 0, 1 or 2, not {magic!r}")
-    codec = Compression.of(compression)
-    if codec == Compression.ZSTD and magic < 2:
-        raise ValueError("zstd needs magic 2")
-    timestamp_type = TimestampType(timestamp_type)
-    if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
-        raise ValueError("a builder writes CREATE_TIME or LOG_APPEND_TIME timestamps")
-    if timestamp_type == TimestampType.LOG_APPEND_TIME:
-        if magic == 0:
-            raise ValueError("magic 0 has no timestamps")
-        if type(log_append_time) is not int:
-            raise ValueError("LOG_APPEND_TIME needs log_append_time (ms)")
-    if magic < 2 and (transactional or control or producer_id != -1 or delete_horizon_ms is not None):
-        raise ValueError("producer ids, transactions, control records and delete horizons need magic 2")
-    if control and not transactional:
-        raise ValueError("control batches are transactional")
-    b.magic = magic
-    b.compression = codec
-    b.compression_level = _compression.check_level(int(codec), level)
-    b.transactional = bool(transactional)
-    b.control = bool(control)
-    b.timestamp_type = timestamp_type
-    b.log_append_time = log_append_time
-    b.delete_horizon_ms = delete_horizon_ms
-    b.attributes = (int(codec) | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
-                    | (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
-                    | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0))
-
-
 def _next_record(b, timestamp, offset):
     records = b._records
     last = records[-1][0] if records else -1
@@ -428,19 +405,6 @@ def _next_record(b, timestamp, offset):
     elif type(timestamp) is not int:
         raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
     return delta, timestamp
-
-
-def _check_blob(value, what):
-    if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"record {what} must be bytes or None, not {type(value).__name__}")
-
-
-def _header(pair):
-    name, value = pair
-    if not isinstance(name, str):
-        raise TypeError(f"header key must be a str, not {type(name).__name__}")
-    _check_blob(value, "header value")
-    return name.encode(), value
 
 
 def _put_varint(out, v):
