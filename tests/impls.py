@@ -22,3 +22,12 @@ def classes(impl):
 
 
 impl_param = pytest.mark.parametrize("impl", IMPLS)
+
+
+def records(impl):
+    """The record codec module of one implementation."""
+    if impl == "compiled":
+        from kafkaproto.records import _crecords
+        return _crecords
+    from kafkaproto.records import _pyrecords
+    return _pyrecords

@@ -1,5 +1,6 @@
 """Legacy message sets (magic 0 and 1), shared by both implementations.
 
+Legacy records have no offset or timestamp deltas (both read 0) and no headers.
 A legacy message set is a run of messages; a compressed message is a wrapper
 whose value is a whole inner message set. Each top-level message is read as
 one batch, the way the Java client does: iterating it gives the message itself,
@@ -188,10 +189,13 @@ class LegacyBatch:
         if not found:
             raise RecordsError("compressed wrapper message holds no messages", self.position, self.offset)
         # Magic 1 wrappers carry relative inner offsets; the wrapper's offset is the last one's.
+        # A producer's wrapper (offset 0, before the broker assigns any) leaves them relative, as in Java.
         shift = self.offset - found[-1][0] if self.magic == 1 else 0
+        if shift < 0:
+            shift = 0
         log_append = self.magic == 1 and self.attributes & TIMESTAMP_TYPE_MASK
-        return [Record(offset + shift, self.timestamp if log_append else timestamp, key, value, (), attributes, 0,
-                       offset + shift - (found[0][0] + shift), size)
+        return [Record(offset + shift, self.timestamp if log_append else timestamp, key, value, (), attributes, 0, 0,
+                       size)
                 for offset, timestamp, key, value, attributes, size in found]
 
     def __repr__(self):
@@ -201,14 +205,17 @@ class LegacyBatch:
 
 def build_legacy(magic, codec, level, base_offset, records, timestamp_type, log_append_time):
     """A legacy message set: one message per record, or one compressed wrapper holding them all."""
+    log_append = timestamp_type == TimestampType.LOG_APPEND_TIME
     if codec == 0:
-        return b"".join(_message(magic, base_offset + delta, timestamp, key, value, _ts_attr(magic, timestamp_type))
+        # The broker stamps each message with the log append time.
+        return b"".join(_message(magic, base_offset + delta, log_append_time if log_append else timestamp, key, value,
+                                 _ts_attr(magic, timestamp_type))
                         for delta, timestamp, key, value in records)
     # Inner messages: relative offsets in magic 1, absolute in magic 0 (as the Java client writes them).
     inner = b"".join(_message(magic, delta if magic == 1 else base_offset + delta, timestamp, key, value, 0)
                      for delta, timestamp, key, value in records)
     last = base_offset + records[-1][0]
-    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+    if log_append:
         wrapper_ts = log_append_time
     else:
         wrapper_ts = max(timestamp for _, timestamp, _, _ in records)

@@ -1,0 +1,326 @@
+"""Record batches and legacy message sets: round trips, validation, hostile input, both implementations."""
+
+import random
+import struct
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from impls import IMPLS, impl_param, records
+from kafkaproto.exceptions import RecordsError
+from kafkaproto.records import Compression, ControlType, TimestampType, arrow_schema, read_committed
+from kafkaproto.records import _compression
+
+CODECS_BY_MAGIC = {0: [0, 1, 2, 3], 1: [0, 1, 2, 3], 2: [0, 1, 2, 3, 4]}
+
+blobs = st.one_of(st.none(), st.binary(max_size=40))
+headers = st.lists(st.tuples(st.text(max_size=8), blobs), max_size=3)
+record_inputs = st.lists(
+    st.tuples(blobs, blobs, headers, st.integers(0, 2**41), st.integers(1, 3)), min_size=1, max_size=12)
+
+
+def build(mod, magic, codec, rows, **options):
+    builder = mod.RecordBatchBuilder(magic=magic, compression=codec, **options)
+    offset = options.get("base_offset", 0) - 1
+    for key, value, hdrs, timestamp, gap in rows:
+        offset += gap
+        builder.append(key, value, headers=hdrs if magic == 2 else (), timestamp=timestamp, offset=offset)
+    return builder.build()
+
+
+def expected(magic, rows, base_offset=0, log_append_time=None):
+    out = []
+    offset = base_offset - 1
+    for key, value, hdrs, timestamp, gap in rows:
+        offset += gap
+        ts = -1 if magic == 0 else log_append_time if log_append_time is not None else timestamp
+        out.append((offset, ts, key, value, tuple(hdrs) if magic == 2 else ()))
+    return out
+
+
+def plain(recs):
+    return [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in recs]
+
+
+@st.composite
+def batch_specs(draw):
+    magic = draw(st.sampled_from([0, 1, 2]))
+    codec = draw(st.sampled_from(CODECS_BY_MAGIC[magic]))
+    options = {"base_offset": draw(st.integers(0, 2**40))}
+    if magic == 2:
+        options.update(partition_leader_epoch=draw(st.integers(-1, 2**31 - 1)),
+                       producer_id=draw(st.integers(-1, 2**40)), producer_epoch=draw(st.integers(-1, 2**15 - 1)),
+                       base_sequence=draw(st.integers(-1, 2**31 - 1)))
+        options["transactional"] = options["producer_id"] >= 0 and draw(st.booleans())
+    if magic >= 1 and draw(st.booleans()):
+        options.update(timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=draw(st.integers(0, 2**41)))
+    return magic, codec, options
+
+
+@given(spec=batch_specs(), rows=record_inputs)
+@settings(max_examples=300)
+def test_round_trip_every_format_and_codec(spec, rows):
+    magic, codec, options = spec
+    if magic < 2:
+        options = {k: v for k, v in options.items() if k not in ("transactional",)}
+    built = {impl: build(records(impl), magic, codec, rows, **options) for impl in IMPLS}
+    assert len(set(built.values())) == 1, "implementations wrote different bytes"
+    data = built["python"]
+    want = expected(magic, rows, options["base_offset"], options.get("log_append_time"))
+    for impl in IMPLS:
+        mod = records(impl)
+        batches = list(mod.iter_batches(data))
+        got = [r for b in batches for r in b.records()]
+        assert plain(got) == want
+        assert {b.magic for b in batches} == {magic}
+        assert {int(b.compression) for b in batches} == {codec}
+        assert batches[-1].last_offset == want[-1][0]
+        if magic == 2:
+            (b,) = batches
+            assert (b.base_offset, b.partition_leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence) == (
+                options["base_offset"], options["partition_leader_epoch"], options["producer_id"],
+                options["producer_epoch"], options["base_sequence"])
+            assert b.is_transactional == options["transactional"] and b.record_count == len(rows)
+            assert b.crc_ok() and len(b.raw) == len(data)
+        table = mod.to_arrow(data)
+        assert table.schema == arrow_schema()
+        assert table.column("offset").to_pylist() == [w[0] for w in want]
+        assert table.column("value").to_pylist() == [w[3] for w in want]
+        assert [[(h["key"], h["value"]) for h in row] for row in table.column("headers").to_pylist()] == [
+            list(w[4]) for w in want]
+    if len(IMPLS) == 2:
+        assert records("python").to_arrow(data).equals(records("compiled").to_arrow(data))
+
+
+@impl_param
+def test_batch_header_fields(impl):
+    mod = records(impl)
+    b = mod.RecordBatchBuilder(compression="lz4", base_offset=1000, partition_leader_epoch=7, producer_id=42,
+                               producer_epoch=3, base_sequence=2**31 - 2, transactional=True)
+    b.append(b"k0", b"v0", timestamp=1_700_000_000_005)
+    b.append(None, None, timestamp=1_700_000_000_001, headers=[("h", None), ("é", b"x")])
+    b.append(b"k2", b"v2", timestamp=1_700_000_000_009, offset=1005)
+    data = b.build()
+    (batch,) = mod.iter_batches(data)
+    assert batch.compression == Compression.LZ4 and batch.timestamp_type == TimestampType.CREATE_TIME
+    assert (batch.base_timestamp, batch.max_timestamp) == (1_700_000_000_005, 1_700_000_000_009)
+    assert (batch.last_offset_delta, batch.next_offset, batch.record_count) == (5, 1006, 3)
+    assert batch.batch_length == len(data) - 12 and batch.crc == struct.unpack_from(">I", data, 17)[0]
+    assert not batch.is_control and not batch.has_delete_horizon and batch.delete_horizon_ms is None
+    recs = batch.records()
+    assert [(r.offset_delta, r.timestamp_delta) for r in recs] == [(0, 0), (1, -4), (5, 4)]
+    assert recs[1].headers == (("h", None), ("é", b"x")) and recs[1].key is None
+    table = mod.to_arrow(data)
+    # sequence numbers wrap at 2**31-1 as Kafka's producers do
+    assert table.column("sequence").to_pylist() == [2**31 - 2, 2**31 - 1, 3]
+    assert table.column("compression").to_pylist() == ["lz4"] * 3
+    assert table.column("transactional").to_pylist() == [True] * 3
+
+
+@impl_param
+def test_delete_horizon_and_log_append_time(impl):
+    mod = records(impl)
+    b = mod.RecordBatchBuilder(delete_horizon_ms=5000, timestamp_type=TimestampType.LOG_APPEND_TIME,
+                               log_append_time=9000)
+    b.append(b"k", b"v", timestamp=6000)
+    (batch,) = mod.iter_batches(b.build())
+    assert batch.has_delete_horizon and batch.delete_horizon_ms == 5000 and batch.base_timestamp == 5000
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    (rec,) = batch.records()
+    assert rec.timestamp == 9000 and rec.timestamp_delta == 1000
+
+
+@impl_param
+def test_legacy_relative_offsets_and_wrapper(impl):
+    mod = records(impl)
+    for magic in (0, 1):
+        b = mod.RecordBatchBuilder(magic=magic, compression="gzip", base_offset=500)
+        for i in range(3):
+            b.append(b"k%d" % i, b"v%d" % i, timestamp=100 + i)
+        data = b.build()
+        (wrapper,) = mod.iter_batches(data)
+        # The wrapper carries the last offset; magic 1 inner offsets are relative to it.
+        assert wrapper.offset == 502 and wrapper.base_offset == 500 and wrapper.magic == magic
+        inner_first = struct.unpack_from(">q", _compression.decompress(1, wrapper.value, 1 << 20), 0)[0]
+        assert inner_first == (0 if magic == 1 else 500)
+        assert [(r.offset, r.timestamp) for r in wrapper] == [(500 + i, -1 if magic == 0 else 100 + i)
+                                                               for i in range(3)]
+        assert wrapper.timestamp == (-1 if magic == 0 else 102)
+
+
+@impl_param
+def test_control_batches_and_read_committed(impl):
+    mod = records(impl)
+
+    def txn(base, pid, n):
+        b = mod.RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=0,
+                                   transactional=True)
+        for i in range(n):
+            b.append(None, b"p%d-%d" % (pid, i), timestamp=1)
+        return b.build()
+
+    def marker(base, pid, commit):
+        b = mod.RecordBatchBuilder(base_offset=base, producer_id=pid, producer_epoch=0, transactional=True,
+                                   control=True)
+        b.append_end_txn_marker(commit, coordinator_epoch=9, timestamp=2)
+        return b.build()
+
+    plain_batch = mod.RecordBatchBuilder(base_offset=9)
+    plain_batch.append(None, b"plain", timestamp=3)
+    # producer 1 commits offsets 0-1, producer 2 aborts 2-3, producer 3 aborts 6 and then commits 8
+    data = (txn(0, 1, 2) + txn(2, 2, 2) + marker(4, 1, True) + marker(5, 2, False) + txn(6, 3, 1)
+            + marker(7, 3, False) + txn(8, 3, 1) + plain_batch.build() + marker(10, 3, True))
+    batches = list(mod.iter_batches(data))
+    m = batches[2].control_marker
+    assert m.type == ControlType.COMMIT and m.coordinator_epoch == 9 and m.version == 0
+    assert batches[3].control_marker.type == ControlType.ABORT and batches[0].control_marker is None
+
+    class Aborted:
+        def __init__(self, producer_id, first_offset):
+            self.producer_id, self.first_offset = producer_id, first_offset
+
+    verdicts = [(b.base_offset, skip) for b, skip in read_committed(batches, [Aborted(2, 2), (3, 6)])]
+    assert verdicts == [(0, None), (2, "aborted"), (4, "control"), (5, "control"), (6, "aborted"), (7, "control"),
+                        (8, None), (9, None), (10, "control")]
+    table = mod.to_arrow(data)
+    assert table.column("control").to_pylist().count(True) == 4
+
+
+@impl_param
+def test_validation_errors_name_batch_and_byte(impl):
+    mod = records(impl)
+    b = mod.RecordBatchBuilder(base_offset=77)
+    b.append(b"key", b"value", timestamp=5)
+    good = b.build()
+    two = good + good
+    bad = bytearray(two)
+    bad[len(good) + 70] ^= 0xFF
+    with pytest.raises(RecordsError) as e:
+        list(mod.iter_batches(bad))
+    assert (e.value.position, e.value.batch_offset) == (len(good) + 17, 77) and "CRC32C" in str(e.value)
+    assert len(list(mod.iter_batches(bad, validate=False))) == 2
+
+    with pytest.raises(RecordsError, match="overruns the input") as e:
+        list(mod.iter_batches(two[:-1]))
+    assert e.value.position == len(good) + 8
+    assert len(list(mod.iter_batches(two[:-1], allow_partial=True))) == 1
+
+    count = bytearray(good)
+    struct.pack_into(">i", count, 57, 2)
+    with pytest.raises(RecordsError, match="ends after 1 of its 2 records"):
+        list(mod.iter_batches(count, validate=False))[0].records()
+    struct.pack_into(">i", count, 57, 0)
+    with pytest.raises(RecordsError, match="follow the last of the batch's 0 records") as e:
+        list(mod.iter_batches(count, validate=False))[0].records()
+    assert e.value.position == 61
+
+    varint = bytearray(good[:61]) + b"\xff" * 6
+    struct.pack_into(">i", varint, 8, len(varint) - 12)
+    with pytest.raises(RecordsError, match="record length is longer than 5 bytes") as e:
+        list(mod.iter_batches(varint, validate=False))[0].records()
+    assert e.value.position == 61 and e.value.batch_offset == 77
+
+    with pytest.raises(RecordsError, match="unknown record batch magic 3"):
+        list(mod.iter_batches(good[:16] + b"\x03" + good[17:]))
+
+
+@impl_param
+def test_every_truncation_fails_cleanly(impl):
+    mod = records(impl)
+    for magic, codec in [(2, 0), (2, 4), (1, 0), (1, 2), (0, 3)]:
+        b = mod.RecordBatchBuilder(magic=magic, compression=codec)
+        for i in range(4):
+            b.append(b"k%d" % i, b"value %d" % i * 3, headers=[("h", b"%d" % i)] if magic == 2 else (),
+                     timestamp=i)
+        data = b.build()
+        ends = {batch.position + len(batch.raw) for batch in mod.iter_batches(data)}
+        for n in range(1, len(data)):
+            if n in ends:  # a prefix of whole messages is a valid, shorter message set
+                assert plain(r for batch in mod.iter_batches(data[:n]) for r in batch.records())
+                continue
+            with pytest.raises(RecordsError):
+                for batch in mod.iter_batches(data[:n]):
+                    batch.records()
+            whole = list(mod.iter_batches(data[:n], allow_partial=True))
+            assert len(whole) == sum(end <= n for end in ends)
+
+
+def _outcome(mod, data):
+    try:
+        out = []
+        for batch in mod.iter_batches(data, validate=False):
+            out.append(plain(batch.records()))
+        return ("ok", out)
+    except RecordsError as e:
+        return ("error", str(e))
+
+
+def test_random_mutations_decode_or_raise_alike():
+    rng = random.Random(11)
+    sources = []
+    for magic, codec in [(2, 0), (2, 0), (2, 1), (2, 3), (1, 0), (1, 1), (0, 2)]:
+        b = records("python").RecordBatchBuilder(magic=magic, compression=codec)
+        for i in range(5):
+            b.append(b"k%d" % i if i % 2 else None, bytes(rng.randrange(256) for _ in range(i * 5)),
+                     headers=[("n", b"%d" % i)] * (i % 3) if magic == 2 else (), timestamp=1000 + i)
+        sources.append(b.build())
+    for _ in range(3000):
+        data = bytearray(rng.choice(sources))
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        outcomes = {impl: _outcome(records(impl), bytes(data)) for impl in IMPLS}
+        assert len({repr(o) for o in outcomes.values()}) == 1, outcomes
+
+
+@impl_param
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_decompression_bomb_is_refused(impl, codec):
+    mod = records(impl)
+    b = mod.RecordBatchBuilder(compression=codec)
+    b.append(None, bytes(8 * 1024 * 1024), timestamp=0)
+    data = b.build()
+    assert len(data) < 1024 * 1024
+    (batch,) = mod.iter_batches(data, max_decompressed=1024 * 1024)
+    with pytest.raises(RecordsError, match="cap on decompressed size") as e:
+        batch.records()
+    assert e.value.position == 61 and e.value.batch_offset == 0
+    (batch,) = mod.iter_batches(data, max_decompressed=16 * 1024 * 1024)
+    assert len(batch.records()[0].value) == 8 * 1024 * 1024
+
+
+def test_lying_lz4_and_zstd_headers_do_not_allocate():
+    zero = bytes(1 << 20)
+    frame = bytearray(_compression.compress(Compression.LZ4, zero))
+    frame[4] |= 0x08  # claim a content size...
+    frame[6:6] = struct.pack("<Q", 1 << 40)  # ...of a terabyte
+    frame[14] = (_compression.xxh32(bytes(frame[4:14])) >> 8) & 0xFF
+    with pytest.raises(_compression.CodecError, match="1099511627776"):
+        _compression.decompress(Compression.LZ4, bytes(frame), 1 << 24)
+    with pytest.raises(_compression.CodecError):
+        _compression.decompress(Compression.ZSTD, _compression.compress(Compression.ZSTD, zero)[:-3], 1 << 24)
+
+
+def test_xxh32_and_the_magic_0_lz4_header():
+    xxhash = pytest.importorskip("xxhash")
+    rng = random.Random(3)
+    for n in range(16):
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert _compression.xxh32(data) == xxhash.xxh32(data).intdigest()
+    codec = pytest.importorskip("kafka.codec")
+    data = b"kafka " * 30000
+    assert _compression.decompress(3, codec.lz4_encode_old_kafka(data), 1 << 24, magic=0) == data
+    assert codec.lz4_decode_old_kafka(_compression.compress(3, data, magic=0)) == data
+    broken = _compression.compress(3, data, magic=0)
+    with pytest.raises(_compression.CodecError, match="header checksum"):
+        _compression.decompress(3, broken, 1 << 24, magic=1)
+
+
+def test_codec_levels_are_checked():
+    with pytest.raises(ValueError, match="gzip compression level"):
+        records("python").RecordBatchBuilder(compression="gzip", compression_level=10)
+    with pytest.raises(ValueError, match="unknown compression"):
+        records("python").RecordBatchBuilder(compression="brotli")
+    data = zlib.decompress(_compression.compress(1, b"x" * 1000, level=1), 31)
+    assert data == b"x" * 1000
