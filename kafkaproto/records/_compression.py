@@ -88,6 +88,25 @@ def _gzip(data, level):
 
 
 def _gunzip(data, cap):
+    # Fast path: the trailer's size (mod 2**32) sizes the output buffer; if it lies
+    # or the stream has several members, the buffer is too small and zlib's
+    # streaming inflate below takes over, counting against the cap as it goes.
+    view = memoryview(data)
+    if len(view) >= 18:
+        (hint,) = struct.unpack_from("<I", view, len(view) - 4)
+        if hint <= cap:
+            out = bytearray(hint)
+            try:
+                got = cramjam.gzip.decompress_into(view, out)
+            except cramjam.DecompressionError:
+                pass
+            else:
+                if got == hint:
+                    return out
+    return _gunzip_streaming(view, cap)
+
+
+def _gunzip_streaming(data, cap):
     parts = []
     total = 0
     rest = data

@@ -5,10 +5,10 @@
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
@@ -833,8 +833,14 @@ cdef inline int uvarint_size(uint64_t u) noexcept:
 
 cdef int put_blob(Buf* b, object value) except -1:
     cdef Py_buffer view
+    cdef Py_ssize_t n
     if value is None:
         buf_reserve(b, 1)[0] = 1  # zigzag(-1)
+        return 0
+    if type(value) is bytes:
+        n = PyBytes_GET_SIZE(value)
+        put_varint(b, <int32_t>n)
+        memcpy(buf_reserve(b, n), PyBytes_AS_STRING(value), n)
         return 0
     PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
     try:
@@ -899,37 +905,50 @@ cdef class RecordBatchBuilder:
             timestamp = time.time_ns() // 1_000_000
         elif type(timestamp) is not int:
             raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
-        check_blob(key, "key")
-        check_blob(value, "value")
-        if headers and self.magic < 2:
-            raise ValueError("record headers need magic 2")
-        encoded = [encode_header(h) for h in headers] if headers else ()
+        if not (key is None or type(key) is bytes):
+            check_blob(key, "key")
+        if not (value is None or type(value) is bytes):
+            check_blob(value, "value")
         cdef int64_t ts = timestamp
         if self.magic < 2:
+            if headers:
+                raise ValueError("record headers need magic 2")
             self.legacy.append((delta, ts, key, value))
         else:
-            self.put_record(<int32_t>delta, ts, key, value, encoded)
+            self.put_record(<int32_t>delta, ts, key, value, headers)
         self.last_delta = <int32_t>delta
         self.count += 1
         return self.base_offset + delta
 
-    cdef int put_record(self, int32_t delta, int64_t ts, key, value, encoded) except -1:
-        if self.count == 0:
-            self.base_timestamp = ts if self.delete_horizon_ms is None else self.delete_horizon_ms
-            self.max_timestamp = ts
-        elif ts > self.max_timestamp:
-            self.max_timestamp = ts
+    cdef int put_record(self, int32_t delta, int64_t ts, key, value, headers) except -1:
         cdef Buf* r = &self.record
+        cdef Py_ssize_t n
+        cdef const char* name
         r.len = 0
         buf_reserve(r, 1)[0] = 0  # attributes
-        put_varlong(r, ts - self.base_timestamp)
+        base = self.base_timestamp if self.count else (ts if self.delete_horizon_ms is None
+                                                       else self.delete_horizon_ms)
+        put_varlong(r, ts - <int64_t>base)
         put_varint(r, delta)
         put_blob(r, key)
         put_blob(r, value)
-        put_varint(r, <int32_t>len(encoded))
-        for name, hvalue in encoded:
-            put_blob(r, name)
+        put_varint(r, <int32_t>len(headers))
+        for pair in headers:
+            hkey, hvalue = pair
+            if type(hkey) is not str:
+                encode_header(pair)  # raises the TypeError
+            name = PyUnicode_AsUTF8AndSize(hkey, &n)
+            put_varint(r, <int32_t>n)
+            memcpy(buf_reserve(r, n), name, n)
+            if not (hvalue is None or type(hvalue) is bytes):
+                check_blob(hvalue, "header value")
             put_blob(r, hvalue)
+        # Only now, with the record checked, does it join the batch.
+        if self.count == 0:
+            self.base_timestamp = base
+            self.max_timestamp = ts
+        elif ts > self.max_timestamp:
+            self.max_timestamp = ts
         put_varint(&self.body, <int32_t>r.len)
         memcpy(buf_reserve(&self.body, r.len), r.data, r.len)
         return 0
