@@ -11,6 +11,7 @@ from .exceptions import (
     EncodeError,
     EncodeTypeError,
     KafkaProtoError,
+    RecordsError,
     UnsupportedVersionError,
 )
 from .messages import _COMPILED
@@ -37,6 +38,6 @@ def compiled():
 
 __all__ = [
     "DecodeError", "EncodeError", "EncodeTypeError", "FrameBuffer", "FrameError", "KafkaProtoError",
-    "Request", "Response", "UnsupportedVersionError", "Uuid", "compiled", "decode_request",
+    "RecordsError", "Request", "Response", "UnsupportedVersionError", "Uuid", "compiled", "decode_request",
     "decode_response", "encode_request", "encode_response", "errors", "split_frames",
 ]
