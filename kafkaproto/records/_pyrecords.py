@@ -52,7 +52,7 @@ class Record:
         self.timestamp = timestamp
         self.key = key
         self.value = value
-        self.headers = headers
+        self.headers = tuple(headers)
         self.attributes = attributes
         self.timestamp_delta = timestamp_delta
         self.offset_delta = offset_delta
