@@ -9,7 +9,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
@@ -37,6 +37,7 @@ from ._common import (
     decompress,
     encode_header,
     end_txn_marker,
+    timestamp_type_name,
 )
 from ._legacy import LegacyBatch, build_legacy
 from ._pyrecords import scan_batches
@@ -718,6 +719,11 @@ cdef object to_buffer(Buf* b):
     return PyBytes_FromStringAndSize(b.data, b.len)
 
 
+# Rows point at these names' bytes, so they live as long as the module.
+TIMESTAMP_TYPE_NAMES = tuple(timestamp_type_name(kind).encode() for kind in (-1, 0, 1))
+CODEC_NAMES = tuple(codec_name(codec).encode() for codec in range(8))
+
+
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
     """A pyarrow Table with one row per record of every batch in data (see arrow_schema())."""
     import pyarrow as pa
@@ -725,7 +731,6 @@ def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, 
     cdef Columns c
     cdef BatchInfo info
     memset(&c, 0, sizeof(Columns))
-    names = {}  # keeps the name bytes alive while rows point at them
     try:
         bin_init(&c.timestamp_type)
         bin_init(&c.key)
@@ -735,10 +740,8 @@ def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, 
         bin_init(&c.compression)
         put_i32(&c.header_offsets, 0)
         for batch in scan_batches(data, validate, max_decompressed, allow_partial, RecordBatch, Record):
-            ts_name = names.setdefault(("t", int(batch.timestamp_type)),
-                                       ("NoTimestampType", "CreateTime", "LogAppendTime")[
-                                           int(batch.timestamp_type) + 1].encode())
-            codec = names.setdefault(("c", int(batch.compression)), codec_name(int(batch.compression)).encode())
+            ts_name = TIMESTAMP_TYPE_NAMES[int(batch.timestamp_type) + 1]
+            codec = CODEC_NAMES[int(batch.compression)]
             info.timestamp_type = PyBytes_AS_STRING(ts_name)
             info.timestamp_type_len = len(ts_name)
             info.compression = PyBytes_AS_STRING(codec)
@@ -807,7 +810,6 @@ cdef object build_table(pa, Columns* c):
 # ---- building ----------------------------------------------------------------
 
 cdef inline int put_uvarint(Buf* b, uint64_t u) except -1:
-    cdef char* p
     while u >= 0x80:
         buf_reserve(b, 1)[0] = <char>((u & 0x7F) | 0x80)
         u >>= 7
@@ -821,14 +823,6 @@ cdef inline int put_varint(Buf* b, int32_t v) except -1:
 
 cdef inline int put_varlong(Buf* b, int64_t v) except -1:
     return put_uvarint(b, (<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
-
-
-cdef inline int uvarint_size(uint64_t u) noexcept:
-    cdef int n = 1
-    while u >= 0x80:
-        u >>= 7
-        n += 1
-    return n
 
 
 cdef int put_blob(Buf* b, object value) except -1:
