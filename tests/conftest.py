@@ -1,7 +1,10 @@
 import os
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from kafka_jvm import KAFKA_VERSIONS, KafkaUnavailable, Oracle, unavailable
 
 # CI runs a fixed, repeatable set of examples; locally, hypothesis explores.
 settings.register_profile(
@@ -14,3 +17,14 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 # Hypothesis's pytest plugin wraps a parametrized test's settings once per parameter, and
 # reading a setting walks that chain: several hundred parameters need a deeper stack.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+
+
+@pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
+def kafka_oracle(request):
+    """Apache Kafka's codec (tests/kafka/Oracle.java) running on the pinned version's jars."""
+    try:
+        oracle = Oracle(request.param)
+    except KafkaUnavailable as exc:
+        unavailable(str(exc))
+    yield oracle
+    oracle.close()

@@ -133,6 +133,22 @@ def test_delete_horizon_and_log_append_time(impl):
 
 
 @impl_param
+def test_timestamp_and_offset_arithmetic_wraps_like_java(impl):
+    """Deltas are Java longs: -1 then 2**63-1 gives a delta of -2**63, which reads back exactly."""
+    mod = records(impl)
+    b = mod.RecordBatchBuilder(base_offset=2**63 - 2)
+    b.append(None, b"a", timestamp=-1)
+    b.append(None, b"b", timestamp=2**63 - 1)
+    (batch,) = mod.iter_batches(b.build())
+    assert [(r.offset, r.timestamp, r.timestamp_delta) for r in batch] == [
+        (2**63 - 2, -1, 0), (2**63 - 1, 2**63 - 1, -(2**63))]
+    assert batch.next_offset == -(2**63)  # past the last long, as Java computes it
+    for bad in (-2, 2**63):
+        with pytest.raises(ValueError, match="timestamp"):
+            b.append(None, b"c", timestamp=bad)
+
+
+@impl_param
 def test_legacy_relative_offsets_and_wrapper(impl):
     mod = records(impl)
     for magic in (0, 1):

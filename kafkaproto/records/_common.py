@@ -195,6 +195,19 @@ def check_builder(b, magic, compression, level, transactional, control, producer
                     | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0))
 
 
+def wrap64(value):
+    """value as Java's long arithmetic leaves it: two's complement, 64 bits."""
+    return ((value + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
+
+def check_timestamp(timestamp):
+    """A record's timestamp in ms: -1 (none) or 0 to 2**63-1, as the Java client accepts."""
+    if type(timestamp) is not int:
+        raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+    if not -1 <= timestamp <= 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"timestamp must be -1 (none) or 0 to 2**63-1 ms, not {timestamp}")
+
+
 def check_blob(value, what):
     if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
         raise TypeError(f"record {what} must be bytes or None, not {type(value).__name__}")

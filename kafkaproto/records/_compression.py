@@ -1,9 +1,11 @@
 """Kafka's record compression codecs, written the way the Java client writes them.
 
-cramjam provides snappy, lz4 and zstd (one maintained package with wheels for
-every platform); gzip uses the standard library's zlib. The framing Kafka puts
-around them is done here: the xerial block format around snappy, and the lz4
-frame (64 KiB independent blocks, with the header-checksum bug of magic 0).
+cramjam provides snappy, zstd and lz4's fast compressor (one maintained package
+with wheels for every platform); lz4's high-compression levels come from the lz4
+package, which binds the C library; gzip uses the standard library's zlib. The
+framing Kafka puts around them is done here: the xerial block format around
+snappy, the lz4 frame (64 KiB independent blocks, with the header-checksum bug
+of magic 0), and zstd's streamed frame.
 
 Every decompressor honours a cap on the output size and checks it before
 allocating, from the sizes the format declares, so a small input cannot make
@@ -14,6 +16,7 @@ import struct
 import zlib
 
 import cramjam
+import lz4.block
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -53,7 +56,11 @@ def compress(codec, data, level=None, magic=2):
     if codec == ZSTD:
         if magic < 2:
             raise ValueError("zstd needs record batch magic 2")
-        return bytes(cramjam.zstd.compress(data, level=level))
+        # Java streams zstd (content size unknown), flushes, then ends the frame with an
+        # empty last block; doing the same gives the same frame.
+        stream = cramjam.zstd.Compressor(level=level)
+        stream.compress(data if type(data) is bytes else bytes(data))  # it takes only bytes
+        return bytes(stream.flush()) + bytes(stream.finish())
     raise ValueError(f"unknown compression codec {codec}")
 
 
@@ -195,8 +202,11 @@ def _lz4_frame(data, level, broken_checksum):
     view = memoryview(data)
     for at in range(0, len(view), _LZ4_BLOCK):
         chunk = view[at:at + _LZ4_BLOCK]
-        block = bytes(cramjam.lz4.compress_block(chunk, mode="high_compression", compression=level,
-                                                 store_size=False))
+        if level == DEFAULT_LEVEL[LZ4]:
+            # Java's default level is LZ4's fast compressor, whose blocks cramjam's match.
+            block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        else:
+            block = lz4.block.compress(chunk, mode="high_compression", compression=level, store_size=False)
         if len(block) >= len(chunk):
             parts.append(struct.pack("<I", len(chunk) | 0x80000000))
             parts.append(bytes(chunk))
@@ -307,7 +317,12 @@ _ZSTD_BLOCK_MAX = 128 * 1024
 def _unzstd(data, cap):
     view = memoryview(data)
     bound = _zstd_bound(view)
-    return _capped(cramjam.zstd.decompress, cramjam.zstd.decompress_into, view, bound, cap)
+    if bound > cap:
+        return _capped(None, cramjam.zstd.decompress_into, view, bound, cap)
+    # Java's frames do not declare their size, which makes a plain decompress grow its
+    # buffer; the block headers bound the size, so decompress into one buffer that fits.
+    out = bytearray(bound)
+    return memoryview(out)[:cramjam.zstd.decompress_into(view, out)]
 
 
 def _zstd_bound(view):

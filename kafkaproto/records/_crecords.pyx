@@ -32,6 +32,7 @@ from ._common import (
     arrow_schema,
     check_blob,
     check_builder,
+    check_timestamp,
     codec_name,
     control_marker,
     decompress,
@@ -313,8 +314,8 @@ cdef list decode_records(const unsigned char* buf, Py_ssize_t end, int32_t count
             fault(f"the batch ends after {index} of its {count} records", pos)
         pos = parse_record(buf, pos, end, &r)
         rec = Record.__new__(Record)
-        rec.offset = base_offset + r.offset_delta
-        rec.timestamp = max_timestamp if log_append else base_timestamp + r.timestamp_delta
+        rec.offset = add64(base_offset, r.offset_delta)
+        rec.timestamp = max_timestamp if log_append else add64(base_timestamp, r.timestamp_delta)
         rec.key = make_blob(buf, r.key_at, r.key_len)
         rec.value = make_blob(buf, r.value_at, r.value_len)
         rec.headers = make_headers(buf, &r, &cache, names)
@@ -329,6 +330,11 @@ cdef list decode_records(const unsigned char* buf, Py_ssize_t end, int32_t count
 
 
 # ---- batches ---------------------------------------------------------------
+
+cdef inline int64_t add64(int64_t a, int64_t b) noexcept:
+    """a + b as Java's long arithmetic does it (wrapping, not undefined)."""
+    return <int64_t>(<uint64_t>a + <uint64_t>b)
+
 
 cdef inline int64_t be64(const unsigned char* p) noexcept:
     return <int64_t>((<uint64_t>be32(p) << 32) | <uint32_t>be32(p + 4))
@@ -417,11 +423,11 @@ cdef class RecordBatch:
 
     @property
     def last_offset(self):
-        return self.base_offset + self.last_offset_delta
+        return add64(self.base_offset, self.last_offset_delta)
 
     @property
     def next_offset(self):
-        return self.base_offset + self.last_offset_delta + 1
+        return add64(self.base_offset, <int64_t>self.last_offset_delta + 1)
 
     def crc_ok(self):
         return crc32c(self.raw[ATTRIBUTES_OFFSET:]) == self.crc
@@ -673,8 +679,8 @@ cdef int arrow_v2(Columns* c, BatchInfo* b, RecordBatch batch) except -1:
             if pos >= end:
                 fault(f"the batch ends after {index} of its {batch.record_count} records", pos)
             pos = parse_record(buf, pos, end, &r)
-            put_row(c, b, batch.base_offset + r.offset_delta,
-                    batch.max_timestamp if log_append else batch.base_timestamp + r.timestamp_delta)
+            put_row(c, b, add64(batch.base_offset, r.offset_delta),
+                    batch.max_timestamp if log_append else add64(batch.base_timestamp, r.timestamp_delta))
             bin_put(&c.key, buf + r.key_at, r.key_len, r.key_at >= 0)
             bin_put(&c.value, buf + r.value_at, r.value_len, r.value_at >= 0)
             hpos = r.headers_at
@@ -897,8 +903,8 @@ cdef class RecordBatchBuilder:
             timestamp = -1
         elif timestamp is None:
             timestamp = time.time_ns() // 1_000_000
-        elif type(timestamp) is not int:
-            raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        else:
+            check_timestamp(timestamp)
         if not (key is None or type(key) is bytes):
             check_blob(key, "key")
         if not (value is None or type(value) is bytes):
@@ -922,7 +928,7 @@ cdef class RecordBatchBuilder:
         buf_reserve(r, 1)[0] = 0  # attributes
         base = self.base_timestamp if self.count else (ts if self.delete_horizon_ms is None
                                                        else self.delete_horizon_ms)
-        put_varlong(r, ts - <int64_t>base)
+        put_varlong(r, <int64_t>(<uint64_t>ts - <uint64_t><int64_t>base))
         put_varint(r, delta)
         put_blob(r, key)
         put_blob(r, value)

@@ -211,8 +211,11 @@ def build_legacy(magic, codec, level, base_offset, records, timestamp_type, log_
         return b"".join(_message(magic, base_offset + delta, log_append_time if log_append else timestamp, key, value,
                                  _ts_attr(magic, timestamp_type))
                         for delta, timestamp, key, value in records)
-    # Inner messages: relative offsets in magic 1, absolute in magic 0 (as the Java client writes them).
-    inner = b"".join(_message(magic, delta if magic == 1 else base_offset + delta, timestamp, key, value, 0)
+    # Inner messages: relative offsets in magic 1, absolute in magic 0; under log-append time each
+    # carries the append time and the timestamp-type flag too (as the Java client writes them).
+    inner_attr = _ts_attr(magic, timestamp_type)
+    inner = b"".join(_message(magic, delta if magic == 1 else base_offset + delta,
+                              log_append_time if log_append else timestamp, key, value, inner_attr)
                      for delta, timestamp, key, value in records)
     last = base_offset + records[-1][0]
     if log_append:

@@ -27,12 +27,14 @@ from ._common import (
     arrow_schema,
     check_blob,
     check_builder,
+    check_timestamp,
     codec_name,
     control_marker,
     decompress,
     encode_header,
     end_txn_marker,
     timestamp_type_name,
+    wrap64,
 )
 from ._legacy import LegacyBatch, build_legacy
 
@@ -138,8 +140,8 @@ def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_appen
             headers = tuple(headers)
         if pos != stop:
             raise Fault(f"record length {size} leaves {stop - pos} bytes after its headers", pos)
-        timestamp = log_append_time if log_append_time is not None else base_timestamp + ts_delta
-        records.append(Record(base_offset + offset_delta, timestamp, key, value, headers, attributes, ts_delta,
+        timestamp = log_append_time if log_append_time is not None else wrap64(base_timestamp + ts_delta)
+        records.append(Record(wrap64(base_offset + offset_delta), timestamp, key, value, headers, attributes, ts_delta,
                               offset_delta, size))
     if pos != end:
         raise Fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
@@ -182,8 +184,8 @@ class RecordBatch:
     is_control = property(lambda self: bool(self.attributes & CONTROL_MASK))
     has_delete_horizon = property(lambda self: bool(self.attributes & DELETE_HORIZON_MASK))
     delete_horizon_ms = property(lambda self: self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None)
-    last_offset = property(lambda self: self.base_offset + self.last_offset_delta)
-    next_offset = property(lambda self: self.base_offset + self.last_offset_delta + 1)
+    last_offset = property(lambda self: wrap64(self.base_offset + self.last_offset_delta))
+    next_offset = property(lambda self: wrap64(self.base_offset + self.last_offset_delta + 1))
 
     def crc_ok(self):
         return crc32c(self._raw[ATTRIBUTES_OFFSET:]) == self.crc
@@ -357,7 +359,7 @@ class RecordBatchBuilder:
         body = bytearray()
         for delta, timestamp, key, value, headers in self._records:
             rec = bytearray(b"\0")
-            _put_varlong(rec, timestamp - base_ts)
+            _put_varlong(rec, wrap64(timestamp - base_ts))
             _put_varint(rec, delta)
             _put_blob(rec, key)
             _put_blob(rec, value)
@@ -402,8 +404,7 @@ def _next_record(b, timestamp, offset):
         return delta, NO_TIMESTAMP
     if timestamp is None:
         timestamp = time.time_ns() // 1_000_000
-    elif type(timestamp) is not int:
-        raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+    check_timestamp(timestamp)
     return delta, timestamp
 
 

@@ -1,0 +1,134 @@
+"""Apache Kafka's own jars, as test oracles.
+
+The pinned versions are resolved from Maven Central with ``tests/kafka/pom.xml``
+into ``$KAFKAPROTO_KAFKA_CACHE`` (default ``~/.cache/kafkaproto/kafka``), one
+folder per version, and ``tests/kafka/Oracle.java`` is compiled against them
+with javac. Without java, javac, mvn or a reachable Maven Central, the tests
+that need them skip and say which is missing; with ``KAFKAPROTO_REQUIRE_KAFKA=1``
+(set by ``.ci/run``) they fail instead, so CI cannot pass without the oracle.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import select
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+# 3.9.2 is the last release with the protocol versions 4.0 removed; 4.3.1 is the newest 4.x
+# release whose jars are all on Maven Central (4.4.0's kafka-tools-api is not published).
+KAFKA_VERSIONS = ("3.9.2", "4.3.1")
+
+HERE = Path(__file__).parent / "kafka"
+CACHE = Path(os.environ.get("KAFKAPROTO_KAFKA_CACHE") or Path.home() / ".cache" / "kafkaproto" / "kafka")
+REQUIRED = os.environ.get("KAFKAPROTO_REQUIRE_KAFKA") == "1"
+ANSWER_TIMEOUT = 120  # seconds; the first answer includes JVM start-up and class loading
+
+
+class KafkaUnavailable(Exception):
+    """java, javac, mvn or the jars cannot be had here."""
+
+
+def unavailable(reason):
+    """Skip, or fail where the environment promises Kafka (CI)."""
+    if REQUIRED:
+        pytest.fail(f"Kafka oracle required (KAFKAPROTO_REQUIRE_KAFKA=1) but unavailable: {reason}")
+    pytest.skip(reason)
+
+
+def _tool(name):
+    path = shutil.which(name)
+    if path is None:
+        raise KafkaUnavailable(f"{name} is not installed (needed to run Apache Kafka's jars)")
+    return path
+
+
+def kafka_lib(version):
+    """The folder holding Kafka ``version``'s jars and their dependencies, resolved once."""
+    lib = CACHE / version / "lib"
+    done = lib / ".resolved"
+    if done.exists():
+        return lib
+    mvn = _tool("mvn")
+    partial = CACHE / version / "lib.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    proc = subprocess.run(
+        [mvn, "-B", "-q", "-f", str(HERE / "pom.xml"), f"-Dkafka.version={version}",
+         "dependency:copy-dependencies", f"-DoutputDirectory={partial}"],
+        capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+        raise KafkaUnavailable(f"mvn could not resolve Kafka {version} from Maven Central: "
+                               + (errors[0] if errors else f"exit {proc.returncode}"))
+    (partial / ".resolved").write_text(version)
+    shutil.rmtree(lib, ignore_errors=True)
+    partial.rename(lib)
+    return lib
+
+
+def classpath(version, *extra):
+    return os.pathsep.join([*map(str, extra), str(kafka_lib(version) / "*")])
+
+
+def compiled_oracle(version):
+    """Oracle.java compiled against ``version``'s jars; recompiled whenever the source changes."""
+    source = HERE / "Oracle.java"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    classes = CACHE / version / f"oracle-{digest}"
+    if (classes / "Oracle.class").exists():
+        return classes
+    javac = _tool("javac")
+    tmp = classes.with_name(classes.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    proc = subprocess.run([javac, "-nowarn", "-d", str(tmp), "-cp", classpath(version), str(source)],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        # The jars are there and javac ran: a compile error is a real failure, not a skip.
+        raise AssertionError(f"javac failed on Oracle.java against Kafka {version}:\n{proc.stderr}")
+    tmp.rename(classes)
+    return classes
+
+
+class Oracle:
+    """A running Oracle.java: ``ask`` sends one request and returns its answer."""
+
+    def __init__(self, version):
+        self.version = version
+        java = _tool("java")
+        classes = compiled_oracle(version)
+        self._proc = subprocess.Popen(
+            [java, "-Xss8m", "-cp", classpath(version, classes), "Oracle"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def ask(self, request):
+        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self._proc.stdin.flush()
+        ready, _, _ = select.select([self._proc.stdout], [], [], ANSWER_TIMEOUT)
+        if not ready:
+            self.close()
+            raise AssertionError(f"Kafka {self.version} oracle gave no answer in {ANSWER_TIMEOUT} s to {request['op']}")
+        line = self._proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"Kafka {self.version} oracle exited with {self._proc.wait()}")
+        return json.loads(line)
+
+    def close(self):
+        if self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def b64(data):
+    return None if data is None else base64.b64encode(bytes(data)).decode()
+
+
+def unb64(text):
+    return base64.b64decode(text)
