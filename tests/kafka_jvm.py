@@ -14,7 +14,9 @@ import json
 import os
 import select
 import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,103 @@ def b64(data):
 
 def unb64(text):
     return base64.b64decode(text)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SERVER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={log_dir}
+num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+"""
+
+
+class KafkaBroker:
+    """A single-node KRaft broker of a pinned version on 127.0.0.1, in a fresh folder.
+
+    Formatted with Kafka's StorageTool, started as ``kafka.Kafka``, ready once it answers
+    ApiVersions; ``stop`` shuts it down (SIGTERM, then SIGKILL after 30 s).
+    """
+
+    START_TIMEOUT = 120
+
+    def __init__(self, version, workdir):
+        self.version = version
+        self.workdir = Path(workdir)
+        self.port, self.controller_port = free_port(), free_port()
+        java = _tool("java")
+        cp = classpath(version)
+        props = self.workdir / "server.properties"
+        props.write_text(SERVER_PROPERTIES.format(port=self.port, controller_port=self.controller_port,
+                                                  log_dir=self.workdir / "data"))
+        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        fmt = subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+                             capture_output=True, text=True, timeout=120)
+        if fmt.returncode != 0:
+            raise AssertionError(f"Kafka {version} StorageTool format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        self.log = self.workdir / "broker.log"
+        with open(self.log, "wb") as log:
+            self._proc = subprocess.Popen([java, "-Xmx512m", "-cp", cp, "kafka.Kafka", str(props)],
+                                          stdout=log, stderr=subprocess.STDOUT)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self):
+        from kafkaproto import decode_response, encode_request
+        from kafkaproto.messages import ApiVersionsRequest, RequestHeader
+
+        deadline = time.monotonic() + self.START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise AssertionError(f"Kafka {self.version} broker exited with {self._proc.returncode}; "
+                                     f"log tail:\n{self.log.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+                    header = RequestHeader(request_api_key=18, request_api_version=0, correlation_id=0,
+                                           client_id="kafkaproto-tests")
+                    sock.sendall(encode_request(header, ApiVersionsRequest(), 0))
+                    size = int.from_bytes(_recv_exact(sock, 4), "big")
+                    if decode_response(_recv_exact(sock, size), 18, 0).body.error_code == 0:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"Kafka {self.version} broker did not answer within {self.START_TIMEOUT} s")
+
+    def stop(self):
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def _recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)

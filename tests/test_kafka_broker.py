@@ -1,0 +1,123 @@
+"""kafkaproto against a live Apache Kafka broker (each pinned version, KRaft, single node).
+
+A minimal client: a socket, ``encode_request`` and ``decode_response``. Every
+response must decode, and re-encode to the very bytes the broker sent.
+"""
+
+import socket
+
+import pytest
+
+from kafka_jvm import _recv_exact
+from kafkaproto import Uuid, decode_response, encode_request, encode_response, errors
+from kafkaproto.messages import (
+    ApiVersionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    MetadataRequest,
+    RequestHeader,
+    api,
+)
+
+
+class RawClient:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.correlation_id = 0
+
+    def send_frame(self, frame):
+        self.sock.sendall(frame)
+        size = int.from_bytes(_recv_exact(self.sock, 4), "big")
+        return _recv_exact(self.sock, size)
+
+    def call(self, body, version):
+        """Send one request; returns the decoded Response, checked to re-encode byte for byte."""
+        self.correlation_id += 1
+        header = RequestHeader(request_api_key=body.api_key, request_api_version=version,
+                               correlation_id=self.correlation_id, client_id="kafkaproto-tests")
+        raw = self.send_frame(encode_request(header, body, version))
+        return check_response(raw, body.api_key, version, self.correlation_id)
+
+    def close(self):
+        self.sock.close()
+
+
+def check_response(raw, api_key, version, correlation_id):
+    response = decode_response(raw, api_key, version)
+    assert response.header.correlation_id == correlation_id
+    again = encode_response(response.header, response.body, response.version)
+    assert again[4:] == raw, f"{api(api_key).name} v{response.version} does not re-encode to the broker's bytes"
+    return response
+
+
+@pytest.fixture
+def client(kafka_broker):
+    c = RawClient(kafka_broker.port)
+    yield c
+    c.close()
+
+
+def broker_versions(client):
+    body = client.call(ApiVersionsRequest(), 0).body
+    return {k.api_key: range(k.min_version, k.max_version + 1) for k in body.api_keys}
+
+
+def test_api_versions_at_every_version(client, kafka_broker):
+    ours = api("ApiVersions").valid_versions
+    theirs = broker_versions(client)[18]
+    for version in ours:
+        body = ApiVersionsRequest(client_software_name="kafkaproto", client_software_version="1.0")
+        response = client.call(body, version)
+        if version in theirs:
+            assert response.version == version and response.body.error_code == 0
+            assert {k.api_key for k in response.body.api_keys} >= {0, 1, 3, 18, 19, 20}
+        else:
+            # Above the broker's maximum: it answers at v0 with UNSUPPORTED_VERSION and its own range.
+            assert response.version == 0
+            assert response.body.error_code == errors.UNSUPPORTED_VERSION.code
+            (entry,) = [k for k in response.body.api_keys if k.api_key == 18]
+            assert range(entry.min_version, entry.max_version + 1) == theirs
+
+
+def test_api_versions_above_every_known_version(client):
+    """A version nobody defines yet: the request header is patched, the broker still answers at v0."""
+    top = api("ApiVersions").valid_versions[-1]
+    frame = bytearray(encode_request(
+        RequestHeader(request_api_key=18, request_api_version=top, correlation_id=77, client_id="x"),
+        ApiVersionsRequest(client_software_name="kafkaproto", client_software_version="1.0"), top))
+    frame[6:8] = (top + 1).to_bytes(2, "big")
+    response = check_response(client.send_frame(bytes(frame)), 18, top + 1, 77)
+    assert response.version == 0 and response.body.error_code == errors.UNSUPPORTED_VERSION.code
+
+
+def test_topic_ids_delete_and_recreate(client, kafka_broker):
+    """KIP-516: a topic's ID names that topic only; after delete and re-create, the old ID is unknown."""
+    versions = broker_versions(client)
+    create_v = min(7, versions[19][-1])
+    topic = CreateTopicsRequest.CreatableTopic(name="kip516", num_partitions=1, replication_factor=1)
+    created = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=30000), create_v).body
+    (result,) = created.topics
+    assert result.error_code == 0
+    old_id = result.topic_id
+    assert old_id != Uuid.ZERO
+
+    meta_v = versions[3][-1]
+    assert meta_v >= 12
+    by_id = client.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=old_id, name=None)]),
+                        meta_v).body
+    (found,) = by_id.topics
+    assert found.error_code == 0 and found.name == "kip516" and found.topic_id == old_id
+
+    delete_v = versions[20][-1]
+    assert delete_v >= 6
+    deleted = client.call(DeleteTopicsRequest(
+        topics=[DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=old_id)], timeout_ms=30000), delete_v).body
+    assert [r.error_code for r in deleted.responses] == [0]
+
+    recreated = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=30000), create_v).body
+    (again,) = recreated.topics
+    assert again.error_code == 0 and again.topic_id != old_id and again.topic_id != Uuid.ZERO
+
+    gone = client.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=old_id, name=None)]),
+                       meta_v).body
+    assert [t.error_code for t in gone.topics] == [errors.UNKNOWN_TOPIC_ID.code]
