@@ -5,16 +5,21 @@ response must decode, and re-encode to the very bytes the broker sent.
 """
 
 import socket
+import time
 
 import pytest
 
 from kafka_jvm import _recv_exact
 from kafkaproto import Uuid, decode_response, encode_request, encode_response, errors
+from kafkaproto.records import RecordBatchBuilder, read_records
 from kafkaproto.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    FetchRequest,
+    ListOffsetsRequest,
     MetadataRequest,
+    ProduceRequest,
     RequestHeader,
     api,
 )
@@ -55,6 +60,16 @@ def client(kafka_broker):
     c = RawClient(kafka_broker.port)
     yield c
     c.close()
+
+
+def eventually(get, done, timeout=20.0):
+    """get() until done(result) holds or timeout seconds pass; returns the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = get()
+        if done(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
 
 
 def broker_versions(client):
@@ -118,6 +133,77 @@ def test_topic_ids_delete_and_recreate(client, kafka_broker):
     (again,) = recreated.topics
     assert again.error_code == 0 and again.topic_id != old_id and again.topic_id != Uuid.ZERO
 
-    gone = client.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=old_id, name=None)]),
-                       meta_v).body
-    assert [t.error_code for t in gone.topics] == [errors.UNKNOWN_TOPIC_ID.code]
+    # The broker applies metadata asynchronously: its cache may briefly still hold the old topic.
+    by_old_id = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=old_id, name=None)])
+    gone = eventually(lambda: client.call(by_old_id, meta_v).body,
+                      lambda body: body.topics[0].error_code != 0)
+    assert [(t.error_code, t.topic_id) for t in gone.topics] == [(errors.UNKNOWN_TOPIC_ID.code, old_id)]
+
+    fetch_v = versions[1][-1]
+    assert fetch_v >= 13
+    fetch_old = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+        topic_id=old_id, partitions=[FetchRequest.FetchPartition(partition=0, partition_max_bytes=1 << 20)])])
+    refused = client.call(fetch_old, fetch_v).body
+    assert refused.error_code == 0
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in refused.responses] == [
+        (old_id, [errors.UNKNOWN_TOPIC_ID.code])]
+
+
+def create_topic(client, versions, name):
+    topic = CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
+    (result,) = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=30000), versions[19][-1]).body.topics
+    assert result.error_code == 0, result
+    return result.topic_id
+
+
+def test_metadata_at_every_version(client):
+    versions = broker_versions(client)
+    create_topic(client, versions, "meta")
+    for version in versions[3]:
+        topics = [MetadataRequest.MetadataRequestTopic(name="meta")] if version else []  # v0: [] means all
+        body = client.call(MetadataRequest(topics=topics), version).body
+        assert [b.port for b in body.brokers] == [client.sock.getpeername()[1]]
+        assert "meta" in [t.name for t in body.topics]
+
+
+def test_produce_fetch_and_list_offsets_at_every_version(client):
+    """Produce at every version from 3 up, fetch them all back at every version from 4 up."""
+    versions = broker_versions(client)
+    topic_id = create_topic(client, versions, "pf")
+    produced = []
+    for version in range(3, versions[0][-1] + 1):
+        builder = RecordBatchBuilder(compression="zstd" if version >= 7 else "gzip")
+        for i in range(3):
+            value = f"v{version}-{i}".encode()
+            builder.append(b"k", value, headers=[("h", value)], timestamp=1_700_000_000_000 + i)
+            produced.append(value)
+        by_id = version >= 13
+        request = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(
+            name="" if by_id else "pf", topic_id=topic_id if by_id else Uuid.ZERO,
+            partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+        (topic,) = client.call(request, version).body.responses
+        (part,) = topic.partition_responses
+        assert part.error_code == 0 and part.base_offset == len(produced) - 3, (version, part)
+        assert (topic.topic_id == topic_id) if by_id else (topic.name == "pf")
+
+    fetch_versions = range(4, versions[1][-1] + 1)
+    assert len(fetch_versions) > 8
+    for version in fetch_versions:
+        by_id = version >= 13
+        request = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+            topic="" if by_id else "pf", topic_id=topic_id if by_id else Uuid.ZERO,
+            partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+        (topic,) = client.call(request, version).body.responses
+        (part,) = topic.partitions
+        assert part.error_code == 0 and part.high_watermark == len(produced), (version, part)
+        got = [(r.value, r.headers) for r in read_records(part.records)]
+        assert got == [(v, (("h", v),)) for v in produced], version
+
+    for version in versions[2]:
+        partition = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)  # -1: the log end
+        request = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="pf", partitions=[partition])])
+        (topic,) = client.call(request, version).body.topics
+        (part,) = topic.partitions
+        assert part.error_code == 0
+        assert (part.old_style_offsets if version == 0 else [part.offset]) == [len(produced)], version
