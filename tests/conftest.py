@@ -4,7 +4,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
-from kafka_jvm import KAFKA_VERSIONS, KafkaBroker, KafkaUnavailable, Oracle, kafka_lib, unavailable
+from kafka_jvm import GOLDEN, KAFKA_VERSIONS, KafkaBroker, KafkaUnavailable, Oracle, kafka_lib, unavailable
 
 # CI runs a fixed, repeatable set of examples; locally, hypothesis explores.
 settings.register_profile(
@@ -19,15 +19,58 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
 
 
+_oracles = {}
+
+
+def _oracle(version):
+    """One Oracle.java process per pinned version for the whole run."""
+    if version not in _oracles:
+        try:
+            _oracles[version] = Oracle(version)
+        except KafkaUnavailable as exc:
+            unavailable(str(exc))
+    return _oracles[version]
+
+
 @pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
 def kafka_oracle(request):
-    """Apache Kafka's codec (tests/kafka/Oracle.java) running on the pinned version's jars."""
-    try:
-        oracle = Oracle(request.param)
-    except KafkaUnavailable as exc:
-        unavailable(str(exc))
-    yield oracle
-    oracle.close()
+    """Apache Kafka's codec (tests/kafka/Oracle.java) running on one pinned version's jars."""
+    return _oracle(request.param)
+
+
+@pytest.fixture(scope="session")
+def kafka_oracles():
+    """Kafka's codec on every pinned version."""
+    return [_oracle(v) for v in KAFKA_VERSIONS]
+
+
+def pytest_unconfigure(config):
+    for oracle in _oracles.values():
+        oracle.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many (message, version) pairs each Kafka jar confirmed, and which it does not define."""
+    if not any(GOLDEN.values()):
+        return
+    from test_kafka_messages import PAIRS
+
+    write = terminalreporter.write_line
+    terminalreporter.section("golden vectors from Apache Kafka")
+    for version, checked in GOLDEN.items():
+        oracle = _oracles.get(version)
+        if oracle is None:
+            continue
+        absent, unstable = [], []
+        for cls, v in PAIRS:
+            versions, newest_unstable = oracle.versions(cls.__name__)
+            if v not in versions:
+                absent.append(f"{cls.__name__} v{v}")
+            elif v == newest_unstable:
+                unstable.append(f"{cls.__name__} v{v}")
+        write(f"Kafka {version}: {len(checked)} (message, version) pairs verified.")
+        write(f"  Not verifiable, unstable in this release: {', '.join(unstable) or 'none'}")
+        write(f"  Not verifiable, not in this release: {', '.join(absent) or 'none'}")
 
 
 @pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")

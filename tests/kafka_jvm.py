@@ -76,12 +76,12 @@ def classpath(version, *extra):
     return os.pathsep.join([*map(str, extra), str(kafka_lib(version) / "*")])
 
 
-def compiled_oracle(version):
-    """Oracle.java compiled against ``version``'s jars; recompiled whenever the source changes."""
-    source = HERE / "Oracle.java"
+def compiled(version, program="Oracle"):
+    """tests/kafka/<program>.java compiled against ``version``'s jars; recompiled whenever the source changes."""
+    source = HERE / f"{program}.java"
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    classes = CACHE / version / f"oracle-{digest}"
-    if (classes / "Oracle.class").exists():
+    classes = CACHE / version / f"{program.lower()}-{digest}"
+    if (classes / f"{program}.class").exists():
         return classes
     javac = _tool("javac")
     tmp = classes.with_name(classes.name + ".partial")
@@ -90,9 +90,13 @@ def compiled_oracle(version):
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         # The jars are there and javac ran: a compile error is a real failure, not a skip.
-        raise AssertionError(f"javac failed on Oracle.java against Kafka {version}:\n{proc.stderr}")
+        raise AssertionError(f"javac failed on {program}.java against Kafka {version}:\n{proc.stderr}")
     tmp.rename(classes)
     return classes
+
+
+# (message, version) pairs checked against each jar by test_kafka_messages; reported at the end.
+GOLDEN = {version: set() for version in KAFKA_VERSIONS}
 
 
 class Oracle:
@@ -100,15 +104,22 @@ class Oracle:
 
     def __init__(self, version):
         self.version = version
+        self._defined = {}
         java = _tool("java")
-        classes = compiled_oracle(version)
+        classes = compiled(version)
         self._proc = subprocess.Popen(
             [java, "-Xss8m", "-cp", classpath(version, classes), "Oracle"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def ask(self, request):
+        self.send(request)
+        return self.receive(request)
+
+    def send(self, request):
         self._proc.stdin.write(json.dumps(request).encode() + b"\n")
         self._proc.stdin.flush()
+
+    def receive(self, request):
         ready, _, _ = select.select([self._proc.stdout], [], [], ANSWER_TIMEOUT)
         if not ready:
             self.close()
@@ -118,6 +129,23 @@ class Oracle:
             raise AssertionError(f"Kafka {self.version} oracle exited with {self._proc.wait()}")
         return json.loads(line)
 
+    def versions(self, message):
+        """(range of versions, the newest one if this release marks it unstable, else None) of ``message``;
+        (range(0), None) when the jar does not have it."""
+        if message not in self._defined:
+            answer = self.ask({"op": "versions", "message": message})
+            if answer.get("missing"):
+                self._defined[message] = range(0), None
+            else:
+                self._defined[message] = (range(answer["lowest"], answer["highest"] + 1),
+                                          answer["highest"] if answer.get("latestUnstable") else None)
+        return self._defined[message]
+
+    def defines(self, message, version):
+        """Whether this jar has ``message`` (a spec name) at ``version`` as a finished (stable) version."""
+        versions, unstable = self.versions(message)
+        return version in versions and version != unstable
+
     def close(self):
         if self._proc.poll() is None:
             self._proc.stdin.close()
@@ -126,6 +154,13 @@ class Oracle:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+
+
+def ask_all(oracles, requests):
+    """One request to each oracle, sent before any answer is read so they work in parallel."""
+    for oracle, request in zip(oracles, requests):
+        oracle.send(request)
+    return [oracle.receive(request) for oracle, request in zip(oracles, requests)]
 
 
 def b64(data):

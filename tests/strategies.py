@@ -3,10 +3,12 @@
 Driven by each class's ``_fields`` table, so they cover every spec without listing any.
 """
 
+import functools
+
 from hypothesis import strategies as st
 
 from kafkaproto import Uuid
-from kafkaproto._generic import INT_RANGES, default_of
+from kafkaproto._generic import INT_RANGES
 
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 _blob = st.binary(max_size=24)
@@ -35,26 +37,22 @@ def _in(lo, hi, v):
     return lo <= v <= hi
 
 
-def field_value(f, version, depth):
-    """A strategy for a field present at version."""
+def field_value(f, version, depth, breadth=3):
+    """A strategy for a field present at version; arrays hold up to breadth items (1 when nested deep)."""
     if f.struct is not None:
-        item = st.deferred(lambda: message(f.struct, version, depth + 1))
+        item = st.deferred(lambda: message(f.struct, version, depth + 1, breadth))
     else:
         item = _primitive(f.kind)
-    value = st.lists(item, max_size=3 if depth < 3 else 1) if f.array else item
+    value = st.lists(item, max_size=breadth if depth < 3 else 1) if f.array else item
     if _in(f.n_lo, f.n_hi, version):
         value = st.one_of(st.none(), value)
     return value
 
 
-def message(cls, version, depth=0):
-    """A strategy for an instance of cls that is valid at version."""
-    fields = {}
-    for f in cls._fields:
-        if _in(f.v_lo, f.v_hi, version):
-            fields[f.attr] = field_value(f, version, depth)
-        else:
-            fields[f.attr] = st.just(None).map(lambda _, f=f: default_of(f))
+@functools.lru_cache(maxsize=None)
+def message(cls, version, depth=0, breadth=3):
+    """A strategy for an instance of cls that is valid at version (built once per class and version)."""
+    fields = {f.attr: field_value(f, version, depth, breadth) for f in cls._fields if _in(f.v_lo, f.v_hi, version)}
     return st.fixed_dictionaries(fields).map(lambda values: cls(**values))
 
 

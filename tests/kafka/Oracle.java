@@ -6,15 +6,18 @@
 //                            read the message with its *DataJsonConverter, write it -> {"bytes": base64}
 //   {"op": "decode", "message": ..., "version": ..., "bytes": base64}
 //                            read the bytes with the *Data class -> {"json": ..., "bytes": re-encoded}
+//   {"op": "check", "message": ..., "version": ..., "json": {...}, "bytes": base64}
+//                            both at once: "encoded" is the json written by Kafka, "decoded" the bytes read by it
 //   {"op": "versions", "message": ...} -> {"lowest": n, "highest": n}, or {"missing": true}
 // A request that fails answers {"error": "..."} and the loop goes on.
 //
 // Kafka 4 moved the record classes to org.apache.kafka.common.record.internal, so they are
 // looked up by name; one source then compiles against every pinned version.
 
+import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -28,6 +31,8 @@ import java.util.Base64;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.message.ApiMessageType;
+import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
@@ -36,7 +41,9 @@ import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.ByteBufferOutputStream;
 
 public final class Oracle {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    // Non-numeric numbers: float64 fields may hold infinities, which JSON itself cannot.
+    private static final ObjectMapper JSON = JsonMapper.builder()
+            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build();
     private static final Base64.Decoder B64_IN = Base64.getDecoder();
     private static final Base64.Encoder B64_OUT = Base64.getEncoder();
 
@@ -65,6 +72,7 @@ public final class Oracle {
             case "records": return records(req);
             case "encode": return encode(req);
             case "decode": return decode(req);
+            case "check": return check(req);
             case "versions": return versions(req);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
@@ -157,9 +165,14 @@ public final class Oracle {
             return JSON.createObjectNode().put("missing", true);
         }
         Object msg = cls.getConstructor().newInstance();
-        return JSON.createObjectNode()
+        ObjectNode answer = JSON.createObjectNode()
                 .put("lowest", (Short) cls.getMethod("lowestSupportedVersion").invoke(msg))
                 .put("highest", (Short) cls.getMethod("highestSupportedVersion").invoke(msg));
+        if (msg instanceof ApiMessage && ((ApiMessage) msg).apiKey() >= 0) {  // headers have no API key
+            // A release may ship an API's newest version unfinished; it can still change on the wire.
+            answer.put("latestUnstable", ApiMessageType.fromApiKey(((ApiMessage) msg).apiKey()).latestVersionUnstable());
+        }
+        return answer;
     }
 
     private static ObjectNode encode(JsonNode req) throws Exception {
@@ -185,6 +198,26 @@ public final class Oracle {
         answer.set("json", (JsonNode) converter.getMethod("write", dataClass(message), short.class)
                 .invoke(null, msg, version));
         answer.put("bytes", B64_OUT.encodeToString(write(msg, version)));
+        return answer;
+    }
+
+    private static ObjectNode check(JsonNode req) throws Exception {
+        ObjectNode answer = JSON.createObjectNode();
+        try {
+            answer.put("encoded", encode(req).get("bytes").asText());
+        } catch (InvocationTargetException e) {
+            answer.put("encodeError", e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+        }
+        try {
+            ObjectNode decoded = decode(req);
+            answer.set("decoded", decoded.get("json"));
+            answer.put("reencoded", decoded.get("bytes").asText());
+            if (decoded.has("unread")) {
+                answer.put("unread", decoded.get("unread").asInt());
+            }
+        } catch (InvocationTargetException e) {
+            answer.put("decodeError", e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+        }
         return answer;
     }
 
