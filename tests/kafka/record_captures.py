@@ -1,0 +1,139 @@
+"""Record the packet captures in tests/data/captures/ from real Kafka clients and brokers.
+
+    apt-get install tcpdump                      # capturing needs root (or CAP_NET_RAW)
+    pip install '.[test,captures]'               # kafka-python and confluent-kafka
+    python tests/kafka/record_captures.py        # java, mvn and Maven Central as for the tests
+
+Each capture starts a fresh single-node broker (tests/kafka_jvm.py), records its port on
+the loopback interface with tcpdump while one client library does its work, then stops
+both. tests/data/captures/README.md describes what each file holds.
+"""
+
+import argparse
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))
+
+from kafka_jvm import KafkaBroker, classpath, compiled  # noqa: E402
+
+OUT = HERE.parent / "data" / "captures"
+
+
+def java_clients(version, bootstrap):
+    java = shutil.which("java")
+    cp = classpath(version, compiled(version, "Clients"))
+    for mode in ("admin", "produce", "txn", "consume", "delete"):
+        run = subprocess.run([java, "-cp", cp, "Clients", bootstrap, mode, "java-topic"], capture_output=True,
+                             text=True, timeout=120)
+        if run.returncode != 0:
+            sys.exit(f"Java clients ({mode}) failed:\n{run.stderr}")
+
+
+def kafka_python(bootstrap):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafka-python-admin")
+    admin.create_topics([NewTopic("kp-topic", num_partitions=1, replication_factor=1)])
+    producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="kafka-python-producer",
+                             compression_type="gzip", acks="all", linger_ms=5)
+    for i in range(20):
+        producer.send("kp-topic", key=b"k%d" % i, value=b"value %d from kafka-python" % i,
+                      headers=[("trace", b"t%d" % i)])
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer("kp-topic", bootstrap_servers=bootstrap, client_id="kafka-python-consumer",
+                             group_id="kp-group", auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=10000)
+    seen = 0
+    for _ in consumer:
+        seen += 1
+        if seen == 20:
+            break
+    consumer.commit()
+    consumer.close()
+    admin.delete_topics(["kp-topic"])
+    admin.close()
+    if seen != 20:
+        raise RuntimeError(f"kafka-python consumed {seen} of 20 records")
+
+
+def confluent(bootstrap):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "librdkafka-admin"})
+    for future in admin.create_topics([NewTopic("rd-topic", num_partitions=1, replication_factor=1)]).values():
+        future.result()
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": "librdkafka-producer",
+                         "compression.type": "zstd", "linger.ms": 5})
+    for i in range(20):
+        producer.produce("rd-topic", key=b"k%d" % i, value=b"value %d from librdkafka" % i,
+                         headers=[("trace", b"t%d" % i)])
+    producer.flush(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "client.id": "librdkafka-consumer", "group.id": "rd-group",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["rd-topic"])
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < 20 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    for future in admin.delete_topics(["rd-topic"]).values():
+        future.result()
+    if seen != 20:
+        raise RuntimeError(f"librdkafka consumed {seen} of 20 records")
+
+
+CAPTURES = {
+    "java-3.9.2": ("3.9.2", lambda bootstrap: java_clients("3.9.2", bootstrap)),
+    "java-4.3.1": ("4.3.1", lambda bootstrap: java_clients("4.3.1", bootstrap)),
+    "kafka-python": ("4.3.1", kafka_python),
+    "librdkafka": ("4.3.1", confluent),
+}
+
+
+def record(name, out):
+    version, work = CAPTURES[name]
+    tcpdump = shutil.which("tcpdump")
+    if tcpdump is None:
+        sys.exit("tcpdump is not installed (apt-get install tcpdump)")
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = KafkaBroker(version, tmp)
+        pcap = out / f"{name}.pcap"
+        dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "0", "-U", "-w", str(pcap), f"tcp port {broker.port}"],
+                                stderr=subprocess.PIPE)
+        try:
+            dump.stderr.readline()  # "listening on lo ...": capturing from here on
+            work(f"127.0.0.1:{broker.port}")
+            time.sleep(1)
+        finally:
+            dump.send_signal(signal.SIGINT)
+            dump.wait(timeout=30)
+            broker.stop()
+    print(f"{pcap}: {pcap.stat().st_size} bytes")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("names", nargs="*", default=list(CAPTURES), help=f"captures to record (default: all of "
+                                                                    f"{', '.join(CAPTURES)})")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.names:
+        record(name, args.out)
+
+
+if __name__ == "__main__":
+    main()
