@@ -4,7 +4,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
-from kafka_jvm import GOLDEN, KAFKA_VERSIONS, KafkaBroker, KafkaUnavailable, Oracle, kafka_lib, unavailable
+from kafka_jvm import GOLDEN, GOLDEN_UNSTABLE, KAFKA_VERSIONS, KafkaUnavailable, Oracle, unavailable
 
 # CI runs a fixed, repeatable set of examples; locally, hypothesis explores.
 settings.register_profile(
@@ -61,25 +61,10 @@ def pytest_terminal_summary(terminalreporter):
         oracle = _oracles.get(version)
         if oracle is None:
             continue
-        absent, unstable = [], []
-        for cls, v in PAIRS:
-            versions, newest_unstable = oracle.versions(cls.__name__)
-            if v not in versions:
-                absent.append(f"{cls.__name__} v{v}")
-            elif v == newest_unstable:
-                unstable.append(f"{cls.__name__} v{v}")
+        absent = [f"{c.__name__} v{v}" for c, v in PAIRS if v not in oracle.versions(c.__name__)[0]]
+        unstable = GOLDEN_UNSTABLE[version]
+        agree = sorted(f"{n} v{v}" for (n, v), problem in unstable.items() if problem is None)
+        differ = sorted(f"{n} v{v} ({problem})" for (n, v), problem in unstable.items() if problem)
         write(f"Kafka {version}: {len(checked)} (message, version) pairs verified.")
-        write(f"  Not verifiable, unstable in this release: {', '.join(unstable) or 'none'}")
-        write(f"  Not verifiable, not in this release: {', '.join(absent) or 'none'}")
-
-
-@pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
-def kafka_broker(request, tmp_path_factory):
-    """A live single-node KRaft broker of each pinned version (see kafka_jvm.KafkaBroker)."""
-    try:
-        kafka_lib(request.param)
-    except KafkaUnavailable as exc:
-        unavailable(str(exc))
-    broker = KafkaBroker(request.param, tmp_path_factory.mktemp(f"kafka-{request.param}"))
-    yield broker
-    broker.stop()
+        write(f"  Unstable in this release, reported only: {len(agree)} agree; differ: {'; '.join(differ) or 'none'}")
+        write(f"  Not in this release: {', '.join(absent) or 'none'}")

@@ -97,6 +97,8 @@ def compiled(version, program="Oracle"):
 
 # (message, version) pairs checked against each jar by test_kafka_messages; reported at the end.
 GOLDEN = {version: set() for version in KAFKA_VERSIONS}
+# Pairs a jar marks unstable: {(message, version): None if Kafka agreed, else how it differed}.
+GOLDEN_UNSTABLE = {version: {} for version in KAFKA_VERSIONS}
 
 
 class Oracle:

@@ -123,8 +123,8 @@ def test_topic_ids_delete_and_recreate(client, kafka_broker):
     (found,) = by_id.topics
     assert found.error_code == 0 and found.name == "kip516" and found.topic_id == old_id
 
-    delete_v = versions[20][-1]
-    assert delete_v >= 6
+    delete_v = 6  # the first DeleteTopics version that names topics by ID
+    assert delete_v in versions[20]
     deleted = client.call(DeleteTopicsRequest(
         topics=[DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=old_id)], timeout_ms=30000), delete_v).body
     assert [r.error_code for r in deleted.responses] == [0]

@@ -3,8 +3,10 @@
 For each pair, hypothesis builds messages; each goes to Kafka (tests/kafka/Oracle.java)
 both as JSON, which Kafka reads with the message's ``*DataJsonConverter`` and writes with
 its ``*Data`` class, and as kafkaproto's bytes, which Kafka reads and writes back. Kafka's
-bytes must equal kafkaproto's, Kafka must read kafkaproto's bytes to the same message, and
-write them back unchanged. The end of the run lists, per jar, how many pairs were checked and
+bytes must equal kafkaproto's and read back in kafkaproto to the same message; Kafka must
+read kafkaproto's bytes to the same message and write them back unchanged. Versions a
+release marks unstable are checked too, but only reported: kafkaproto follows the version
+as it was finished. The end of the run lists, per jar, how many pairs were checked and
 which kafkaproto defines that the jar does not (``kafka_jvm.golden_report``).
 
 Kafka's JSON names a field by its spec name with a lower-case first letter; bytes are
@@ -21,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_jvm import GOLDEN, ask_all, b64, unb64
+from kafka_jvm import GOLDEN, GOLDEN_UNSTABLE, ask_all, b64, unb64
 from kafkaproto import Uuid
 from kafkaproto.messages import RequestHeader, ResponseHeader, api
 from strategies import message
@@ -118,30 +120,51 @@ def _item_from_java(f, x, version, names, message):
     return x
 
 
+def disagreement(answer, cls, name, version, msg, ours, names):
+    """Why Kafka's answer disagrees with kafkaproto, or None."""
+    if "encodeError" in answer:
+        return f"Kafka could not write it: {answer['encodeError']}"
+    theirs = unb64(answer["encoded"])
+    if theirs != ours:
+        at = next((i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours)))
+        return (f"Kafka's bytes differ from byte {at}: Kafka {theirs[at:at + 16].hex()}..., "
+                f"kafkaproto {ours[at:at + 16].hex()}... ({len(theirs)} and {len(ours)} bytes)")
+    if cls.decode(theirs, version) != msg:
+        return "kafkaproto read Kafka's bytes differently"
+    if "decodeError" in answer:
+        return f"Kafka could not read kafkaproto's bytes: {answer['decodeError']}"
+    if "unread" in answer:
+        return f"Kafka left {answer['unread']} of kafkaproto's bytes unread"
+    if unb64(answer["reencoded"]) != ours:
+        return "Kafka wrote kafkaproto's message back differently"
+    expected = from_java(cls, to_java(msg, version, names, name, records=False), version, names, name)
+    if from_java(cls, answer["decoded"], version, names, name) != expected:
+        return "Kafka read kafkaproto's bytes differently"
+    return None
+
+
 @pytest.mark.parametrize("cls,version", PAIRS, ids=[f"{c.__name__}-v{v}" for c, v in PAIRS])
 @settings(max_examples=EXAMPLES, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_kafka_codec_agrees(kafka_oracles, cls, version, data):
     name = cls.__name__
-    oracles = [o for o in kafka_oracles if o.defines(name, version)]
+    oracles = [o for o in kafka_oracles if version in o.versions(name)[0]]
     if not oracles:
-        pytest.skip(f"{name} v{version} is in no pinned Kafka release as a finished (stable) version")
+        pytest.skip(f"{name} v{version} is in no pinned Kafka release")
     # Arrays of up to two items: every array, struct and tag path is still exercised, for
     # half the generation time of three.
     msg = data.draw(message(cls, version, breadth=2), label="message")
     ours = msg.encode(version)
-    jsons = {o.version: to_java(msg, version, RENAMED[o.version], name) for o in oracles}
-    requests = [{"op": "check", "message": name, "version": version, "json": jsons[o.version], "bytes": b64(ours)}
-                for o in oracles]
+    requests = [{"op": "check", "message": name, "version": version, "bytes": b64(ours),
+                 "json": to_java(msg, version, RENAMED[o.version], name)} for o in oracles]
     for oracle, answer in zip(oracles, ask_all(oracles, requests)):
-        names = RENAMED[oracle.version]
-        where = f"Kafka {oracle.version}, {name} v{version}"
-        assert "encodeError" not in answer, f"{where}: Kafka could not write it: {answer['encodeError']}"
-        assert unb64(answer["encoded"]).hex() == ours.hex(), f"{where}: Kafka's bytes differ"
-        assert "decodeError" not in answer, f"{where}: Kafka could not read our bytes: {answer['decodeError']}"
-        assert "unread" not in answer, f"{where}: Kafka left {answer['unread']} of our bytes unread"
-        assert unb64(answer["reencoded"]) == ours, f"{where}: Kafka wrote our message back differently"
-        expected = from_java(cls, to_java(msg, version, names, name, records=False), version, names, name)
-        assert from_java(cls, answer["decoded"], version, names, name) == expected, \
-            f"{where}: Kafka read our bytes differently"
+        problem = disagreement(answer, cls, name, version, msg, ours, RENAMED[oracle.version])
+        if not oracle.defines(name, version):
+            # The release marks this version unstable: it may have changed on the wire before it
+            # was finished, and kafkaproto follows the finished version. Report, do not fail.
+            GOLDEN_UNSTABLE[oracle.version].setdefault((name, version), problem)
+            if problem and not GOLDEN_UNSTABLE[oracle.version][(name, version)]:
+                GOLDEN_UNSTABLE[oracle.version][(name, version)] = problem
+            continue
+        assert problem is None, f"Kafka {oracle.version}, {name} v{version}: {problem}"
         GOLDEN[oracle.version].add((name, version))
