@@ -4,7 +4,16 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
-from kafka_jvm import GOLDEN, GOLDEN_UNSTABLE, KAFKA_VERSIONS, KafkaUnavailable, Oracle, unavailable
+from kafka_jvm import (
+    GOLDEN,
+    GOLDEN_UNSTABLE,
+    KAFKA_VERSIONS,
+    KafkaBroker,
+    KafkaUnavailable,
+    Oracle,
+    kafka_lib,
+    unavailable,
+)
 
 # CI runs a fixed, repeatable set of examples; locally, hypothesis explores.
 settings.register_profile(
@@ -68,3 +77,15 @@ def pytest_terminal_summary(terminalreporter):
         write(f"Kafka {version}: {len(checked)} (message, version) pairs verified.")
         write(f"  Unstable in this release, reported only: {len(agree)} agree; differ: {'; '.join(differ) or 'none'}")
         write(f"  Not in this release: {', '.join(absent) or 'none'}")
+
+
+@pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
+def kafka_broker(request, tmp_path_factory):
+    """A live single-node KRaft broker of each pinned version (see kafka_jvm.KafkaBroker)."""
+    try:
+        kafka_lib(request.param)
+    except KafkaUnavailable as exc:
+        unavailable(str(exc))
+    broker = KafkaBroker(request.param, tmp_path_factory.mktemp(f"kafka-{request.param}"))
+    yield broker
+    broker.stop()
