@@ -11,7 +11,6 @@ from kafka_jvm import (
     KafkaBroker,
     KafkaUnavailable,
     Oracle,
-    kafka_lib,
     unavailable,
 )
 
@@ -33,7 +32,7 @@ _oracles = {}
 
 def _oracle(version):
     """One Oracle.java process per pinned version for the whole run."""
-    if version not in _oracles:
+    if version not in _oracles or not _oracles[version].alive:
         try:
             _oracles[version] = Oracle(version)
         except KafkaUnavailable as exc:
@@ -41,13 +40,14 @@ def _oracle(version):
     return _oracles[version]
 
 
-@pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
+# Function-scoped so that a test after one whose oracle died gets a fresh one.
+@pytest.fixture(params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
 def kafka_oracle(request):
     """Apache Kafka's codec (tests/kafka/Oracle.java) running on one pinned version's jars."""
     return _oracle(request.param)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def kafka_oracles():
     """Kafka's codec on every pinned version."""
     return [_oracle(v) for v in KAFKA_VERSIONS]
@@ -68,7 +68,7 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("golden vectors from Apache Kafka")
     for version, checked in GOLDEN.items():
         oracle = _oracles.get(version)
-        if oracle is None:
+        if oracle is None or not oracle.alive:
             continue
         absent = [f"{c.__name__} v{v}" for c, v in PAIRS if v not in oracle.versions(c.__name__)[0]]
         unstable = GOLDEN_UNSTABLE[version]
@@ -83,9 +83,8 @@ def pytest_terminal_summary(terminalreporter):
 def kafka_broker(request, tmp_path_factory):
     """A live single-node KRaft broker of each pinned version (see kafka_jvm.KafkaBroker)."""
     try:
-        kafka_lib(request.param)
+        broker = KafkaBroker(request.param, tmp_path_factory.mktemp(f"kafka-{request.param}"))
     except KafkaUnavailable as exc:
         unavailable(str(exc))
-    broker = KafkaBroker(request.param, tmp_path_factory.mktemp(f"kafka-{request.param}"))
     yield broker
     broker.stop()

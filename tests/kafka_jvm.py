@@ -55,13 +55,17 @@ def kafka_lib(version):
     done = lib / ".resolved"
     if done.exists():
         return lib
+    _tool("java")  # mvn needs it, and without it its own error does not say so
     mvn = _tool("mvn")
     partial = CACHE / version / "lib.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    proc = subprocess.run(
-        [mvn, "-B", "-q", "-f", str(HERE / "pom.xml"), f"-Dkafka.version={version}",
-         "dependency:copy-dependencies", f"-DoutputDirectory={partial}"],
-        capture_output=True, text=True, timeout=900)
+    try:
+        proc = subprocess.run(
+            [mvn, "-B", "-q", "-f", str(HERE / "pom.xml"), f"-Dkafka.version={version}",
+             "dependency:copy-dependencies", f"-DoutputDirectory={partial}"],
+            capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        raise KafkaUnavailable(f"mvn did not resolve Kafka {version} from Maven Central within 900 s") from None
     if proc.returncode != 0:
         errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
         raise KafkaUnavailable(f"mvn could not resolve Kafka {version} from Maven Central: "
@@ -109,27 +113,43 @@ class Oracle:
         self._defined = {}
         java = _tool("java")
         classes = compiled(version)
-        self._proc = subprocess.Popen(
-            [java, "-Xss8m", "-cp", classpath(version, classes), "Oracle"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._log = CACHE / version / "oracle.log"  # the JVM's stderr, shown if it dies
+        with open(self._log, "wb") as log:
+            self._proc = subprocess.Popen(
+                [java, "-Xss8m", "-cp", classpath(version, classes), "Oracle"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+
+    @property
+    def alive(self):
+        return self._proc.poll() is None
 
     def ask(self, request):
         self.send(request)
         return self.receive(request)
 
     def send(self, request):
-        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self._proc.stdin.flush()
+        try:
+            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise AssertionError(self._died()) from None
 
     def receive(self, request):
+        """The answer to the request sent last. Any failure here leaves the oracle closed, so that
+        no later request can be paired with this one's late answer."""
         ready, _, _ = select.select([self._proc.stdout], [], [], ANSWER_TIMEOUT)
         if not ready:
             self.close()
             raise AssertionError(f"Kafka {self.version} oracle gave no answer in {ANSWER_TIMEOUT} s to {request['op']}")
         line = self._proc.stdout.readline()
         if not line:
-            raise AssertionError(f"Kafka {self.version} oracle exited with {self._proc.wait()}")
+            self.close()
+            raise AssertionError(self._died())
         return json.loads(line)
+
+    def _died(self):
+        tail = self._log.read_text(errors="replace")[-2000:] if self._log.exists() else ""
+        return f"Kafka {self.version} oracle is not running (exit {self._proc.poll()}); its stderr ends:\n{tail}"
 
     def versions(self, message):
         """(range of versions, the newest one if this release marks it unstable, else None) of ``message``;
@@ -159,10 +179,19 @@ class Oracle:
 
 
 def ask_all(oracles, requests):
-    """One request to each oracle, sent before any answer is read so they work in parallel."""
+    """One request to each oracle, sent before any answer is read so they work in parallel.
+    Every answer is read (or its oracle closed) before a failure is raised."""
     for oracle, request in zip(oracles, requests):
         oracle.send(request)
-    return [oracle.receive(request) for oracle, request in zip(oracles, requests)]
+    answers, failure = [], None
+    for oracle, request in zip(oracles, requests):
+        try:
+            answers.append(oracle.receive(request))
+        except AssertionError as exc:
+            failure = failure or exc
+    if failure:
+        raise failure
+    return answers
 
 
 def b64(data):
@@ -210,7 +239,10 @@ class KafkaBroker:
     def __init__(self, version, workdir):
         self.version = version
         self.workdir = Path(workdir)
-        self.port, self.controller_port = free_port(), free_port()
+        self.port = free_port()
+        self.controller_port = free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
         java = _tool("java")
         cp = classpath(version)
         props = self.workdir / "server.properties"

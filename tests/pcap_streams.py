@@ -1,9 +1,10 @@
 """Just enough pcap reading for the capture tests: TCP payload per connection and direction.
 
 Reads classic pcap files (either byte order, micro- or nanosecond timestamps) with Ethernet,
-Linux cooked (SLL), BSD loopback or raw IP link layers, IPv4 or IPv6, and TCP. Segments are
-placed by sequence number, so retransmissions and reordering do not duplicate or scramble
-bytes; a gap (a segment the capture missed) raises. Full stream reassembly for captures at
+Linux cooked (SLL), BSD loopback or raw IP link layers, IPv4 or IPv6, and TCP. Connections
+must be captured from their SYN. Segments are placed by sequence number, so retransmissions
+and reordering do not duplicate or scramble bytes; a gap (a segment the capture missed) or a
+packet cut short by the snap length raises. Full stream reassembly for captures at
 scale belongs to the pcap package, not here.
 """
 
@@ -33,10 +34,12 @@ def packets(data):
     while pos < len(data):
         if len(data) - pos < 16:
             raise PcapError(f"truncated packet header at byte {pos}")
-        _, _, caplen, _ = struct.unpack_from(endian + "IIII", data, pos)
+        _, _, caplen, wirelen = struct.unpack_from(endian + "IIII", data, pos)
         pos += 16
         if caplen > len(data) - pos:
             raise PcapError(f"packet at byte {pos - 16} claims {caplen} bytes; {len(data) - pos} are left")
+        if caplen < wirelen:
+            raise PcapError(f"packet at byte {pos - 16} was cut to {caplen} of {wirelen} bytes (snap length)")
         yield link, data[pos:pos + caplen]
         pos += caplen
 
@@ -48,8 +51,8 @@ def _ip_payload(link, frame):
             ethertype, at = struct.unpack_from(">H", frame, at + 2)[0], at + 4
     elif link == LINKTYPE_LINUX_SLL:
         ethertype, at = struct.unpack_from(">H", frame, 14)[0], 16
-    elif link == LINKTYPE_NULL:
-        family = struct.unpack_from("<I", frame, 0)[0]
+    elif link == LINKTYPE_NULL:  # the address family, in the capturing host's byte order
+        family = frame[0] or frame[3]
         ethertype, at = (0x0800 if family == 2 else 0x86DD), 4
     elif link == LINKTYPE_RAW:
         ethertype, at = (0x0800 if frame[0] >> 4 == 4 else 0x86DD), 0
@@ -80,15 +83,18 @@ def tcp_streams(data):
         offset = (tcp[12] >> 4) * 4
         flags = tcp[13]
         key = ((bytes(src), sport), (bytes(dst), dport))
+        payload = bytes(tcp[offset:])
         if flags & 0x02:  # SYN: the stream starts at seq + 1
             first_seq[key] = (seq + 1) & 0xFFFFFFFF
             segments[key]
-            continue
-        payload = tcp[offset:]
+            seq += 1
         if not payload:
             continue
-        base = first_seq.setdefault(key, seq)
-        segments[key].setdefault((seq - base) & 0xFFFFFFFF, bytes(payload))
+        if key not in first_seq:
+            raise PcapError(f"{key}: data before the connection's SYN; the capture started mid-connection")
+        rel = (seq - first_seq[key]) & 0xFFFFFFFF
+        if len(payload) > len(segments[key].get(rel, b"")):  # a longer retransmission carries more
+            segments[key][rel] = payload
     streams = {}
     for key, parts in segments.items():
         out = bytearray()

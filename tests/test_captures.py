@@ -44,7 +44,7 @@ def records_fields(msg):
 
 
 def exchanges(data):
-    """Decode every frame of a capture; returns (api name counts, records read, connection count)."""
+    """Decode every frame of a capture; returns (frames per message name and version, records read)."""
     streams = tcp_streams(data)
     port = broker_port(streams)
     seen, records = Counter(), 0
@@ -57,6 +57,7 @@ def exchanges(data):
             header, body = request.header, request.body
             assert encode_request(header, body, header.request_api_version)[4:] == frame, \
                 f"{api(header.request_api_key).name} v{header.request_api_version} request does not re-encode"
+            assert header.correlation_id not in pending, f"correlation id {header.correlation_id} reused in flight"
             pending[header.correlation_id] = (header.request_api_key, header.request_api_version)
             seen[f"{api(header.request_api_key).name}Request v{header.request_api_version}"] += 1
             for blob in records_fields(body):

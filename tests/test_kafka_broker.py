@@ -108,12 +108,7 @@ def test_api_versions_above_every_known_version(client):
 def test_topic_ids_delete_and_recreate(client, kafka_broker):
     """KIP-516: a topic's ID names that topic only; after delete and re-create, the old ID is unknown."""
     versions = broker_versions(client)
-    create_v = min(7, versions[19][-1])
-    topic = CreateTopicsRequest.CreatableTopic(name="kip516", num_partitions=1, replication_factor=1)
-    created = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=30000), create_v).body
-    (result,) = created.topics
-    assert result.error_code == 0
-    old_id = result.topic_id
+    old_id = create_topic(client, versions, "kip516", version=7)  # v7: the first to return the topic ID
     assert old_id != Uuid.ZERO
 
     meta_v = versions[3][-1]
@@ -129,9 +124,8 @@ def test_topic_ids_delete_and_recreate(client, kafka_broker):
         topics=[DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=old_id)], timeout_ms=30000), delete_v).body
     assert [r.error_code for r in deleted.responses] == [0]
 
-    recreated = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=30000), create_v).body
-    (again,) = recreated.topics
-    assert again.error_code == 0 and again.topic_id != old_id and again.topic_id != Uuid.ZERO
+    new_id = create_topic(client, versions, "kip516", version=7)
+    assert new_id not in (old_id, Uuid.ZERO)
 
     # The broker applies metadata asynchronously: its cache may briefly still hold the old topic.
     by_old_id = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=old_id, name=None)])
@@ -149,11 +143,27 @@ def test_topic_ids_delete_and_recreate(client, kafka_broker):
         (old_id, [errors.UNKNOWN_TOPIC_ID.code])]
 
 
-def create_topic(client, versions, name):
+def create_topic(client, versions, name, version=None):
+    """Create a one-partition topic and wait until the broker's metadata shows it with a leader."""
     topic = CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
-    (result,) = client.call(CreateTopicsRequest(topics=[topic], timeout_ms=30000), versions[19][-1]).body.topics
+    request = CreateTopicsRequest(topics=[topic], timeout_ms=30000)
+    version = versions[19][-1] if version is None else version
+    # Just after a delete, the old topic may still be on its way out.
+    (result,) = eventually(lambda: client.call(request, version).body.topics,
+                           lambda topics: topics[0].error_code != errors.TOPIC_ALREADY_EXISTS.code)
     assert result.error_code == 0, result
+    wait_for_leader(client, versions, name)
     return result.topic_id
+
+
+def wait_for_leader(client, versions, name):
+    # The broker applies metadata asynchronously: a topic just created may not be served yet.
+    by_name = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)])
+
+    def ready(body):
+        return [(t.error_code, [(p.error_code, p.leader_id >= 0) for p in t.partitions]) for t in body.topics] == [
+            (0, [(0, True)])]
+    assert ready(eventually(lambda: client.call(by_name, versions[3][-1]).body, ready)), f"{name} has no leader"
 
 
 def test_metadata_at_every_version(client):

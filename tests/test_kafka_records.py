@@ -19,7 +19,7 @@ decompressed contents.
 """
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from impls import IMPLS, records
@@ -81,8 +81,7 @@ def java_request(spec, rows, markers=()):
         "partitionLeaderEpoch": spec["partition_leader_epoch"], "deleteHorizonMs": spec["delete_horizon_ms"],
         "records": [{"offset": o, "timestamp": ts, "key": b64(k), "value": b64(v),
                      "headers": [[name, b64(hv)] for name, hv in hs]} for o, ts, k, v, hs in rows],
-        "markers": [{"offset": o, "timestamp": ts, "commit": commit, "coordinatorEpoch": epoch}
-                    for o, ts, commit, epoch in markers],
+        "markers": [{"timestamp": ts, "commit": commit, "coordinatorEpoch": epoch} for ts, commit, epoch in markers],
     }
 
 
@@ -97,7 +96,7 @@ def build(mod, spec, rows, markers=()):
         delete_horizon_ms=None if spec["delete_horizon_ms"] < 0 else spec["delete_horizon_ms"])
     for offset, ts, key, value, headers in rows:
         builder.append(key, value, headers=headers, timestamp=ts, offset=offset)
-    for _offset, ts, commit, epoch in markers:
+    for ts, commit, epoch in markers:
         builder.append_end_txn_marker(commit, epoch, timestamp=ts)
     return builder.build()
 
@@ -145,7 +144,7 @@ def check_same(mod, spec, rows, markers=(), *, oracle):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@settings(max_examples=300)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=batches())
 def test_builder_matches_kafka(kafka_oracle, impl, case):
     spec, rows = case
@@ -155,7 +154,7 @@ def test_builder_matches_kafka(kafka_oracle, impl, case):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@settings(max_examples=50)
+@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(commits=st.lists(st.tuples(st.booleans(), st.integers(0, 2**31 - 1), st.integers(0, 2**41)),
                         min_size=1, max_size=3),
        codec=st.sampled_from((NONE, GZIP, LZ4, ZSTD)))
@@ -164,7 +163,7 @@ def test_control_batches_match_kafka(kafka_oracle, impl, commits, codec):
     spec = dict(magic=2, codec=codec, level=None, timestamp_type=0, base_offset=40, log_append_time=-1,
                 producer_id=1234, producer_epoch=5, base_sequence=-1, transactional=True,
                 partition_leader_epoch=3, delete_horizon_ms=-1)
-    markers = [(40 + i, ts, commit, epoch) for i, (commit, epoch, ts) in enumerate(commits)]
+    markers = [(ts, commit, epoch) for commit, epoch, ts in commits]  # offsets follow on from base_offset
     data = check_same(records(impl), spec, [], markers, oracle=kafka_oracle)
     (batch,) = records(impl).iter_batches(data)
     assert batch.is_control and batch.is_transactional and batch.producer_id == 1234

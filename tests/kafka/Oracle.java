@@ -7,8 +7,11 @@
 //   {"op": "decode", "message": ..., "version": ..., "bytes": base64}
 //                            read the bytes with the *Data class -> {"json": ..., "bytes": re-encoded}
 //   {"op": "check", "message": ..., "version": ..., "json": {...}, "bytes": base64}
-//                            both at once: "encoded" is the json written by Kafka, "decoded" the bytes read by it
-//   {"op": "versions", "message": ...} -> {"lowest": n, "highest": n}, or {"missing": true}
+//                            both at once: "encoded" is the json written by Kafka ("encodeError" if it
+//                            cannot), "decoded" and "reencoded" the bytes read and written back by it
+//                            ("decodeError" if it cannot read them)
+//   {"op": "versions", "message": ...} -> {"lowest": n, "highest": n, "latestUnstable": bool},
+//                            or {"missing": true}
 // A request that fails answers {"error": "..."} and the loop goes on.
 //
 // Kafka 4 moved the record classes to org.apache.kafka.common.record.internal, so they are
@@ -58,8 +61,7 @@ public final class Oracle {
             try {
                 answer = handle(JSON.readTree(line));
             } catch (Throwable e) {
-                Throwable cause = e instanceof InvocationTargetException ? e.getCause() : e;
-                answer = JSON.createObjectNode().put("error", cause.getClass().getSimpleName() + ": " + cause.getMessage());
+                answer = JSON.createObjectNode().put("error", describe(e));
             }
             out.println(JSON.writeValueAsString(answer));
             out.flush();
@@ -201,12 +203,12 @@ public final class Oracle {
         return answer;
     }
 
-    private static ObjectNode check(JsonNode req) throws Exception {
+    private static ObjectNode check(JsonNode req) {
         ObjectNode answer = JSON.createObjectNode();
         try {
             answer.put("encoded", encode(req).get("bytes").asText());
-        } catch (InvocationTargetException e) {
-            answer.put("encodeError", e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+        } catch (Exception e) {
+            answer.put("encodeError", describe(e));
         }
         try {
             ObjectNode decoded = decode(req);
@@ -215,10 +217,15 @@ public final class Oracle {
             if (decoded.has("unread")) {
                 answer.put("unread", decoded.get("unread").asInt());
             }
-        } catch (InvocationTargetException e) {
-            answer.put("decodeError", e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+        } catch (Exception e) {
+            answer.put("decodeError", describe(e));
         }
         return answer;
+    }
+
+    private static String describe(Throwable e) {
+        Throwable cause = e instanceof InvocationTargetException ? e.getCause() : e;
+        return cause.getClass().getSimpleName() + ": " + cause.getMessage();
     }
 
     private static byte[] write(Message msg, short version) {

@@ -27,7 +27,7 @@ OUT = HERE.parent / "data" / "captures"
 
 
 def java_clients(version, bootstrap):
-    java = shutil.which("java")
+    java = shutil.which("java") or sys.exit("java is not installed")
     cp = classpath(version, compiled(version, "Clients"))
     for mode in ("admin", "produce", "txn", "consume", "delete"):
         run = subprocess.run([java, "-cp", cp, "Clients", bootstrap, mode, "java-topic"], capture_output=True,
@@ -108,19 +108,28 @@ def record(name, out):
     tcpdump = shutil.which("tcpdump")
     if tcpdump is None:
         sys.exit("tcpdump is not installed (apt-get install tcpdump)")
+    pcap = out / f"{name}.pcap"
+    partial = pcap.with_suffix(".partial")
     with tempfile.TemporaryDirectory() as tmp:
         broker = KafkaBroker(version, tmp)
-        pcap = out / f"{name}.pcap"
-        dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "0", "-U", "-w", str(pcap), f"tcp port {broker.port}"],
-                                stderr=subprocess.PIPE)
         try:
-            dump.stderr.readline()  # "listening on lo ...": capturing from here on
-            work(f"127.0.0.1:{broker.port}")
-            time.sleep(1)
+            dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "0", "-U", "-w", str(partial),
+                                     f"tcp port {broker.port}"], stderr=subprocess.PIPE, text=True)
+            try:
+                first = dump.stderr.readline()
+                if "listening on" not in first:  # e.g. no permission to capture
+                    sys.exit(f"tcpdump did not start capturing: {first.strip()} {dump.stderr.read().strip()}")
+                work(f"127.0.0.1:{broker.port}")
+                time.sleep(1)
+            finally:
+                dump.send_signal(signal.SIGINT)
+                try:
+                    dump.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    dump.kill()
         finally:
-            dump.send_signal(signal.SIGINT)
-            dump.wait(timeout=30)
             broker.stop()
+    partial.replace(pcap)  # only a finished capture replaces the old one
     print(f"{pcap}: {pcap.stat().st_size} bytes")
 
 
