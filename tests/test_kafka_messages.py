@@ -1,5 +1,7 @@
 """Golden vectors from Kafka's own codec: every (message, version) the pinned jars define.
 
+Messages are every request and response, the headers, and the KRaft metadata records.
+
 For each pair, hypothesis builds messages; each goes to Kafka (tests/kafka/Oracle.java)
 both as JSON, which Kafka reads with the message's ``*DataJsonConverter`` and writes with
 its ``*Data`` class, and as kafkaproto's bytes, which Kafka reads and writes back. Kafka's
@@ -24,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_jvm import GOLDEN, GOLDEN_UNSTABLE, ask_all, b64, unb64
-from kafkaproto import Uuid
+from kafkaproto import Uuid, metadata
 from kafkaproto.messages import RequestHeader, ResponseHeader, api
 from strategies import message
 
@@ -35,6 +37,8 @@ EXAMPLES = 25 if os.environ.get("KAFKAPROTO_PURE") == "1" else 200
 
 def _pairs():
     pairs = [(RequestHeader, v) for v in range(3)] + [(ResponseHeader, v) for v in range(2)]
+    pairs += [(cls, v) for cls in (getattr(metadata, n) for n in dir(metadata) if n.endswith("Record"))
+              for v in cls.valid_versions]
     for key in range(1000):
         try:
             info = api(key)

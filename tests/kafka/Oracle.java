@@ -3,7 +3,7 @@
 // One JSON request per stdin line, one JSON answer per stdout line:
 //   {"op": "records", ...}   build records with Kafka's MemoryRecordsBuilder -> {"bytes": base64}
 //   {"op": "encode", "message": "ProduceRequest", "version": 9, "json": {...}}
-//                            read the message with its *DataJsonConverter, write it -> {"bytes": base64}
+//                            read the message with its JsonConverter, write it -> {"bytes": base64}
 //   {"op": "decode", "message": ..., "version": ..., "bytes": base64}
 //                            read the bytes with the *Data class -> {"json": ..., "bytes": re-encoded}
 //   {"op": "check", "message": ..., "version": ..., "json": {...}, "bytes": base64}
@@ -155,8 +155,18 @@ public final class Oracle {
 
     // ---- messages ------------------------------------------------------------------------------
 
+    // Requests, responses and headers are org.apache.kafka.common.message.<Name>Data; KRaft
+    // metadata records are org.apache.kafka.common.metadata.<Name>. Each has a <class>JsonConverter.
     private static Class<?> dataClass(String message) throws ClassNotFoundException {
-        return Class.forName("org.apache.kafka.common.message." + message + "Data");
+        try {
+            return Class.forName("org.apache.kafka.common.message." + message + "Data");
+        } catch (ClassNotFoundException e) {
+            return Class.forName("org.apache.kafka.common.metadata." + message);
+        }
+    }
+
+    private static Class<?> converter(String message) throws ClassNotFoundException {
+        return Class.forName(dataClass(message).getName() + "JsonConverter");
     }
 
     private static ObjectNode versions(JsonNode req) throws Exception {
@@ -170,7 +180,9 @@ public final class Oracle {
         ObjectNode answer = JSON.createObjectNode()
                 .put("lowest", (Short) cls.getMethod("lowestSupportedVersion").invoke(msg))
                 .put("highest", (Short) cls.getMethod("highestSupportedVersion").invoke(msg));
-        if (msg instanceof ApiMessage && ((ApiMessage) msg).apiKey() >= 0) {  // headers have no API key
+        // Headers have API key -1; metadata records' keys are record types, not API keys.
+        if (cls.getPackageName().equals("org.apache.kafka.common.message") && msg instanceof ApiMessage
+                && ((ApiMessage) msg).apiKey() >= 0) {
             // A release may ship an API's newest version unfinished; it can still change on the wire.
             answer.put("latestUnstable", ApiMessageType.fromApiKey(((ApiMessage) msg).apiKey()).latestVersionUnstable());
         }
@@ -180,8 +192,7 @@ public final class Oracle {
     private static ObjectNode encode(JsonNode req) throws Exception {
         String message = req.get("message").asText();
         short version = (short) req.get("version").asInt();
-        Class<?> converter = Class.forName("org.apache.kafka.common.message." + message + "DataJsonConverter");
-        Message msg = (Message) converter.getMethod("read", JsonNode.class, short.class)
+        Message msg = (Message) converter(message).getMethod("read", JsonNode.class, short.class)
                 .invoke(null, req.get("json"), version);
         return JSON.createObjectNode().put("bytes", B64_OUT.encodeToString(write(msg, version)));
     }
@@ -196,8 +207,7 @@ public final class Oracle {
         if (input.hasRemaining()) {
             answer.put("unread", input.remaining());
         }
-        Class<?> converter = Class.forName("org.apache.kafka.common.message." + message + "DataJsonConverter");
-        answer.set("json", (JsonNode) converter.getMethod("write", dataClass(message), short.class)
+        answer.set("json", (JsonNode) converter(message).getMethod("write", dataClass(message), short.class)
                 .invoke(null, msg, version));
         answer.put("bytes", B64_OUT.encodeToString(write(msg, version)));
         return answer;
