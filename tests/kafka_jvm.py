@@ -170,12 +170,8 @@ class Oracle:
 
     def close(self):
         if self._proc.poll() is None:
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            self._proc.stdin.close()  # the end of its input ends the loop
+            _wait_or_kill(self._proc, 10)
 
 
 def ask_all(oracles, requests):
@@ -287,12 +283,16 @@ class KafkaBroker:
 
     def stop(self):
         if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            self._proc.terminate()  # a controlled shutdown
+            _wait_or_kill(self._proc, 30)
+
+
+def _wait_or_kill(proc, timeout):
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _recv_exact(sock, n):
