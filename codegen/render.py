@@ -62,6 +62,7 @@ class FieldView:
         self.main = cond(untagged)
         self.tagged = cond(f.tagged) if f.tag is not None else "False"
         self.tag = f.tag
+        self.tag_row = f"({f.tag}, {_pair(f.tagged)[0]}, {_pair(f.tagged)[1]})" if f.tag is not None else None
         flex = f.flexible_override if f.flexible_override is not None else spec.flexible
         # Conditions inside the field's own branch only need to tell apart the versions
         # that reach it, which often makes them constants.

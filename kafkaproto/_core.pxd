@@ -48,10 +48,14 @@ cdef object make_uuid(const unsigned char* p)
 cdef object decode_utf8(Reader r, Py_ssize_t n)
 cdef uint32_t read_uvarint_slow(Reader r) except? 0xFFFFFFFF
 cdef int write_buffer(Writer w, object value, bint compact, str what) except -1
+cdef int write_length(Writer w, Py_ssize_t n, bint compact, bint short_len, str what) except -1
+cdef object index_value(object value)
+cdef bint gc_pause(Py_ssize_t nbytes) noexcept
+cdef void gc_resume() noexcept
 cdef int write_str(Writer w, object value, bint compact) except -1
 cdef int write_uuid(Writer w, object value) except -1
 cdef dict read_unknown_tag(Reader r, dict unknown, uint32_t tag, Py_ssize_t size)
-cdef int write_tagged(Writer w, list known, object unknown) except -1
+cdef int write_tagged(Writer w, list known, object unknown, tuple tags, int v) except -1
 cdef Py_ssize_t read_array_len(Reader r, bint compact, Py_ssize_t min_item) except -2
 cdef object bad_value(object value, str what)
 cdef Py_ssize_t bad_length(Reader r, Py_ssize_t n, bint compact, bint nullable, int kind) except -2
@@ -175,6 +179,12 @@ cdef inline object read_uuid(Reader r):
     return make_uuid(r.buf + r.pos - 16)
 
 
+# The longest array, bytes or compact string: Kafka's readers take lengths
+# (plus one, when compact) as a signed int32.
+cdef enum:
+    MAX_LENGTH = 0x7FFFFFFE
+
+
 # Kinds of length-prefixed values, for read_length and error messages.
 cdef enum:
     K_STRING = 0
@@ -223,6 +233,13 @@ cdef inline object read_records(Reader r, bint compact, bint nullable):
 
 
 # ---- writing -------------------------------------------------------------
+
+cdef inline object int_value(object v):
+    """v itself when it is an int; otherwise its __index__, so a float fails instead of truncating."""
+    if type(v) is int:
+        return v
+    return index_value(v)
+
 
 cdef inline char* reserve(Writer w, Py_ssize_t n) except NULL:
     if w.cap - w.pos < n:
@@ -350,6 +367,8 @@ cdef inline int write_bytes(Writer w, object value, bint compact, bint nullable)
 
 
 cdef inline int write_array_len(Writer w, Py_ssize_t n, bint compact) except -1:
+    if n > MAX_LENGTH:
+        return write_length(w, n, compact, False, "array")
     if compact:
         return write_uvarint(w, <uint32_t>(n + 1))
     return write_int32(w, <int32_t>n)

@@ -3,6 +3,8 @@
 
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.memoryview cimport PyMemoryView_FromObject
+from cpython.number cimport PyNumber_Index
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -40,6 +42,7 @@ cdef class Reader:
             self.has_view = True
             self.buf = <const unsigned char*>self.view.buf
             self.end = self.view.len
+            self._mv = memoryview(data).cast("B")  # now, not while the collector may be paused
         self.data = data
         self.pos = 0
 
@@ -168,6 +171,7 @@ cdef class Writer:
         return 0
 
     cdef int defer(self, object value, Py_ssize_t n) except -1:
+        """Copy value (n bytes) at finish() instead of now; value must not change size until then."""
         if self.blobs is None:
             self.blobs = []
         self.blobs.append((self.pos, value))
@@ -211,38 +215,38 @@ cdef class Writer:
     def bool(self, value):
         write_bool(self, value)
 
-    def int8(self, int8_t value):
-        write_int8(self, value)
+    def int8(self, value):
+        write_int8(self, int_value(value))
 
-    def int16(self, int16_t value):
-        write_int16(self, value)
+    def int16(self, value):
+        write_int16(self, int_value(value))
 
-    def uint16(self, uint16_t value):
-        write_uint16(self, value)
+    def uint16(self, value):
+        write_uint16(self, int_value(value))
 
-    def int32(self, int32_t value):
-        write_int32(self, value)
+    def int32(self, value):
+        write_int32(self, int_value(value))
 
-    def uint32(self, uint32_t value):
-        write_uint32(self, value)
+    def uint32(self, value):
+        write_uint32(self, int_value(value))
 
-    def int64(self, int64_t value):
-        write_int64(self, value)
+    def int64(self, value):
+        write_int64(self, int_value(value))
 
     def float64(self, double value):
         write_float64(self, value)
 
-    def uvarint(self, uint32_t value):
-        write_uvarint(self, value)
+    def uvarint(self, value):
+        write_uvarint(self, int_value(value))
 
-    def uvarlong(self, uint64_t value):
-        write_uvarlong(self, value)
+    def uvarlong(self, value):
+        write_uvarlong(self, int_value(value))
 
-    def varint(self, int32_t value):
-        write_varint(self, value)
+    def varint(self, value):
+        write_varint(self, int_value(value))
 
-    def varlong(self, int64_t value):
-        write_varlong(self, value)
+    def varlong(self, value):
+        write_varlong(self, int_value(value))
 
     def uuid(self, value):
         write_uuid(self, value)
@@ -280,7 +284,29 @@ cdef class Writer:
         return self.pos + self.blob_bytes
 
 
+# A large message makes thousands of objects that all stay alive, and each
+# allocation counts towards a collection that would find nothing to free; so
+# the cyclic collector is paused while one is read. The collector's switch is
+# global, so the pause must be invisible to other threads: it is taken only when
+# the collector is on, and no Python code runs until it ends (decoding is C
+# alone, and every error restarts the collector before building its exception),
+# so no other thread can run, or see or change the switch, in between.
 cdef Py_ssize_t GC_PAUSE_MIN = 8192
+cdef bint _gc_paused = False
+
+
+cdef bint gc_pause(Py_ssize_t nbytes) noexcept:
+    global _gc_paused
+    if nbytes > GC_PAUSE_MIN and not _gc_paused and PyGC_Disable():
+        _gc_paused = True
+    return _gc_paused
+
+
+cdef void gc_resume() noexcept:
+    global _gc_paused
+    if _gc_paused:
+        _gc_paused = False
+        PyGC_Enable()
 
 
 
@@ -376,22 +402,27 @@ cdef class Struct:
 
 # ---- cold paths ----------------------------------------------------------
 
+cdef int fail_at(str reason, Py_ssize_t offset) except -1:
+    """Raise DecodeError; every decode error goes through here (see gc_pause)."""
+    gc_resume()
+    raise DecodeError(reason, offset)
+
+
 cdef int raise_short(Reader r, Py_ssize_t n, const char* what) except -1:
-    raise DecodeError(
-        f"{what.decode()} needs {n} bytes but only {r.end - r.pos} remain", r.pos)
+    fail_at(f"{what.decode()} needs {n} bytes but only {r.end - r.pos} remain", r.pos)
 
 
 cdef int raise_decode(Reader r, str reason) except -1:
-    raise DecodeError(reason, r.pos)
+    fail_at(reason, r.pos)
 
 
 cdef Py_ssize_t bad_length(Reader r, Py_ssize_t n, bint compact, bint nullable, int kind) except -2:
     what = ("string", "bytes", "records")[kind]
     width = 1 if compact else 2 if kind == K_STRING else 4
     if n < -1:
-        raise DecodeError(f"negative {what} length {n}", r.pos - width)
+        fail_at(f"negative {what} length {n}", r.pos - width)
     if not nullable:
-        raise DecodeError(f"null {what} in a non-nullable field", r.pos - width)
+        fail_at(f"null {what} in a non-nullable field", r.pos - width)
     return -1
 
 
@@ -434,6 +465,7 @@ cdef object decode_utf8(Reader r, Py_ssize_t n):
     try:
         s = PyUnicode_DecodeUTF8(p, n, NULL)
     except UnicodeDecodeError as e:
+        gc_resume()
         raise DecodeError(f"invalid UTF-8 in string: {e.reason}", r.pos + e.start) from None
     r.pos += n
     return s
@@ -446,11 +478,11 @@ cdef uint32_t read_uvarint_slow(Reader r) except? 0xFFFFFFFF:
     cdef Py_ssize_t start = r.pos
     while True:
         if r.pos >= r.end:
-            raise DecodeError("varint runs past the end of the input", r.pos)
+            fail_at("varint runs past the end of the input", r.pos)
         b = r.buf[r.pos]
         r.pos += 1
         if shift == 28 and b > 0x0F:
-            raise DecodeError("varint does not fit in 32 bits", start)
+            fail_at("varint does not fit in 32 bits", start)
         v |= (<uint32_t>(b & 0x7F)) << shift
         if b < 0x80:
             return v
@@ -466,10 +498,9 @@ cdef Py_ssize_t read_array_len(Reader r, bint compact, Py_ssize_t min_item) exce
     else:
         n = read_int32(r)
     if n < -1:
-        raise DecodeError(f"negative array length {n}", start)
+        fail_at(f"negative array length {n}", start)
     if n > 0 and n * min_item > r.end - r.pos:
-        raise DecodeError(
-            f"array of {n} items needs at least {n * min_item} bytes but only {r.end - r.pos} remain", start)
+        fail_at(f"array of {n} items needs at least {n * min_item} bytes but only {r.end - r.pos} remain", start)
     return n
 
 
@@ -481,9 +512,9 @@ cdef dict read_unknown_tag(Reader r, dict unknown, uint32_t tag, Py_ssize_t size
     return unknown
 
 
-cdef int write_tagged(Writer w, list known, object unknown) except -1:
+cdef int write_tagged(Writer w, list known, object unknown, tuple tags, int v) except -1:
     """The tagged-field section when it is not empty: known and unknown tags in tag order."""
-    items = _generic.merge_tags(known, unknown)
+    items = _generic.merge_tags(known, unknown, tags, v)
     write_uvarint(w, <uint32_t>len(items))
     for tag, data in items:
         write_uvarint(w, tag)
@@ -492,31 +523,43 @@ cdef int write_tagged(Writer w, list known, object unknown) except -1:
     return 0
 
 
+cdef object index_value(object value):
+    return PyNumber_Index(value)
+
+
+cdef int write_length(Writer w, Py_ssize_t n, bint compact, bint short_len, str what) except -1:
+    """The length prefix of n bytes or items, refusing a length the field cannot carry."""
+    cdef Py_ssize_t limit = MAX_LENGTH if compact else 0x7FFF if short_len else 0x7FFFFFFF
+    if n > limit:
+        raise ValueError(f"{what} of length {n} is longer than {limit}")
+    if compact:
+        return write_uvarint(w, <uint32_t>(n + 1))
+    if short_len:
+        return write_int16(w, <int16_t>n)
+    return write_int32(w, <int32_t>n)
+
+
 cdef int write_buffer(Writer w, object value, bint compact, str what) except -1:
     cdef Py_buffer view
+    cdef Py_ssize_t n
     if type(value) is bytes:
-        if compact:
-            write_uvarint(w, <uint32_t>(len(<bytes>value) + 1))
+        n = len(<bytes>value)
+        write_length(w, n, compact, False, what)
+        if n >= DEFER_MIN:
+            w.defer(value, n)  # immutable: safe to copy later
         else:
-            write_int32(w, <int32_t>len(<bytes>value))
-        if len(<bytes>value) >= DEFER_MIN:
-            w.defer(value, len(<bytes>value))
-        else:
-            write_raw(w, PyBytes_AS_STRING(value), len(<bytes>value))
+            write_raw(w, PyBytes_AS_STRING(value), n)
         return 0
     try:
         PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
     except TypeError:
         raise bad_value(value, what) from None
     try:
-        if compact:
-            write_uvarint(w, <uint32_t>(view.len + 1))
-        else:
-            if view.len > 0x7FFFFFFF:
-                raise bad_value(value, what)
-            write_int32(w, <int32_t>view.len)
+        write_length(w, view.len, compact, False, what)
         if view.len >= DEFER_MIN:
-            w.defer(value, view.len)
+            # A memoryview pins the buffer until finish() copies it: resizing a
+            # bytearray in the meantime fails instead of moving the memory.
+            w.defer(PyMemoryView_FromObject(value), view.len)
         else:
             write_raw(w, <const char*>view.buf, view.len)
     finally:
@@ -530,12 +573,7 @@ cdef int write_str(Writer w, object value, bint compact) except -1:
     if type(value) is not str:
         raise bad_value(value, "string")
     p = PyUnicode_AsUTF8AndSize(value, &n)
-    if compact:
-        write_uvarint(w, <uint32_t>(n + 1))
-    else:
-        if n > 0x7FFF:
-            raise bad_value(value, "string")
-        write_int16(w, <int16_t>n)
+    write_length(w, n, compact, True, "string")
     write_raw(w, p, n)
     return 0
 
@@ -632,20 +670,15 @@ cdef ApiEntry _api_entry(object api_key):
 
 
 cdef int read_message(Struct o, Reader r, int version) except -1:
-    """Read a whole message into o; a DecodeError is labelled with the message and version.
-
-    A large message makes thousands of objects that all stay alive, so the cyclic
-    collector is paused while it is read rather than sweeping the heap again and again.
-    """
-    cdef bint paused = r.end - r.pos > GC_PAUSE_MIN and PyGC_Disable()
+    """Read a whole message into o; a DecodeError is labelled with the message and version."""
+    gc_pause(r.end - r.pos)
     try:
         o._read(r, version)
     except DecodeError as e:
         e.message = f"{type(o)._qualname} v{version}"
         raise
     finally:
-        if paused:
-            PyGC_Enable()
+        gc_resume()
     return 0
 
 

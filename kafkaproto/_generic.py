@@ -5,6 +5,7 @@ equality, dict conversion and encode-error diagnosis behave the same in both.
 None of this is on the encode/decode hot path.
 """
 
+import operator
 from collections import namedtuple
 
 from .exceptions import EncodeError, EncodeTypeError, UnsupportedVersionError
@@ -17,6 +18,9 @@ FieldInfo = namedtuple(
     "FieldInfo",
     "attr name kind array struct v_lo v_hi n_lo n_hi tag t_lo t_hi f_lo f_hi ignorable default",
 )
+
+# The longest compact array, bytes or string: Kafka reads its length plus one as an int32.
+MAX_LENGTH = 0x7FFFFFFE
 
 LIST = "<list>"
 STRUCT = "<struct>"
@@ -157,17 +161,26 @@ def from_dict(cls, d, path=None):
     return cls(**values)
 
 
-def merge_tags(known, unknown):
-    """Known (tag, bytes) pairs plus the unknown ones kept from decoding, in tag order."""
+def merge_tags(known, unknown, tags, version):
+    """Known (tag, bytes) pairs plus the unknown ones kept from decoding, in tag order.
+
+    ``tags`` holds the struct's (tag, first, last version) rows: an unknown tag must
+    not be one of them at this version, fit a uint31, and carry bytes.
+    """
     items = list(known) if known else []
     if unknown:
-        if not isinstance(unknown, dict):
+        if type(unknown) is not dict:
             raise TypeError("unknown_tagged_fields must be a dict of tag -> bytes")
-        items.extend((tag, bytes(data)) for tag, data in unknown.items())
+        for tag, data in unknown.items():
+            if type(tag) is not int or not 0 <= tag <= 0x7FFFFFFF:
+                raise ValueError(f"unknown tag {tag!r} is not a uint31")
+            for known_tag, lo, hi in tags:
+                if tag == known_tag and lo <= version <= hi:
+                    raise ValueError(f"tag {tag} is a known field at this version")
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"tagged field {tag} must be bytes, not {type(data).__name__}")
+            items.append((tag, bytes(data)))
         items.sort(key=lambda item: item[0])
-        for a, b in zip(items, items[1:]):
-            if a[0] == b[0]:
-                raise ValueError(f"tag {a[0]} appears twice")
     return items
 
 
@@ -208,7 +221,7 @@ def diagnose(obj, version, path):
         raise UnsupportedVersionError(
             f"{path}.unknown_tagged_fields: version {version} is not flexible and cannot carry tagged fields")
     if tags:
-        if not isinstance(tags, dict):
+        if type(tags) is not dict:
             raise EncodeTypeError(f"{path}.unknown_tagged_fields: expected a dict of tag -> bytes")
         known = {f.tag for f in cls._fields if f.tag is not None and f.t_lo <= version <= f.t_hi}
         for tag, data in tags.items():
@@ -216,10 +229,9 @@ def diagnose(obj, version, path):
                 raise EncodeError(f"{path}.unknown_tagged_fields: tag {tag!r} is not a uint31")
             if tag in known:
                 raise EncodeError(f"{path}.unknown_tagged_fields: tag {tag} is a known field at this version")
-            try:
-                memoryview(data)
-            except TypeError:
-                raise EncodeTypeError(f"{path}.unknown_tagged_fields[{tag}]: expected bytes") from None
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise EncodeTypeError(f"{path}.unknown_tagged_fields[{tag}]: expected bytes, "
+                                      f"got {type(data).__name__}")
 
 
 def _check_value(f, value, version, here, nullable, flexible):
@@ -230,8 +242,9 @@ def _check_value(f, value, version, here, nullable, flexible):
     if f.array:
         if type(value) is not list and type(value) is not tuple:
             raise EncodeTypeError(f"{here}: expected a list, got {type(value).__name__}")
-        if not flexible and len(value) > 0x7FFFFFFF:
-            raise EncodeError(f"{here}: array of {len(value)} items is too long")
+        limit = MAX_LENGTH if flexible else 0x7FFFFFFF
+        if len(value) > limit:
+            raise EncodeError(f"{here}: array of {len(value)} items is longer than {limit}")
         for i, item in enumerate(value):
             _check_item(f, item, version, f"{here}[{i}]", flexible)
         return
@@ -246,8 +259,10 @@ def _check_item(f, value, version, here, flexible):
         diagnose(value, version, here)
         return
     if kind in INT_RANGES:
-        if not isinstance(value, int):
-            raise EncodeTypeError(f"{here}: expected an integer ({kind}), got {type(value).__name__}")
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise EncodeTypeError(f"{here}: expected an integer ({kind}), got {type(value).__name__}") from None
         lo, hi = INT_RANGES[kind]
         if not lo <= value <= hi:
             raise EncodeError(f"{here}: {value} is out of range for {kind} [{lo}, {hi}]")
@@ -268,8 +283,9 @@ def _check_item(f, value, version, here, flexible):
             n = len(value.encode("utf-8"))
         except UnicodeEncodeError as e:
             raise EncodeError(f"{here}: string cannot be encoded as UTF-8: {e.reason}") from None
-        if not flexible and n > 0x7FFF:
-            raise EncodeError(f"{here}: string of {n} UTF-8 bytes is longer than 32767")
+        limit = MAX_LENGTH if flexible else 0x7FFF
+        if n > limit:
+            raise EncodeError(f"{here}: string of {n} UTF-8 bytes is longer than {limit}")
     elif kind in ("bytes", "records"):
         try:
             n = memoryview(value).nbytes
@@ -277,8 +293,9 @@ def _check_item(f, value, version, here, flexible):
             raise EncodeTypeError(f"{here}: expected bytes, got {type(value).__name__}") from None
         if isinstance(value, str):
             raise EncodeTypeError(f"{here}: expected bytes, got str")
-        if not flexible and n > 0x7FFFFFFF:
-            raise EncodeError(f"{here}: {n} bytes is too long")
+        limit = MAX_LENGTH if flexible else 0x7FFFFFFF
+        if n > limit:
+            raise EncodeError(f"{here}: {n} bytes is longer than {limit}")
     elif kind == "uuid":
         if type(value) is not Uuid:
             raise EncodeTypeError(f"{here}: expected a Uuid, got {type(value).__name__}")

@@ -286,12 +286,7 @@ class Writer:
         if type(value) is not str:
             raise _bad_value(value, "string")
         data = value.encode("utf-8")
-        if compact:
-            self.uvarint(len(data) + 1)
-        else:
-            if len(data) > 0x7FFF:
-                raise _bad_value(value, "string")
-            self.buf += _I16.pack(len(data))
+        self.length(len(data), compact, True, "string")
         self.buf += data
 
     def bytes(self, value, compact, nullable, what="bytes"):
@@ -305,11 +300,7 @@ class Writer:
             view = memoryview(value)
         except TypeError:
             raise _bad_value(value, what) from None
-        n = view.nbytes
-        if compact:
-            self.uvarint(n + 1)
-        else:
-            self.buf += _I32.pack(n)
+        self.length(view.nbytes, compact, False, what)
         self.buf += view
 
     def uuid(self, value):
@@ -318,16 +309,25 @@ class Writer:
         self.buf += value.bytes
 
     def array_len(self, n, compact):
+        self.length(n, compact, False, "array")
+
+    def length(self, n, compact, short_len, what):
+        """The length prefix of n bytes or items, refusing a length the field cannot carry."""
+        limit = _generic.MAX_LENGTH if compact else 0x7FFF if short_len else 0x7FFFFFFF
+        if n > limit:
+            raise ValueError(f"{what} of length {n} is longer than {limit}")
         if compact:
             self.uvarint(n + 1)
+        elif short_len:
+            self.buf += _I16.pack(n)
         else:
             self.buf += _I32.pack(n)
 
     def raw(self, data):
         self.buf += data
 
-    def tagged(self, known, unknown):
-        items = _generic.merge_tags(known, unknown)
+    def tagged(self, known, unknown, tags, version):
+        items = _generic.merge_tags(known, unknown, tags, version)
         self.uvarint(len(items))
         for tag, data in items:
             self.uvarint(tag)

@@ -155,15 +155,21 @@ class FrameBuffer:
         buf = FrameBuffer()
         for payload in buf.feed(chunk):
             request = decode_request(payload)
+
+    A size prefix that cannot be right raises FrameError; frames that were complete
+    before it are handed out first, and the error comes with the next call.
     """
 
     def __init__(self, max_frame=DEFAULT_MAX_FRAME):
         self.max_frame = max_frame
         self._buf = bytearray()
         self._consumed = 0  # stream offset of _buf[0], for error messages
+        self._error = None
 
     def feed(self, data):
         """Add bytes; return the list of frame payloads now complete (as bytes)."""
+        if self._error is not None:
+            raise self._error
         self._buf += data
         frames = []
         buf = self._buf
@@ -171,8 +177,9 @@ class FrameBuffer:
         while len(buf) - pos >= 4:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self.max_frame:
-                raise FrameError(f"frame size {size} at stream offset {self._consumed + pos} "
-                                 f"is outside 0..{self.max_frame}")
+                self._error = FrameError(f"frame size {size} at stream offset {self._consumed + pos} "
+                                         f"is outside 0..{self.max_frame}")
+                break
             if len(buf) - pos - 4 < size:
                 break
             frames.append(bytes(buf[pos + 4:pos + 4 + size]))
@@ -180,6 +187,8 @@ class FrameBuffer:
         if pos:
             del buf[:pos]
             self._consumed += pos
+        if self._error is not None and not frames:
+            raise self._error
         return frames
 
     @property
@@ -192,6 +201,8 @@ def split_frames(data, max_frame=DEFAULT_MAX_FRAME):
     """Every frame payload in a complete byte string; trailing partial data is an error."""
     buf = FrameBuffer(max_frame)
     frames = buf.feed(data)
+    if buf._error is not None:
+        raise buf._error
     if buf.pending:
         raise FrameError(f"{buf.pending} bytes at the end do not make a whole frame")
     return frames

@@ -1,5 +1,6 @@
 """What the compiled and pure-Python record codecs share: constants, enums, control markers."""
 
+import operator
 import struct
 from collections import namedtuple
 from enum import IntEnum
@@ -16,6 +17,7 @@ LENGTH_OFFSET = 8
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+RECORD_COUNT_OFFSET = 57
 LOG_OVERHEAD = 12  # base offset and length, which the length does not count
 
 CODEC_MASK = 0x07
@@ -89,7 +91,7 @@ def control_marker(key, value):
 def end_txn_marker(commit, coordinator_epoch):
     """Key and value of a commit or abort control record."""
     key = _CONTROL_KEY.pack(0, ControlType.COMMIT if commit else ControlType.ABORT)
-    return key, _END_TXN_VALUE.pack(0, coordinator_epoch)
+    return key, _END_TXN_VALUE.pack(0, check_int("coordinator_epoch", coordinator_epoch, 32))
 
 
 class Fault(Exception):
@@ -162,22 +164,43 @@ def arrow_schema():
     ])
 
 
-def check_builder(b, magic, compression, level, transactional, control, producer_id, timestamp_type,
-                   log_append_time, delete_horizon_ms):
+def check_int(name, value, bits):
+    """value as an int of the given width; a float or an out-of-range value names the field."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} {value} is out of range for int{bits} [{lo}, {hi}]")
+    return value
+
+
+def check_builder(b, magic, compression, level, transactional, control, timestamp_type, log_append_time,
+                  delete_horizon_ms, base_offset, partition_leader_epoch, producer_id, producer_epoch, base_sequence):
     """Validate a builder's settings and store them on b."""
     if magic not in (0, 1, 2):
         raise ValueError(f"magic must be 0, 1 or 2, not {magic!r}")
     codec = Compression.of(compression)
     if codec == Compression.ZSTD and magic < 2:
         raise ValueError("zstd needs magic 2")
+    base_offset = check_int("base_offset", base_offset, 64)
+    partition_leader_epoch = check_int("partition_leader_epoch", partition_leader_epoch, 32)
+    producer_id = check_int("producer_id", producer_id, 64)
+    producer_epoch = check_int("producer_epoch", producer_epoch, 16)
+    base_sequence = check_int("base_sequence", base_sequence, 32)
+    if delete_horizon_ms is not None:
+        delete_horizon_ms = check_int("delete_horizon_ms", delete_horizon_ms, 64)
     timestamp_type = TimestampType(timestamp_type)
     if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
         raise ValueError("a builder writes CREATE_TIME or LOG_APPEND_TIME timestamps")
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         if magic == 0:
             raise ValueError("magic 0 has no timestamps")
-        if type(log_append_time) is not int:
+        if log_append_time is None:
             raise ValueError("LOG_APPEND_TIME needs log_append_time (ms)")
+    if log_append_time is not None:
+        log_append_time = check_int("log_append_time", log_append_time, 64)
     if magic < 2 and (transactional or control or producer_id != -1 or delete_horizon_ms is not None):
         raise ValueError("producer ids, transactions, control records and delete horizons need magic 2")
     if control and not transactional:
@@ -190,6 +213,11 @@ def check_builder(b, magic, compression, level, transactional, control, producer
     b.timestamp_type = timestamp_type
     b.log_append_time = log_append_time
     b.delete_horizon_ms = delete_horizon_ms
+    b.base_offset = base_offset
+    b.partition_leader_epoch = partition_leader_epoch
+    b.producer_id = producer_id
+    b.producer_epoch = producer_epoch
+    b.base_sequence = base_sequence
     b.attributes = (int(codec) | (TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
                     | (TRANSACTIONAL_MASK if transactional else 0) | (CONTROL_MASK if control else 0)
                     | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0))

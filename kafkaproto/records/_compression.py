@@ -94,14 +94,20 @@ def _gzip(data, level):
     return b"".join((_GZIP_HEADER, body, struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)))
 
 
+# The most any deflate stream expands: a 258-byte match costs at least two bits.
+_DEFLATE_RATIO = 1032
+
+
 def _gunzip(data, cap):
-    # Fast path: the trailer's size (mod 2**32) sizes the output buffer; if it lies
-    # or the stream has several members, the buffer is too small and zlib's
-    # streaming inflate below takes over, counting against the cap as it goes.
+    # Fast path: the trailer's size (mod 2**32) sizes the output buffer. A size
+    # deflate cannot reach from this input is a lie and is not allocated; if the
+    # size lies otherwise or the stream has several members, the buffer is too
+    # small and zlib's streaming inflate below takes over, counting against the
+    # cap as it goes.
     view = memoryview(data)
     if len(view) >= 18:
         (hint,) = struct.unpack_from("<I", view, len(view) - 4)
-        if hint <= cap:
+        if hint <= cap and hint <= len(view) * _DEFLATE_RATIO:
             out = bytearray(hint)
             try:
                 got = cramjam.gzip.decompress_into(view, out)
@@ -148,13 +154,26 @@ def _xerial_snappy(data):
     return b"".join(parts)
 
 
+# The most a snappy block expands: a 3-byte copy writes at most 64 bytes.
+_SNAPPY_RATIO = 22
+
+
+def _snappy_size(block, cap, total=0):
+    """A raw snappy block's declared size, refused when over the cap or beyond what the block can hold."""
+    size = cramjam.snappy.decompress_raw_len(block)
+    if total + size > cap:
+        raise _cap_error(size if not total else None, cap)
+    if size > len(block) * _SNAPPY_RATIO:
+        raise CodecError(f"corrupt snappy data: a {len(block)}-byte block cannot hold {size} bytes")
+    return size
+
+
 def _unsnappy(data, cap):
     view = memoryview(data)
     if len(view) < 16 or view[:8] != _XERIAL_HEADER[:8]:
-        size = cramjam.snappy.decompress_raw_len(view)
-        if size > cap:
-            raise _cap_error(size, cap)
-        return memoryview(cramjam.snappy.decompress_raw(view))
+        out = bytearray(_snappy_size(view, cap))
+        cramjam.snappy.decompress_raw_into(view, out)
+        return out
     # xerial framing: a 16-byte header, then [int32 size][raw snappy block] ...
     blocks = []
     total = 0
@@ -169,10 +188,8 @@ def _unsnappy(data, cap):
                              f"overruns the {len(view)}-byte payload")
         block = view[at:at + n]
         at += n
-        size = cramjam.snappy.decompress_raw_len(block)
+        size = _snappy_size(block, cap, total)
         total += size
-        if total > cap:
-            raise _cap_error(None, cap)
         blocks.append((block, size))
     out = bytearray(total)
     target = memoryview(out)
@@ -217,7 +234,12 @@ def _lz4_frame(data, level, broken_checksum):
     return b"".join(parts)
 
 
+# The most an lz4 block expands: each byte of a match length adds at most 255.
+_LZ4_RATIO = 256
+
+
 def _unlz4(data, cap, magic):
+    """One lz4 frame (what follows its end mark is ignored, as Java does)."""
     view = memoryview(data)
     n = len(view)
     if n < 7 or view[:4] != _LZ4_MAGIC:
@@ -241,7 +263,10 @@ def _unlz4(data, cap, magic):
         # Magic 0 writers hashed the frame magic too; accept that bug where it belongs.
         if magic != 0 or checksum != (xxh32(view[:header_end]) >> 8) & 0xFF:
             raise CodecError(f"corrupt lz4 data: frame header checksum {checksum}, expected {right}")
-    # Walk the blocks: check their sizes against the input and bound the output.
+    if declared is not None and declared > cap:
+        raise _cap_error(declared, cap)
+    # Walk the blocks: check their sizes against the input and bound the output by
+    # what each block can really hold, so that buffers follow the input's size.
     blocks = []
     bound = 0
     at = header_end + 1
@@ -257,72 +282,77 @@ def _unlz4(data, cap, magic):
         if size > n - at or size > block_max:
             raise CodecError(f"corrupt lz4 data: block of {size} bytes at byte {at - 4} "
                              f"overruns the payload or the {block_max}-byte block size")
-        blocks.append((stored, view[at:at + size]))
-        bound += size if stored else block_max
+        most = size if stored else min(block_max, size * _LZ4_RATIO)
+        blocks.append((stored, view[at:at + size], most))
+        bound += most
         at += size + (4 if block_checksum else 0)
     if content_checksum:
         at += 4
     if at > n:
         raise CodecError("corrupt lz4 data: truncated frame end")
-    if declared is not None:
-        if declared > cap:
-            raise _cap_error(declared, cap)
-        bound = min(bound, declared)
     if not independent:
-        fixed = bytes(view[:header_end]) + bytes((right,)) + bytes(view[header_end + 1:])
-        return _capped(cramjam.lz4.decompress, cramjam.lz4.decompress_into, fixed, bound, cap)
-    out = bytearray(min(bound, cap))
-    target = memoryview(out)
-    total = 0
-    for stored, block in blocks:
-        if stored:
-            got = len(block)
-            if total + got > cap:
-                raise _cap_error(None, cap)
-            target[total:total + got] = block
-        elif len(out) - total >= block_max:
-            got = cramjam.lz4.decompress_block_into(block, target[total:total + block_max], output_len=block_max)
-        else:
-            spare = bytearray(block_max)
-            got = cramjam.lz4.decompress_block_into(block, spare, output_len=block_max)
-            if total + got > len(out):
-                raise _cap_error(None, cap)
-            target[total:total + got] = memoryview(spare)[:got]
-        total += got
+        frame = bytes(view[:header_end]) + bytes((right,)) + bytes(view[header_end + 1:at])
+        out = bytearray(min(bound, cap))
+        try:
+            got = cramjam.lz4.decompress_into(frame, out)
+        except cramjam.DecompressionError as e:
+            if "whole buffer" in str(e) and bound > cap:
+                raise _cap_error(None, cap) from None
+            raise
+        total = got
+    else:
+        out = bytearray(min(bound, cap))
+        target = memoryview(out)
+        total = 0
+        for stored, block, most in blocks:
+            if total + most > len(out):  # only near the cap
+                spare = bytearray(most)
+                got = _lz4_block(stored, block, spare, most)
+                if total + got > len(out):
+                    raise _cap_error(None, cap)
+                target[total:total + got] = memoryview(spare)[:got]
+            else:
+                got = _lz4_block(stored, block, target[total:total + most], most)
+            total += got
     if declared is not None and total != declared:
         raise CodecError(f"corrupt lz4 data: frame declares {declared} bytes, blocks hold {total}")
-    return target[:total]
+    return memoryview(out)[:total]
 
 
-def _capped(whole, into, data, bound, cap):
-    if bound <= cap:
-        return memoryview(whole(data))
-    # The headers allow more than the cap; decompress into a cap-sized buffer.
-    out = bytearray(cap)
-    try:
-        got = into(data, out)
-    except cramjam.DecompressionError as e:
-        if "whole buffer" in str(e):
-            raise _cap_error(None, cap) from None
-        raise
-    return memoryview(out)[:got]
+def _lz4_block(stored, block, target, most):
+    if stored:
+        target[:len(block)] = block
+        return len(block)
+    return cramjam.lz4.decompress_block_into(block, target, output_len=most)
 
 
 # ---- zstd ------------------------------------------------------------------
 
 _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_BLOCK_MAX = 128 * 1024
+_ZSTD_FIRST = 64 * 1024
+_ZSTD_GUESS = 16
 
 
 def _unzstd(data, cap):
+    # Java's frames do not declare their size. The block headers bound it, but a
+    # compressed block of a few bytes may claim 128 KiB; so the buffer starts at
+    # what such data usually expands to and doubles while the output fills it.
     view = memoryview(data)
     bound = _zstd_bound(view)
-    if bound > cap:
-        return _capped(None, cramjam.zstd.decompress_into, view, bound, cap)
-    # Java's frames do not declare their size, which makes a plain decompress grow its
-    # buffer; the block headers bound the size, so decompress into one buffer that fits.
-    out = bytearray(bound)
-    return memoryview(out)[:cramjam.zstd.decompress_into(view, out)]
+    size = min(bound, cap, max(_ZSTD_FIRST, len(view) * _ZSTD_GUESS))
+    while True:
+        out = bytearray(size)
+        try:
+            return memoryview(out)[:cramjam.zstd.decompress_into(view, out)]
+        except cramjam.DecompressionError as e:
+            if "whole buffer" not in str(e):
+                raise
+            if size >= min(bound, cap):
+                if bound > cap:
+                    raise _cap_error(None, cap) from None
+                raise CodecError("corrupt zstd data: more output than its blocks declare") from None
+        size = min(size * 2, bound, cap)
 
 
 def _zstd_bound(view):

@@ -14,9 +14,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 
-cdef extern from "Python.h":
-    int PyGC_Enable()
-    int PyGC_Disable()
+from kafkaproto._core cimport gc_pause, gc_resume
 
 import time
 
@@ -56,7 +54,6 @@ cdef enum:
     INT32_MAX = 0x7FFFFFFF
 
 cdef tuple NO_HEADERS = ()
-cdef Py_ssize_t GC_PAUSE_MIN = 8192
 
 
 # Records cannot take part in reference cycles (their fields are read-only and
@@ -119,6 +116,7 @@ cdef struct RecView:
 
 
 cdef int fault(str reason, Py_ssize_t at) except -1:
+    gc_resume()  # before any Python code runs (see _core.gc_pause)
     raise Fault(reason, at)
 
 
@@ -299,34 +297,80 @@ cdef tuple make_headers(const unsigned char* buf, RecView* r, NameCache* cache, 
     return out
 
 
-cdef list decode_records(const unsigned char* buf, Py_ssize_t end, int32_t count, int64_t base_offset,
-                         int64_t base_timestamp, bint log_append, int64_t max_timestamp):
-    cdef list out = []
-    cdef Py_ssize_t pos = 0
-    cdef int32_t index
+cdef struct Cursor:
+    # Where decoding of one batch's records stands.
+    const unsigned char* buf
+    Py_ssize_t pos
+    Py_ssize_t end
+    int32_t index
+    int32_t count
+    int64_t base_offset
+    int64_t base_timestamp
+    int64_t max_timestamp
+    bint log_append
+    NameCache cache
+
+
+cdef Record next_record(Cursor* c, list names):
+    """The record at the cursor (checked), moving past it."""
     cdef RecView r
-    cdef Record rec
-    cdef NameCache cache
-    cdef list names = [None] * NAME_CACHE
-    memset(&cache, 0, sizeof(NameCache))
-    for index in range(count):
-        if pos >= end:
-            fault(f"the batch ends after {index} of its {count} records", pos)
-        pos = parse_record(buf, pos, end, &r)
-        rec = Record.__new__(Record)
-        rec.offset = add64(base_offset, r.offset_delta)
-        rec.timestamp = max_timestamp if log_append else add64(base_timestamp, r.timestamp_delta)
-        rec.key = make_blob(buf, r.key_at, r.key_len)
-        rec.value = make_blob(buf, r.value_at, r.value_len)
-        rec.headers = make_headers(buf, &r, &cache, names)
-        rec.attributes = r.attributes
-        rec.timestamp_delta = r.timestamp_delta
-        rec.offset_delta = r.offset_delta
-        rec.size = r.size
-        out.append(rec)
-    if pos != end:
-        fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
-    return out
+    if c.pos >= c.end:
+        fault(f"the batch ends after {c.index} of its {c.count} records", c.pos)
+    c.pos = parse_record(c.buf, c.pos, c.end, &r)
+    c.index += 1
+    cdef Record rec = Record.__new__(Record)
+    rec.offset = add64(c.base_offset, r.offset_delta)
+    rec.timestamp = c.max_timestamp if c.log_append else add64(c.base_timestamp, r.timestamp_delta)
+    rec.key = make_blob(c.buf, r.key_at, r.key_len)
+    rec.value = make_blob(c.buf, r.value_at, r.value_len)
+    rec.headers = make_headers(c.buf, &r, &c.cache, names)
+    rec.attributes = r.attributes
+    rec.timestamp_delta = r.timestamp_delta
+    rec.offset_delta = r.offset_delta
+    rec.size = r.size
+    return rec
+
+
+cdef int check_end(Cursor* c) except -1:
+    if c.pos != c.end:
+        fault(f"{c.end - c.pos} bytes follow the last of the batch's {c.count} records", c.pos)
+    return 0
+
+
+cdef class RecordBatch
+
+
+@cython.final
+cdef class RecordIterator:
+    """A batch's records decoded one at a time, so a huge batch never holds them all."""
+
+    cdef RecordBatch batch
+    cdef object payload
+    cdef Py_buffer view
+    cdef bint has_view
+    cdef Cursor cursor
+    cdef list names
+
+    def __dealloc__(self):
+        if self.has_view:
+            PyBuffer_Release(&self.view)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Cursor* c = &self.cursor
+        try:
+            if c.index < c.count:
+                return next_record(c, self.names)
+            if c.buf != NULL:
+                check_end(c)
+                c.buf = NULL
+        except Fault as f:
+            c.index = c.count
+            c.buf = NULL
+            raise self.batch.fault_error(f) from None
+        raise StopIteration
 
 
 # ---- batches ---------------------------------------------------------------
@@ -436,7 +480,25 @@ cdef class RecordBatch:
         return self.record_count
 
     def __iter__(self):
-        return iter(self.records())
+        """The records one at a time: a huge batch costs one record object at a time."""
+        cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+        it.batch = self
+        it.payload = self.payload()
+        PyObject_GetBuffer(it.payload, &it.view, PyBUF_SIMPLE)
+        it.has_view = True
+        it.names = [None] * NAME_CACHE
+        self.start(&it.cursor, &it.view)
+        return it
+
+    cdef void start(self, Cursor* c, Py_buffer* view) noexcept:
+        memset(c, 0, sizeof(Cursor))
+        c.buf = <const unsigned char*>view.buf
+        c.end = view.len
+        c.count = self.record_count
+        c.base_offset = self.base_offset
+        c.base_timestamp = self.base_timestamp
+        c.max_timestamp = self.max_timestamp
+        c.log_append = self.attributes & TIMESTAMP_TYPE_MASK
 
     cdef object payload(self):
         """The records' bytes: a view of the input, or the decompressed buffer."""
@@ -458,18 +520,23 @@ cdef class RecordBatch:
         """The batch's records, decoded (and decompressed) now."""
         payload = self.payload()
         cdef Py_buffer view
+        cdef Cursor c
+        cdef list out = []
+        cdef list names = [None] * NAME_CACHE
         PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE)
+        self.start(&c, &view)
         # Thousands of new objects would trigger collections that find nothing.
-        cdef bint paused = view.len > GC_PAUSE_MIN and PyGC_Disable()
+        gc_pause(view.len)
         try:
-            return decode_records(<const unsigned char*>view.buf, view.len, self.record_count, self.base_offset,
-                                  self.base_timestamp, self.attributes & TIMESTAMP_TYPE_MASK, self.max_timestamp)
+            while c.index < c.count:
+                out.append(next_record(&c, names))
+            check_end(&c)
+            return out
         except Fault as f:
             raise self.fault_error(f) from None
         finally:
+            gc_resume()
             PyBuffer_Release(&view)
-            if paused:
-                PyGC_Enable()
 
     @property
     def control_marker(self):
@@ -871,13 +938,9 @@ cdef class RecordBatchBuilder:
                  partition_leader_epoch=-1, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                  transactional=False, control=False, timestamp_type=TimestampType.CREATE_TIME,
                  log_append_time=None, delete_horizon_ms=None):
-        check_builder(self, magic, compression, compression_level, transactional, control, producer_id,
-                      timestamp_type, log_append_time, delete_horizon_ms)
-        self.base_offset = base_offset
-        self.partition_leader_epoch = partition_leader_epoch
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.base_sequence = base_sequence
+        check_builder(self, magic, compression, compression_level, transactional, control, timestamp_type,
+                      log_append_time, delete_horizon_ms, base_offset, partition_leader_epoch, producer_id,
+                      producer_epoch, base_sequence)
         self.last_delta = -1
         self.legacy = []
 

@@ -25,6 +25,7 @@ from ._common import (
 _HEAD_V0 = struct.Struct(">qiIbb")   # offset, size, crc, magic, attributes
 _HEAD_V1 = struct.Struct(">qiIbbq")  # ... timestamp
 _LEN = struct.Struct(">i")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 MIN_SIZE = (14, 22)  # message size (after offset and size) with null key and value, per magic
 
 
@@ -33,7 +34,7 @@ def _parse(buf, pos, end, where):
 
     ``where(reason, at)`` makes the RecordsError for a fault at byte ``at``.
     """
-    if end - pos < LOG_OVERHEAD + 5:
+    if end - pos < _HEAD_V0.size:
         raise where(f"truncated message header: {end - pos} bytes left", pos)
     offset, size, crc, magic, attributes = _HEAD_V0.unpack_from(buf, pos)
     if magic not in (0, 1):
@@ -185,7 +186,7 @@ class LegacyBatch:
                 computed = zlib.crc32(memoryview(inner)[start + 16:pos])
                 if computed != crc:
                     raise where(f"CRC32 mismatch: stored {crc:#010x}, computed {computed:#010x}", start + 12)
-            found.append((offset, timestamp, key, value, attributes, size))
+            found.append((offset, timestamp, key, value, attributes, size, start))
         if not found:
             raise RecordsError("compressed wrapper message holds no messages", self.position, self.offset)
         # Magic 1 wrappers carry relative inner offsets; the wrapper's offset is the last one's.
@@ -194,9 +195,13 @@ class LegacyBatch:
         if shift < 0:
             shift = 0
         log_append = self.magic == 1 and self.attributes & TIMESTAMP_TYPE_MASK
-        return [Record(offset + shift, self.timestamp if log_append else timestamp, key, value, (), attributes, 0, 0,
-                       size)
-                for offset, timestamp, key, value, attributes, size in found]
+        out = []
+        for offset, timestamp, key, value, attributes, size, start in found:
+            if not _INT64_MIN <= offset + shift <= _INT64_MAX:
+                raise where(f"inner offset {offset} plus the wrapper's {shift} overflows int64", start)
+            out.append(Record(offset + shift, self.timestamp if log_append else timestamp, key, value, (),
+                              attributes, 0, 0, size))
+        return out
 
     def __repr__(self):
         return (f"LegacyBatch(offset={self.offset}, magic={self.magic}, compression={codec_name(self.compression)}, "

@@ -19,6 +19,7 @@ from ._common import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     NO_TIMESTAMP,
+    RECORD_COUNT_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     Compression,
@@ -102,9 +103,8 @@ def _varlong(buf, pos, end, what):
     return (u >> 1) ^ -(u & 1), pos
 
 
-def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time):
-    """count v2 records from buf[pos:end]; raises Fault at the first fault."""
-    records = []
+def _iter_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time):
+    """count v2 records from buf[pos:end], one at a time; raises Fault at the first fault."""
     for index in range(count):
         if pos >= end:
             raise Fault(f"the batch ends after {index} of its {count} records", pos)
@@ -141,11 +141,10 @@ def _decode_records(buf, pos, end, count, base_offset, base_timestamp, log_appen
         if pos != stop:
             raise Fault(f"record length {size} leaves {stop - pos} bytes after its headers", pos)
         timestamp = log_append_time if log_append_time is not None else wrap64(base_timestamp + ts_delta)
-        records.append(Record(wrap64(base_offset + offset_delta), timestamp, key, value, headers, attributes, ts_delta,
-                              offset_delta, size))
+        yield Record(wrap64(base_offset + offset_delta), timestamp, key, value, headers, attributes, ts_delta,
+                     offset_delta, size)
     if pos != end:
         raise Fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
-    return records
 
 
 def _blob(buf, pos, end, what):
@@ -194,26 +193,26 @@ class RecordBatch:
         return self.record_count
 
     def __iter__(self):
-        return iter(self.records())
-
-    def records(self):
-        """The batch's records, decoded (and decompressed) now."""
+        """The records one at a time: a huge batch costs one record object at a time."""
         if self.record_count < 0:
             raise RecordsError(f"record count {self.record_count} is negative", self.position + 57, self.base_offset)
         codec = self.attributes & CODEC_MASK
         payload = self._raw[BATCH_HEADER_SIZE:]
-        inner = codec != 0
-        if inner:
+        if codec:
             payload = decompress(codec, payload, self._max_decompressed, 2, self.position + BATCH_HEADER_SIZE,
                                  self.base_offset)
         lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         try:
-            return _decode_records(payload, 0, len(payload), self.record_count, self.base_offset,
-                                   self.base_timestamp, lat)
+            yield from _iter_records(payload, 0, len(payload), self.record_count, self.base_offset,
+                                     self.base_timestamp, lat)
         except Fault as f:
-            if inner:
+            if codec:
                 raise RecordsError(f.reason, self.position, self.base_offset, f.at) from None
             raise RecordsError(f.reason, self.position + BATCH_HEADER_SIZE + f.at, self.base_offset) from None
+
+    def records(self):
+        """The batch's records, decoded (and decompressed) now."""
+        return list(self)
 
     @property
     def control_marker(self):
@@ -275,14 +274,19 @@ def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, rec
                 raise RecordsError(f"CRC32C mismatch: stored {batch.crc:#010x}, computed "
                                    f"{crc32c(view[pos + ATTRIBUTES_OFFSET:stop]):#010x}", pos + CRC_OFFSET,
                                    base_offset)
+            if batch.record_count < 0:
+                raise RecordsError(f"record count {batch.record_count} is negative", pos + RECORD_COUNT_OFFSET,
+                                   base_offset)
             yield batch
         pos = stop
 
 
 def _sequence(base, delta):
+    """The sequence number of the record delta past the batch's base, wrapping as Java's int does."""
     if base < 0:
         return -1
-    return base + delta if base <= _INT32_MAX - delta else delta - (_INT32_MAX - base) - 1
+    seq = base + delta if base <= _INT32_MAX - delta else delta - (_INT32_MAX - base) - 1
+    return ((seq + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
@@ -303,8 +307,7 @@ def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, 
             cols["partition_leader_epoch"].append(batch.partition_leader_epoch)
             cols["producer_id"].append(batch.producer_id)
             cols["producer_epoch"].append(batch.producer_epoch)
-            cols["sequence"].append(_sequence(batch.base_sequence, rec.offset - batch.base_offset)
-                                    if batch.magic == 2 else -1)
+            cols["sequence"].append(_sequence(batch.base_sequence, rec.offset_delta) if batch.magic == 2 else -1)
             cols["transactional"].append(batch.is_transactional)
             cols["control"].append(batch.is_control)
             cols["compression"].append(codec)
@@ -318,13 +321,9 @@ class RecordBatchBuilder:
                  partition_leader_epoch=-1, producer_id=-1, producer_epoch=-1, base_sequence=-1,
                  transactional=False, control=False, timestamp_type=TimestampType.CREATE_TIME,
                  log_append_time=None, delete_horizon_ms=None):
-        check_builder(self, magic, compression, compression_level, transactional, control, producer_id,
-                       timestamp_type, log_append_time, delete_horizon_ms)
-        self.base_offset = base_offset
-        self.partition_leader_epoch = partition_leader_epoch
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.base_sequence = base_sequence
+        check_builder(self, magic, compression, compression_level, transactional, control, timestamp_type,
+                      log_append_time, delete_horizon_ms, base_offset, partition_leader_epoch, producer_id,
+                      producer_epoch, base_sequence)
         self._records = []  # (offset delta, timestamp, key, value, headers as encoded pairs)
 
     def append(self, key, value, *, headers=(), timestamp=None, offset=None):
