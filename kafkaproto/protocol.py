@@ -7,17 +7,13 @@ take a frame's payload (without the size), as ``FrameBuffer`` hands them out.
 """
 
 from struct import Struct as _S
+from typing import NamedTuple
 
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ._generic import bad_version as _bad_version
-from .messages import _COMPILED, RequestHeader, ResponseHeader, api
+from .messages import _COMPILED, RequestHeader, ResponseHeader, api, load_implementation
 
 from ._pycore import Request, Response
-
-if _COMPILED:
-    from ._core import Reader, Writer
-else:
-    from ._pycore import Reader, Writer
 
 _HEAD = _S(">hh")
 _SIZE = _S(">i")
@@ -32,111 +28,126 @@ def response_header_version(api_key, api_version):
     return api(api_key).response_header_version(api_version)
 
 
-def _api_of(body, side):
-    info = None
-    try:
-        info = api(body.api_key)
-    except (AttributeError, KeyError, TypeError):
-        pass
-    if info is None or type(body) is not getattr(info, side):
-        raise TypeError(f"{type(body).__name__} is not a {side}")
-    return info
+class Frames(NamedTuple):
+    """The four frame functions of one implementation."""
+    encode_request: object
+    encode_response: object
+    decode_request: object
+    decode_response: object
 
 
-def _frame(header, header_version, body, version):
-    w = Writer()
-    w.raw(b"\0\0\0\0")  # the size, patched in at the end
-    header.write_to(w, header_version)
-    body.write_to(w, version)
-    w.patch_int32(0, len(w) - 4)
-    return w.finish()
+def _python_frames(classes):
+    """The pure-Python frame functions over one implementation's classes ({name: class})."""
+    from ._pycore import Reader, Writer
 
+    request_header, response_header = classes["RequestHeader"], classes["ResponseHeader"]
 
-def _py_encode_request(header, body, version):
-    """One size-prefixed request frame: the header at the version the API needs, then body.
-
-    The header's request_api_key and request_api_version must name body's API and version.
-    """
-    info = _api_of(body, "request")
-    if type(header) is not RequestHeader:
-        raise TypeError(f"expected a RequestHeader, got {type(header).__name__}")
-    if version not in info.valid_versions:
-        _bad_version(info.request, version)
-    if header.request_api_key != body.api_key or header.request_api_version != version:
-        raise ValueError(
-            f"header names API {header.request_api_key} v{header.request_api_version} "
-            f"but the body is {info.name} v{version}")
-    return _frame(header, info.request_header_version(version), body, version)
-
-
-def _py_encode_response(header, body, version):
-    """One size-prefixed response frame for a response body at the given version."""
-    info = _api_of(body, "response")
-    if type(header) is not ResponseHeader:
-        raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
-    if version not in info.valid_versions:
-        _bad_version(info.response, version)
-    return _frame(header, info.response_header_version(version), body, version)
-
-
-def _py_decode_request(frame):
-    """A request frame's payload -> Request(header, body); the API is read from the header."""
-    if len(memoryview(frame)) < 4:
-        raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
-    api_key, version = _HEAD.unpack_from(frame, 0)
-    try:
-        info = api(api_key)
-    except KeyError:
-        raise DecodeError(f"unknown api key {api_key}", 0) from None
-    if version not in info.valid_versions:
-        _bad_version(info.request, version)
-    r = Reader(frame)
-    header = RequestHeader.read_from(r, info.request_header_version(version))
-    body = info.request.read_from(r, version)
-    _check_end(r, info.request, version)
-    return Request(header, body)
-
-
-def _py_decode_response(frame, api_key, api_version):
-    """A response frame's payload -> Response(header, body, version).
-
-    A broker that does not support the requested ApiVersions version answers with a
-    version 0 body (error UNSUPPORTED_VERSION and the versions it has); like Kafka's
-    clients, an ApiVersions response that does not read at api_version is read at 0.
-    """
-    info = api(api_key)
-    r = Reader(frame)
-    header = ResponseHeader.read_from(r, info.response_header_version(api_version))
-    start = r.position
-    if api_key == 18 and api_version != 0:
+    def api_of(body, side):
+        info = None
         try:
-            if api_version not in info.valid_versions:
-                raise UnsupportedVersionError(api_version)
-            body = info.response.read_from(r, api_version)
-            _check_end(r, info.response, api_version)
-            return Response(header, body, api_version)
-        except (DecodeError, UnsupportedVersionError):
-            r.pos = start
-            api_version = 0
-    elif api_version not in info.valid_versions:
-        _bad_version(info.response, api_version)
-    body = info.response.read_from(r, api_version)
-    _check_end(r, info.response, api_version)
-    return Response(header, body, api_version)
+            info = api(body.api_key)
+        except (AttributeError, KeyError, TypeError):
+            pass
+        if info is None or type(body) is not classes[f"{info.name}{side.title()}"]:
+            raise TypeError(f"{type(body).__name__} is not a {side}")
+        return info
+
+    def frame(header, header_version, body, version):
+        w = Writer()
+        w.raw(b"\0\0\0\0")  # the size, patched in at the end
+        header.write_to(w, header_version)
+        body.write_to(w, version)
+        w.patch_int32(0, len(w) - 4)
+        return w.finish()
+
+    def encode_request(header, body, version):
+        """One size-prefixed request frame: the header at the version the API needs, then body.
+
+        The header's request_api_key and request_api_version must name body's API and version.
+        """
+        info = api_of(body, "request")
+        if type(header) is not request_header:
+            raise TypeError(f"expected a RequestHeader, got {type(header).__name__}")
+        if version not in info.valid_versions:
+            _bad_version(type(body), version)
+        if header.request_api_key != body.api_key or header.request_api_version != version:
+            raise ValueError(
+                f"header names API {header.request_api_key} v{header.request_api_version} "
+                f"but the body is {info.name} v{version}")
+        return frame(header, info.request_header_version(version), body, version)
+
+    def encode_response(header, body, version):
+        """One size-prefixed response frame for a response body at the given version."""
+        info = api_of(body, "response")
+        if type(header) is not response_header:
+            raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
+        if version not in info.valid_versions:
+            _bad_version(type(body), version)
+        return frame(header, info.response_header_version(version), body, version)
+
+    def decode_request(frame):
+        """A request frame's payload -> Request(header, body); the API is read from the header."""
+        if len(memoryview(frame)) < 4:
+            raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
+        api_key, version = _HEAD.unpack_from(frame, 0)
+        try:
+            info = api(api_key)
+        except KeyError:
+            raise DecodeError(f"unknown api key {api_key}", 0) from None
+        cls = classes[f"{info.name}Request"]
+        if version not in info.valid_versions:
+            _bad_version(cls, version)
+        r = Reader(frame)
+        header = request_header.read_from(r, info.request_header_version(version))
+        body = cls.read_from(r, version)
+        _check_end(r, cls, version)
+        return Request(header, body)
+
+    def decode_response(frame, api_key, api_version):
+        """A response frame's payload -> Response(header, body, version).
+
+        A broker that does not support the requested ApiVersions version answers with a
+        version 0 body (error UNSUPPORTED_VERSION and the versions it has); like Kafka's
+        clients, an ApiVersions response that does not read at api_version is read at 0.
+        """
+        info = api(api_key)
+        cls = classes[f"{info.name}Response"]
+        r = Reader(frame)
+        header = response_header.read_from(r, info.response_header_version(api_version))
+        start = r.pos
+        if api_key == 18 and api_version != 0:
+            try:
+                if api_version not in info.valid_versions:
+                    raise UnsupportedVersionError(api_version)
+                body = cls.read_from(r, api_version)
+                _check_end(r, cls, api_version)
+                return Response(header, body, api_version)
+            except (DecodeError, UnsupportedVersionError):
+                r.pos = start
+                api_version = 0
+        elif api_version not in info.valid_versions:
+            _bad_version(cls, api_version)
+        body = cls.read_from(r, api_version)
+        _check_end(r, cls, api_version)
+        return Response(header, body, api_version)
+
+    return Frames(encode_request, encode_response, decode_request, decode_response)
 
 
-def _install():
-    """Pick the frame functions of the implementation in use; the compiled ones need the API table."""
-    if not _COMPILED:
-        return _py_encode_request, _py_encode_response, _py_decode_request, _py_decode_response
+def frame_functions(impl=None):
+    """Frames of one implementation ("compiled" or "python"); by default the one in use."""
+    if impl is None:
+        impl = "compiled" if _COMPILED else "python"
+    if impl == "python":
+        return _python_frames(load_implementation("python"))
     from . import _core
     from .messages import apis
     _core.install({a.api_key: (a.request, a.response, a.valid_versions, a.flexible_versions, a.name)
                    for a in apis()}, RequestHeader, ResponseHeader)
-    return _core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response
+    return Frames(_core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response)
 
 
-encode_request, encode_response, decode_request, decode_response = _install()
+encode_request, encode_response, decode_request, decode_response = frame_functions()
 
 
 def _check_end(r, cls, version):

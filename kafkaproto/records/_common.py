@@ -18,6 +18,7 @@ MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 RECORD_COUNT_OFFSET = 57
+MIN_RECORD_SIZE = 7  # one byte each: length, attributes, timestamp and offset deltas, key, value, header count
 LOG_OVERHEAD = 12  # base offset and length, which the length does not count
 
 CODEC_MASK = 0x07

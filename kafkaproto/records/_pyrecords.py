@@ -18,6 +18,7 @@ from ._common import (
     DELETE_HORIZON_MASK,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MIN_RECORD_SIZE,
     NO_TIMESTAMP,
     RECORD_COUNT_OFFSET,
     TIMESTAMP_TYPE_MASK,
@@ -274,9 +275,15 @@ def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, rec
                 raise RecordsError(f"CRC32C mismatch: stored {batch.crc:#010x}, computed "
                                    f"{crc32c(view[pos + ATTRIBUTES_OFFSET:stop]):#010x}", pos + CRC_OFFSET,
                                    base_offset)
-            if batch.record_count < 0:
-                raise RecordsError(f"record count {batch.record_count} is negative", pos + RECORD_COUNT_OFFSET,
-                                   base_offset)
+            count = batch.record_count
+            if count < 0:
+                raise RecordsError(f"record count {count} is negative", pos + RECORD_COUNT_OFFSET, base_offset)
+            # What the bytes (or the cap on decompressing them) can hold bounds the count, before anything
+            # sizes itself by it (list(batch) asks len(batch) first).
+            room = max_decompressed if batch.attributes & CODEC_MASK else stop - pos - BATCH_HEADER_SIZE
+            if count > room // MIN_RECORD_SIZE:
+                raise RecordsError(f"record count {count} is more than {room} bytes of records can hold",
+                                   pos + RECORD_COUNT_OFFSET, base_offset)
             yield batch
         pos = stop
 
