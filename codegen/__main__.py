@@ -1,11 +1,10 @@
-"""kafkaproto-codegen SCHEMA_DIR... --out DIR: validate specs and generate codecs."""
+"""kafkaproto-codegen SCHEMA_DIR... --out DIR: validate Kafka-style specs and generate codecs from them."""
 
 import argparse
 import sys
 
 from .errors import SpecError
 from .model import load_model
-from .render import render, write_package
 
 
 def main(argv=None):
@@ -16,18 +15,26 @@ def main(argv=None):
     )
     parser.add_argument("schema_dirs", nargs="+", metavar="SCHEMA_DIR",
                         help="directories (searched recursively) or files of *.json specs")
-    parser.add_argument("--out", required=True, metavar="DIR", help="package directory to write")
-    parser.add_argument("--check", action="store_true",
-                        help="only validate the specs; write nothing")
+    parser.add_argument("--out", metavar="DIR",
+                        help="the package folder to write: a new folder, or one this command wrote before")
+    parser.add_argument("--check", action="store_true", help="only validate the specs; write nothing")
     args = parser.parse_args(argv)
+    if not args.check and not args.out:
+        parser.error("--out DIR is needed (or --check to only validate)")
+    try:
+        from .render import OutputError, check_output_folder, render, write_package
+    except ImportError as e:
+        print(f"kafkaproto-codegen: error: {e.name or e} is missing; install the generator's "
+              "dependencies with: pip install 'kafkaproto[codegen]'", file=sys.stderr)
+        return 2
     try:
         specs = load_model(args.schema_dirs)
-        files = render(specs)
-    except SpecError as e:
+        if not args.check:
+            check_output_folder(args.out)
+            write_package(render(specs), args.out)
+    except (SpecError, OutputError) as e:
         print(f"kafkaproto-codegen: error: {e}", file=sys.stderr)
         return 1
-    if not args.check:
-        write_package(files, args.out)
     versions = sum(len(range(s.valid.lo, s.valid.hi + 1)) for s in specs if not s.valid.empty)
     print(f"{len(specs)} specs, {versions} spec versions" + ("" if args.check else f" -> {args.out}"))
     return 0

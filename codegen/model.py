@@ -165,7 +165,7 @@ class _SpecBuilder:
                                  f"{name}.commonStructs.{cname}", valid, array_elem=True)
                 self.by_name[cname] = (st, None)
         listeners = d.get("listeners", [])
-        return Spec(
+        return Spec(about=self.about(d, name),
             file=self.file, name=name, type=stype, api_key=api_key, valid=valid, flexible=flexible,
             unstable=unstable, removed=removed, deprecated=deprecated, listeners=listeners,
             root=root, structs=self.structs,
@@ -278,9 +278,16 @@ class _SpecBuilder:
             versions=versions.intersect(Versions(0, MAX_VERSION)), present=present, nullable=nullable,
             flexible_override=own_flex, tag=tag, tagged=tagged, map_key=map_key, ignorable=ignorable,
             entity_type=raw.get("entityType"), zero_copy=bool(raw.get("zeroCopy", False)),
+            about=self.about(raw, path),
         )
         f.default = self.default(raw, f)
         return f
+
+    def about(self, raw, where):
+        about = raw.get("about")
+        if about is not None and not isinstance(about, str):
+            self.fail(where, f"about must be a string, got {about!r}")
+        return about
 
     def struct_type(self, elem, raw, path, present, array_elem):
         """Resolve a struct type: defined inline here, in commonStructs, or earlier in the file."""

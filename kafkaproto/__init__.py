@@ -14,7 +14,9 @@ from .exceptions import (
     RecordsError,
     UnsupportedVersionError,
 )
-from .messages import _COMPILED
+from . import messages as _messages  # noqa: F401 - registers kafkaproto's own specs
+from ._impl import COMPILED as _COMPILED
+from ._generated import ApiKey
 from .protocol import (
     FrameBuffer,
     FrameError,
@@ -37,7 +39,7 @@ def compiled():
 
 
 __all__ = [
-    "DecodeError", "EncodeError", "EncodeTypeError", "FrameBuffer", "FrameError", "KafkaProtoError",
+    "ApiKey", "DecodeError", "EncodeError", "EncodeTypeError", "FrameBuffer", "FrameError", "KafkaProtoError",
     "RecordsError", "Request", "Response", "UnsupportedVersionError", "Uuid", "compiled", "decode_request",
     "decode_response", "encode_request", "encode_response", "errors", "split_frames",
 ]

@@ -1,17 +1,22 @@
-"""kafkaproto (or python -m kafkaproto): what this build supports, and decoding of hex frames.
+"""kafkaproto (or python -m kafkaproto): what this build supports, and decoding of frames.
 
-    kafkaproto                           summary and a self-check
-    kafkaproto apis                      every API with its versions
-    kafkaproto request HEX               decode a request frame payload
-    kafkaproto response KEY VERSION HEX  decode a response frame payload
+    kafkaproto                                   summary and a self-check
+    kafkaproto apis                              every API with its versions
+    kafkaproto decode 00000020001200030000...    a request frame, as JSON (hex, base64, a file or stdin)
+    kafkaproto decode --response Metadata 12 F   a response frame to a Metadata v12 request
 """
 
 import argparse
+import base64
+import binascii
+import json
 import os
 import sys
+from pathlib import Path
 
 import kafkaproto
 from kafkaproto import messages, metadata
+from kafkaproto.jsonview import to_json
 
 
 def _range(r):
@@ -22,7 +27,7 @@ def summary():
     apis = messages.apis()
     versions = sum(len(a.valid_versions) for a in apis)
     impl = "compiled (Cython)" if kafkaproto.compiled() else "pure Python"
-    print(f"kafkaproto {kafkaproto.__version__}, {impl} codecs ({kafkaproto.__file__})")
+    print(f"kafkaproto {kafkaproto.__version__}, {impl} codecs ({Path(kafkaproto.__file__).parent})")
     if not kafkaproto.compiled() and os.environ.get("KAFKAPROTO_PURE") != "1":
         print("  the compiled codecs are not importable here: a source checkout shadows the installed "
               "package, or it was built with KAFKAPROTO_PURE_BUILD=1")
@@ -47,35 +52,109 @@ def list_apis():
     return 0
 
 
+def read_input(source, encoding):
+    """The frame bytes from a hex or base64 string, a file, or stdin ("-" or nothing)."""
+    is_file = source not in (None, "-") and len(source) < 4096 and _is_file(source)
+    if source in (None, "-"):
+        data = sys.stdin.buffer.read()
+    elif is_file:
+        data = Path(source).read_bytes()
+    else:
+        data = source.encode()
+        if encoding == "raw":
+            encoding = "auto"
+    if encoding == "raw":
+        return data
+    text = data.decode("ascii", "replace").strip()
+    if encoding in ("auto", "hex"):
+        cleaned = "".join(text.split()).removeprefix("0x")
+        try:
+            return bytes.fromhex(cleaned)
+        except ValueError:
+            if encoding == "hex":
+                raise ValueError("the input is not hex") from None
+    if encoding in ("auto", "base64"):
+        try:
+            return base64.b64decode("".join(text.split()), validate=True)
+        except binascii.Error:
+            if encoding == "base64":
+                raise ValueError("the input is not base64") from None
+    if is_file:
+        return data  # a binary file
+    raise ValueError("the input is neither hex nor base64 (nor a file)")
+
+
+def _is_file(name):
+    try:
+        return Path(name).is_file()
+    except OSError:  # a name too long to be a path is the frame itself
+        return False
+
+
+def strip_size(data, mode):
+    """The frame payload: without its int32 size prefix when it has one (mode auto, yes or no)."""
+    has = len(data) >= 4 and int.from_bytes(data[:4], "big") == len(data) - 4
+    if mode == "yes" and not has:
+        raise ValueError(f"the first 4 bytes are not the size of the {len(data) - 4} bytes after them")
+    return data[4:] if (has and mode != "no") else data
+
+
+def decode(args):
+    data = strip_size(read_input(args.input, args.encoding), args.size_prefix)
+    if args.response:
+        name, version = args.response
+        info = messages.api(int(name) if name.lstrip("-").isdigit() else name)
+        decoded = kafkaproto.decode_response(data, info.api_key, int(version))
+        out = {"api": info.name, "version": decoded.version, "header": to_json(decoded.header),
+               "response": to_json(decoded.body)}
+    else:
+        decoded = kafkaproto.decode_request(data)
+        info = messages.api(decoded.header.request_api_key)
+        out = {"api": info.name, "version": decoded.header.request_api_version,
+               "header": to_json(decoded.header), "request": to_json(decoded.body)}
+    print(json.dumps(out, indent=None if args.compact else 2, ensure_ascii=False))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"kafkaproto {kafkaproto.__version__}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("apis", help="list every API and its versions")
-    req = sub.add_parser("request", help="decode a request frame payload given in hex")
-    req.add_argument("hex")
-    resp = sub.add_parser("response", help="decode a response frame payload given in hex")
-    resp.add_argument("api_key", type=int)
-    resp.add_argument("version", type=int)
-    resp.add_argument("hex")
+    dec = sub.add_parser("decode", help="decode a request (or --response) frame to JSON")
+    dec.add_argument("input", nargs="?", help="hex or base64 text, a file, or - for stdin (the default)")
+    dec.add_argument("--response", nargs=2, metavar=("API", "VERSION"),
+                     help="decode a response to a request of this API (name or key) and version")
+    dec.add_argument("--encoding", choices=("auto", "hex", "base64", "raw"), default="auto",
+                     help="how the input is written (default: hex, else base64, else a binary file)")
+    dec.add_argument("--size-prefix", choices=("auto", "yes", "no"), default="auto",
+                     help="whether the frame starts with its int32 size (default: when the size fits)")
+    dec.add_argument("--compact", action="store_true", help="one line of JSON")
     args = parser.parse_args(argv)
     try:
         if args.command == "apis":
             return list_apis()
-        if args.command == "request":
-            r = kafkaproto.decode_request(bytes.fromhex(args.hex))
-            print(r.header)
-            print(r.body)
-            return 0
-        if args.command == "response":
-            r = kafkaproto.decode_response(bytes.fromhex(args.hex), args.api_key, args.version)
-            print(r.header)
-            print(r.body)
-            return 0
+        if args.command == "decode":
+            return decode(args)
         return summary()
-    except (kafkaproto.KafkaProtoError, ValueError, KeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        raise
+    except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError) as e:
+        print(f"kafkaproto: error: {e}", file=sys.stderr)
         return 1
 
 
+def run():
+    """The console script: main(), quiet when the reader of its output goes away (kafkaproto apis | head)."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit; point it at /dev/null so that does not fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -323,9 +323,6 @@ cdef class Struct:
     _qualname = "Struct"
     valid_versions = range(0)
 
-    def __init__(self, **values):
-        _generic.init(self, values)
-
     cdef int _read(self, Reader r, int v) except -1:
         return 0
 
@@ -606,20 +603,24 @@ cdef class ApiEntry:
     """What the frame functions need of one API, as C values."""
     cdef type request
     cdef type response
-    cdef int lo, hi, flex_lo, flex_hi
+    cdef int lo, hi
+    cdef tuple request_headers, response_headers  # header version by version - lo
+    cdef int fallback  # the version a response is read at when it does not read at the one asked; -1: none
     cdef str name
 
 
 def install(apis, request_header, response_header):
-    """apis: {api key: (request class, response class, valid range, flexible range, name)}."""
+    """apis: {api key: registry.ApiInfo}; the registry calls this whenever a package joins."""
     global _REQUEST_HEADER, _RESPONSE_HEADER
     cdef ApiEntry e
     _APIS.clear()
-    for key, (req, resp, valid, flexible, name) in apis.items():
+    for key, info in apis.items():
         e = ApiEntry.__new__(ApiEntry)
-        e.request, e.response, e.name = req, resp, name
+        e.request, e.response, e.name = info.request, info.response, info.name
+        valid = info.valid_versions
         e.lo, e.hi = (valid.start, valid.stop - 1) if len(valid) else (1, 0)
-        e.flex_lo, e.flex_hi = (flexible.start, flexible.stop - 1) if len(flexible) else (1, 0)
+        e.request_headers, e.response_headers = info.request_header_versions, info.response_header_versions
+        e.fallback = -1 if info.fallback_version is None else info.fallback_version
         _APIS[key] = e
     _REQUEST_HEADER, _RESPONSE_HEADER = request_header, response_header
 
@@ -650,16 +651,17 @@ cdef object make_response(header, body, int version):
     return o
 
 
-cdef inline int request_header_version(ApiEntry e, int api_key, int version):
-    if api_key == 7 and version == 0:  # ControlledShutdown v0 predates the client id
-        return 0
-    return 2 if e.flex_lo <= version <= e.flex_hi else 1
+cdef inline int request_header_version(ApiEntry e, int version):
+    return <int>e.request_headers[version - e.lo]
 
 
-cdef inline int response_header_version(ApiEntry e, int api_key, int version):
-    if api_key == 18:  # ApiVersions answers with header v0 so any client can read it
-        return 0
-    return 1 if e.flex_lo <= version <= e.flex_hi else 0
+cdef inline int response_header_version(ApiEntry e, int version) except -1:
+    # A response may be read at another version than asked (see ApiEntry.fallback).
+    if e.lo <= version <= e.hi:
+        return <int>e.response_headers[version - e.lo]
+    if e.fallback >= 0:
+        return <int>e.response_headers[e.fallback - e.lo]
+    _generic.bad_version(e.response, version)
 
 
 cdef ApiEntry _api_entry(object api_key):
@@ -716,7 +718,7 @@ def decode_request(frame):
     if not e.lo <= version <= e.hi:
         _generic.bad_version(e.request, version)
     cdef Struct header = new_struct(_REQUEST_HEADER)
-    read_message(header, r, request_header_version(e, api_key, version))
+    read_message(header, r, request_header_version(e, version))
     cdef Struct body = new_struct(e.request)
     read_message(body, r, version)
     if r.pos != r.end:
@@ -729,11 +731,10 @@ def decode_response(frame, int api_key, int api_version):
     cdef ApiEntry e = _api_entry(api_key)
     cdef Reader r = Reader(frame)
     cdef Struct header = new_struct(_RESPONSE_HEADER)
-    read_message(header, r, response_header_version(e, api_key, api_version))
+    read_message(header, r, response_header_version(e, api_version))
     cdef Py_ssize_t start = r.pos
     cdef Struct body
-    if api_key == 18 and api_version != 0:
-        # A broker that lacks the requested ApiVersions version answers at v0.
+    if e.fallback >= 0 and api_version != e.fallback:
         try:
             if not e.lo <= api_version <= e.hi:
                 raise UnsupportedVersionError(api_version)
@@ -744,7 +745,7 @@ def decode_response(frame, int api_key, int api_version):
             return make_response(header, body, api_version)
         except (DecodeError, UnsupportedVersionError):
             r.pos = start
-            api_version = 0
+            api_version = e.fallback
     elif not e.lo <= api_version <= e.hi:
         _generic.bad_version(e.response, api_version)
     body = new_struct(e.response)
@@ -776,7 +777,7 @@ def encode_request(Struct header, Struct body, int version):
             f"but the body is {e.name} v{version}")
     cdef Writer w = Writer()
     reserve(w, 4)
-    _write_message(header, w, request_header_version(e, api_key, version))
+    _write_message(header, w, request_header_version(e, version))
     _write_message(body, w, version)
     patch_size(w)
     return w.finish()
@@ -790,7 +791,7 @@ def encode_response(Struct header, Struct body, int version):
         _generic.bad_version(e.response, version)
     cdef Writer w = Writer()
     reserve(w, 4)
-    _write_message(header, w, response_header_version(e, body.api_key, version))
+    _write_message(header, w, response_header_version(e, version))
     _write_message(body, w, version)
     patch_size(w)
     return w.finish()

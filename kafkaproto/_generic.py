@@ -6,25 +6,62 @@ None of this is on the encode/decode hot path.
 """
 
 import operator
-from collections import namedtuple
+from typing import NamedTuple
 
 from .exceptions import EncodeError, EncodeTypeError, UnsupportedVersionError
 from .uuid import Uuid
 
-# One row of a generated class's ``_fields``. Version ranges are inclusive
-# (lo, hi) pairs; an empty range has lo > hi. ``default`` is the value an absent
-# field takes: LIST and STRUCT stand for a fresh [] or a fresh default struct.
-FieldInfo = namedtuple(
-    "FieldInfo",
-    "attr name kind array struct v_lo v_hi n_lo n_hi tag t_lo t_hi f_lo f_hi ignorable default",
-)
+class FieldInfo(NamedTuple):
+    """One field of a generated class (its ``_fields`` table has one per field, in wire order)."""
+
+    attr: str  # the Python attribute
+    name: str  # the spec's name
+    kind: str  # int8 ... uuid, string, bytes, records, or struct
+    array: bool
+    struct: object  # the class of a struct field (or of an array's items), else None
+    versions: range  # the versions that carry it
+    nullable_versions: range
+    tag: object  # its tag when it is a tagged field in some version, else None
+    tagged_versions: range
+    flexible_versions: range  # the versions that write it in compact form
+    ignorable: bool  # a version without it may drop a non-default value
+    default: object  # its value when absent; LIST and STRUCT stand for a fresh [] or struct
+
+
+class SpecInfo(NamedTuple):
+    """One spec of a generated package: what it is and at which versions."""
+
+    name: str
+    kind: str  # request, response, header, metadata or data
+    api_key: object  # an int for requests, responses and metadata records
+    valid_versions: range
+    flexible_versions: range
+    unstable_versions: range  # upstream marks them unstable; brokers do not advertise them
+    removed_versions: range  # gone from current Apache Kafka, kept to read old traffic
+    deprecated_versions: range
+    listeners: tuple
+    module: str  # the generated module that holds the classes
+    header_versions: tuple  # requests and responses: the header version at each valid version
+    fallback_version: object  # a response a broker may write at this version instead of the one asked
+
 
 # The longest compact array, bytes or string: Kafka reads its length plus one as an int32.
 MAX_LENGTH = 0x7FFFFFFE
 
-LIST = "<list>"
-STRUCT = "<struct>"
-_MISSING = object()
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+LIST = _Marker("LIST")  # the default of an array field: a fresh empty list
+STRUCT = _Marker("STRUCT")  # the default of a struct field: a fresh struct of defaults
+UNSET = _Marker("UNSET")  # an argument not given to a generated __init__
 
 INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),
@@ -36,20 +73,11 @@ INT_RANGES = {
 }
 
 
-def default_of(f):
-    d = f.default
-    if d == LIST:
-        return []
-    if d == STRUCT:
-        return f.struct()
-    return d
-
-
 def is_default(f, value):
     d = f.default
-    if d == LIST:
+    if d is LIST:
         return value is not None and len(value) == 0 if isinstance(value, (list, tuple)) else False
-    if d == STRUCT:
+    if d is STRUCT:
         return is_default_struct(value, f.struct)
     if d is None:
         return value is None
@@ -59,16 +87,6 @@ def is_default(f, value):
 def is_default_struct(value, cls):
     return type(value) is cls and all(is_default(g, getattr(value, g.attr)) for g in cls._fields) \
         and not value.unknown_tagged_fields
-
-
-def init(obj, values):
-    for f in type(obj)._fields:
-        v = values.pop(f.attr, _MISSING)
-        setattr(obj, f.attr, default_of(f) if v is _MISSING else v)
-    obj.unknown_tagged_fields = values.pop("unknown_tagged_fields", None)
-    if values:
-        known = ", ".join(f.attr for f in type(obj)._fields)
-        raise TypeError(f"{type(obj)._qualname} has no field {sorted(values)[0]!r} (fields: {known})")
 
 
 def field_values(obj):
@@ -206,24 +224,24 @@ def diagnose(obj, version, path):
     for f in cls._fields:
         value = getattr(obj, f.attr)
         here = f"{path}.{f.attr}"
-        present = f.v_lo <= version <= f.v_hi
+        present = version in f.versions
         if not present:
             if not f.ignorable and not is_default(f, value):
                 raise UnsupportedVersionError(
                     f"{here}: field {f.name} has a non-default value {_short(value)} "
                     f"but version {version} of {cls._qualname.split('.')[0]} does not have it")
             continue
-        nullable = f.n_lo <= version <= f.n_hi
-        flexible = f.f_lo <= version <= f.f_hi
+        nullable = version in f.nullable_versions
+        flexible = version in f.flexible_versions
         _check_value(f, value, version, here, nullable, flexible)
     tags = obj.unknown_tagged_fields
-    if tags and not cls._flexible[0] <= version <= cls._flexible[1]:
+    if tags and version not in cls.flexible_versions:
         raise UnsupportedVersionError(
             f"{path}.unknown_tagged_fields: version {version} is not flexible and cannot carry tagged fields")
     if tags:
         if type(tags) is not dict:
             raise EncodeTypeError(f"{path}.unknown_tagged_fields: expected a dict of tag -> bytes")
-        known = {f.tag for f in cls._fields if f.tag is not None and f.t_lo <= version <= f.t_hi}
+        known = {f.tag for f in cls._fields if version in f.tagged_versions}
         for tag, data in tags.items():
             if type(tag) is not int or not 0 <= tag <= 0x7FFFFFFF:
                 raise EncodeError(f"{path}.unknown_tagged_fields: tag {tag!r} is not a uint31")

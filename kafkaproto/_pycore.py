@@ -343,9 +343,6 @@ class Struct:
     _qualname = "Struct"
     valid_versions = range(0)
 
-    def __init__(self, **values):
-        _generic.init(self, values)
-
     def _read(self, r, v):
         pass
 

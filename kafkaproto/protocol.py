@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ._generic import bad_version as _bad_version
-from .messages import _COMPILED, RequestHeader, ResponseHeader, api, load_implementation
-
+from . import _impl, registry
 from ._pycore import Request, Response
+from .registry import api
 
 _HEAD = _S(">hh")
 _SIZE = _S(">i")
@@ -106,16 +106,17 @@ def _python_frames(classes):
     def decode_response(frame, api_key, api_version):
         """A response frame's payload -> Response(header, body, version).
 
-        A broker that does not support the requested ApiVersions version answers with a
-        version 0 body (error UNSUPPORTED_VERSION and the versions it has); like Kafka's
-        clients, an ApiVersions response that does not read at api_version is read at 0.
+        A response with a fallback version (ApiVersions: a broker that lacks the version
+        asked answers at 0) that does not read at api_version is read at the fallback, as
+        Kafka's clients do.
         """
         info = api(api_key)
         cls = classes[f"{info.name}Response"]
         r = Reader(frame)
         header = response_header.read_from(r, info.response_header_version(api_version))
         start = r.pos
-        if api_key == 18 and api_version != 0:
+        fallback = info.fallback_version
+        if fallback is not None and api_version != fallback:
             try:
                 if api_version not in info.valid_versions:
                     raise UnsupportedVersionError(api_version)
@@ -124,7 +125,7 @@ def _python_frames(classes):
                 return Response(header, body, api_version)
             except (DecodeError, UnsupportedVersionError):
                 r.pos = start
-                api_version = 0
+                api_version = fallback
         elif api_version not in info.valid_versions:
             _bad_version(cls, api_version)
         body = cls.read_from(r, api_version)
@@ -136,14 +137,12 @@ def _python_frames(classes):
 
 def frame_functions(impl=None):
     """Frames of one implementation ("compiled" or "python"); by default the one in use."""
-    if impl is None:
-        impl = "compiled" if _COMPILED else "python"
+    impl = impl or _impl.IMPL
     if impl == "python":
-        return _python_frames(load_implementation("python"))
+        return _python_frames(registry.classes("python"))
     from . import _core
-    from .messages import apis
-    _core.install({a.api_key: (a.request, a.response, a.valid_versions, a.flexible_versions, a.name)
-                   for a in apis()}, RequestHeader, ResponseHeader)
+    if not _impl.COMPILED:  # the registry keeps the compiled table only when it is the one in use
+        registry.install_compiled(registry.classes("compiled"))
     return Frames(_core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response)
 
 

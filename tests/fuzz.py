@@ -65,7 +65,7 @@ def random_value(rng, f, version, depth):
         if f.kind == "records":
             return rng.choice(RECORD_SEEDS) if RECORD_SEEDS else b""
         return rng.randbytes(rng.randint(0, 24))
-    if f.n_lo <= version <= f.n_hi and rng.random() < 0.2:
+    if version in f.nullable_versions and rng.random() < 0.2:
         return None
     if f.array:
         return [item() for _ in range(rng.randint(0, 3 if depth < 3 else 1))]
@@ -73,7 +73,7 @@ def random_value(rng, f, version, depth):
 
 
 def random_message(rng, cls, version, depth=0):
-    values = {f.attr: random_value(rng, f, version, depth) for f in cls._fields if f.v_lo <= version <= f.v_hi}
+    values = {f.attr: random_value(rng, f, version, depth) for f in cls._fields if version in f.versions}
     return cls(**values)
 
 

@@ -83,7 +83,7 @@ def snake(name):
 
 
 def kind_of(spec_name):
-    return _generated.SPECS[spec_name][0]
+    return _generated.SPECS[spec_name].kind
 
 
 def api_base(spec_name):
@@ -94,7 +94,7 @@ def api_base(spec_name):
 
 
 def present(f, version):
-    return f.v_lo <= version <= f.v_hi
+    return version in f.versions
 
 
 class Mismatch(Exception):
@@ -151,10 +151,10 @@ def build_plan(peer, cls, node, version, path):
         conv = _SAME.get(f.kind) if f.kind == p.ptype else peer.special_conv(f, p, version)
         if conv is None:
             raise Mismatch(f"{here} v{version}: type {f.kind} vs {peer.name} {p.ptype}")
-        nullable = f.n_lo <= version <= f.n_hi
+        nullable = version in f.nullable_versions
         if nullable != p.nullable and not peer.nullable_ok(f, p, conv, nullable):
             raise Mismatch(f"{here} v{version}: nullable {nullable} vs {peer.name} {p.nullable}")
-        tag = f.tag if f.tag is not None and f.t_lo <= version <= f.t_hi else None
+        tag = f.tag if f.tag is not None and version in f.tagged_versions else None
         if tag != p.tag:
             raise Mismatch(f"{here} v{version}: tag {tag} vs {peer.name} {p.tag}")
         child = build_plan(peer, f.struct, p.node, version, here) if f.struct is not None else None

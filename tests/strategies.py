@@ -33,10 +33,6 @@ def _primitive(kind):
     raise AssertionError(kind)
 
 
-def _in(lo, hi, v):
-    return lo <= v <= hi
-
-
 def field_value(f, version, depth, breadth=3):
     """A strategy for a field present at version; arrays hold up to breadth items (1 when nested deep)."""
     if f.struct is not None:
@@ -44,7 +40,7 @@ def field_value(f, version, depth, breadth=3):
     else:
         item = _primitive(f.kind)
     value = st.lists(item, max_size=breadth if depth < 3 else 1) if f.array else item
-    if _in(f.n_lo, f.n_hi, version):
+    if version in f.nullable_versions:
         value = st.one_of(st.none(), value)
     return value
 
@@ -52,7 +48,7 @@ def field_value(f, version, depth, breadth=3):
 @functools.lru_cache(maxsize=None)
 def message(cls, version, depth=0, breadth=3):
     """A strategy for an instance of cls that is valid at version (built once per class and version)."""
-    fields = {f.attr: field_value(f, version, depth, breadth) for f in cls._fields if _in(f.v_lo, f.v_hi, version)}
+    fields = {f.attr: field_value(f, version, depth, breadth) for f in cls._fields if version in f.versions}
     return st.fixed_dictionaries(fields).map(lambda values: cls(**values))
 
 

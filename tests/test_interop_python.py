@@ -46,7 +46,7 @@ from strategies import message, unknown_tags
 CLASSES = load_implementation("compiled") if kafkaproto.compiled() else load_implementation("python")
 PEERS = {p.name: p for p in all_peers()}
 
-SPEC_NAMES = sorted(n for n, s in _generated.SPECS.items() if s[0] in ("request", "response", "header"))
+SPEC_NAMES = sorted(n for n, s in _generated.SPECS.items() if s.kind in ("request", "response", "header"))
 
 # (peer, message, version) -> why it is not tested. Every entry must be a pair both
 # sides have (test_exclusions_are_listed fails on stale entries). Nothing needs
@@ -56,13 +56,11 @@ EXCLUDED = {}
 
 
 def kp_versions(name):
-    spec = _generated.SPECS[name]
-    return range(spec[2], spec[3] + 1)
+    return _generated.SPECS[name].valid_versions
 
 
 def is_flexible(name, version):
-    spec = _generated.SPECS[name]
-    return spec[4] <= version <= spec[5]
+    return version in _generated.SPECS[name].flexible_versions
 
 
 def shared_pairs(peer):

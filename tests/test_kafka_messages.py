@@ -73,7 +73,7 @@ def to_java(msg, version, names, message, records=True):
     """msg as Kafka's JSON; records=False writes records as Kafka's converter does (empty)."""
     node = {}
     for f in type(msg)._fields:
-        if f.v_lo <= version <= f.v_hi:
+        if version in f.versions:
             value = getattr(msg, f.attr)
             if value is not None and f.array:
                 value = [_item_to_java(f, x, version, names, message, records) for x in value]
@@ -99,7 +99,7 @@ def from_java(cls, node, version, names, message):
     values = {}
     for f in cls._fields:
         key = json_name(names, message, f)
-        if f.v_lo <= version <= f.v_hi and key in node:
+        if version in f.versions and key in node:
             value = node[key]
             if value is not None and f.array:
                 value = [_item_from_java(f, x, version, names, message) for x in value]

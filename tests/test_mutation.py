@@ -11,7 +11,7 @@ from kafkaproto import DecodeError, _generated
 from impls import IMPLS, classes
 from strategies import message
 
-CASES = [(name, v) for name, spec in sorted(_generated.SPECS.items()) for v in range(spec[2], spec[3] + 1)]
+CASES = [(name, v) for name, spec in sorted(_generated.SPECS.items()) for v in spec.valid_versions]
 IMPL_CLASSES = {impl: classes(impl) for impl in IMPLS}
 
 

@@ -232,7 +232,7 @@ def test_validation_errors_name_batch_and_byte(impl):
         list(mod.iter_batches(count, validate=False))[0].records()
     assert e.value.position == 61
 
-    varint = bytearray(good[:61]) + b"\xff" * 6
+    varint = bytearray(good[:61]) + b"\xff" * 7
     struct.pack_into(">i", varint, 8, len(varint) - 12)
     with pytest.raises(RecordsError, match="record length is longer than 5 bytes") as e:
         list(mod.iter_batches(varint, validate=False))[0].records()

@@ -17,13 +17,13 @@ PRIMARY = COMPILED or PURE
 CASES = [
     (name, v)
     for name, spec in sorted(_generated.SPECS.items())
-    for v in range(spec[2], spec[3] + 1)
+    for v in spec.valid_versions
 ]
 
 
 def test_cases_cover_the_union():
-    messages = [c for c in CASES if _generated.SPECS[c[0]][0] in ("request", "response")]
-    requests = [c for c in CASES if _generated.SPECS[c[0]][0] == "request"]
+    messages = [c for c in CASES if _generated.SPECS[c[0]].kind in ("request", "response")]
+    requests = [c for c in CASES if _generated.SPECS[c[0]].kind == "request"]
     assert len(messages) == 736
     assert len(requests) == 368
 
@@ -49,14 +49,14 @@ def test_roundtrip(name, version, data):
         assert PURE[name].decode(encoded, version).to_dict() == msg.to_dict()
 
 
-FLEXIBLE = [(n, v) for n, v in CASES if _generated.SPECS[n][4] <= v <= _generated.SPECS[n][5]]
+FLEXIBLE = [(n, v) for n, v in CASES if v in _generated.SPECS[n].flexible_versions]
 
 
 def _inject(draw, obj, version):
     """Put random unknown tags on obj and on every struct inside it."""
     obj.unknown_tagged_fields = draw(unknown_tags(type(obj), version)) or None
     for f in type(obj)._fields:
-        if f.struct is None or not f.v_lo <= version <= f.v_hi:
+        if f.struct is None or version not in f.versions:
             continue
         value = getattr(obj, f.attr)
         for item in (value or []) if f.array else [value]:

@@ -9,7 +9,6 @@ repeated here.
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -86,9 +85,7 @@ SETS = discover_sets()
 if not SETS:
     pytest.skip(f"upstream specs not found at {UPSTREAM}", allow_module_level=True)
 
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-from codegen.loader import load_spec  # noqa: E402  (used only to strip // comments)
+from kafkaproto_codegen.loader import load_spec  # noqa: E402  (used only to strip // comments)
 
 
 def load_upstream():

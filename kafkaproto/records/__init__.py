@@ -17,7 +17,7 @@ Produce requests and fetch responses carry records as opaque bytes (their
 """
 
 from ..exceptions import RecordsError
-from ..messages import _COMPILED
+from .._impl import COMPILED as _COMPILED
 from ._common import (
     DEFAULT_MAX_DECOMPRESSED,
     Compression,

@@ -1,0 +1,373 @@
+"""Kafka connections without I/O: bytes in, requests and responses out, for either end or a tap.
+
+    client = ClientConnection()
+    sock.sendall(client.send_request(header, body))
+    for event in client.receive_data(sock.recv(65536)):
+        event.body, event.request                    # ResponseReceived, paired with its request
+
+    server = ServerConnection()
+    for event in server.receive_data(chunk):         # RequestReceived
+        reply = server.send_response(event, body)    # framed at the request's version and header
+
+    tap = Observer()                                 # both directions of a captured connection
+    tap.client_data(chunk); tap.server_data(chunk)
+
+Each keeps the state one connection needs: frames split by their size prefix;
+responses paired with their requests by correlation id (a Produce with acks=0
+gets none); an ApiVersions response read at version 0 when the broker lacked
+the version asked; and the raw SASL tokens that follow a version-0
+SaslHandshake, until the mechanism's exchange is over.
+
+ClientConnection and ServerConnection raise ProtocolError on what the peer got
+wrong; its ``close`` and ``error_code`` say what a broker should do about it.
+Observer never raises on traffic: what it cannot read becomes an Undecodable event.
+"""
+
+from . import errors
+from ._impl import COMPILED
+from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
+from .messages import RequestHeader, ResponseHeader
+from .protocol import DEFAULT_MAX_FRAME, FrameBuffer, FrameError, encode_request, encode_response
+from .protocol import decode_request, decode_response
+from .registry import api
+
+if COMPILED:
+    from ._core import Reader
+else:
+    from ._pycore import Reader
+
+PRODUCE, SASL_HANDSHAKE, API_VERSIONS = 0, 17, 18
+# Round trips of raw tokens after a version-0 SaslHandshake, by mechanism; others
+# (GSSAPI) run until the client sends a Kafka request again.
+SASL_ROUNDS = {"PLAIN": 1, "SCRAM-SHA-256": 2, "SCRAM-SHA-512": 2, "OAUTHBEARER": 1}
+
+
+class ProtocolError(KafkaProtoError):
+    """The peer sent something this end cannot accept.
+
+    ``close`` is True when the connection cannot go on (Kafka's broker closes it on
+    a request it cannot parse); ``error_code`` is the Kafka error to answer with when
+    it can (None otherwise); ``correlation_id`` the request's, when it was readable.
+    """
+
+    def __init__(self, reason, *, close=True, error_code=None, correlation_id=None, header=None):
+        super().__init__(reason)
+        self.close = close
+        self.error_code = error_code
+        self.correlation_id = correlation_id
+        self.header = header  # a request to answer anyway (ApiVersions at a version this end lacks)
+
+
+class RequestReceived:
+    """A request: its header and body, the version it was read at, its frame size, and whether an answer is due."""
+
+    __slots__ = ("header", "body", "version", "size", "expects_response")
+
+    def __init__(self, header, body, size, expects_response):
+        self.header = header
+        self.body = body
+        self.version = header.request_api_version
+        self.size = size
+        self.expects_response = expects_response
+
+    @property
+    def correlation_id(self):
+        return self.header.correlation_id
+
+    def __repr__(self):
+        return (f"RequestReceived({type(self.body).__name__} v{self.version}, "
+                f"correlation_id={self.header.correlation_id}, size={self.size})")
+
+
+class ResponseReceived:
+    """A response: its header and body, the version it was read at, the request it answers, its frame size."""
+
+    __slots__ = ("header", "body", "version", "request", "size")
+
+    def __init__(self, header, body, version, request, size):
+        self.header = header
+        self.body = body
+        self.version = version
+        self.request = request  # the RequestHeader of the request it answers
+        self.size = size
+
+    @property
+    def correlation_id(self):
+        return self.header.correlation_id
+
+    def __repr__(self):
+        return (f"ResponseReceived({type(self.body).__name__} v{self.version}, "
+                f"correlation_id={self.header.correlation_id}, size={self.size})")
+
+
+class SaslBytes:
+    """A raw SASL token, framed by its size alone (after a version-0 SaslHandshake)."""
+
+    __slots__ = ("data", "from_client")
+
+    def __init__(self, data, from_client):
+        self.data = data
+        self.from_client = from_client
+
+    def __repr__(self):
+        return f"SaslBytes({len(self.data)} bytes from the {'client' if self.from_client else 'server'})"
+
+
+class Undecodable:
+    """A frame an Observer could not read: which way it went, its bytes and the error."""
+
+    __slots__ = ("from_client", "frame", "error")
+
+    def __init__(self, from_client, frame, error):
+        self.from_client = from_client
+        self.frame = frame
+        self.error = error
+
+    def __repr__(self):
+        return f"Undecodable({'request' if self.from_client else 'response'}, {self.error})"
+
+
+def expects_response(header, body):
+    """False for a Produce with acks=0, the one request a broker does not answer."""
+    return not (header.request_api_key == PRODUCE and getattr(body, "acks", None) == 0)
+
+
+class _State:
+    """What both ends and the tap share: pending requests and the SASL raw mode."""
+
+    def __init__(self, max_frame):
+        self.from_client = FrameBuffer(max_frame)
+        self.from_server = FrameBuffer(max_frame)
+        self.pending = {}  # correlation id -> RequestHeader, for requests that expect a response
+        self.mechanism = None  # of a version-0 SaslHandshake waiting for its response
+        self.raw_rounds = 0  # raw SASL round trips left; -1: until the client speaks Kafka again
+
+    @property
+    def raw(self):
+        return self.raw_rounds != 0
+
+    def request_seen(self, header, body):
+        if header.request_api_key == SASL_HANDSHAKE and header.request_api_version == 0:
+            self.mechanism = body.mechanism
+        if expects_response(header, body):
+            self.pending[header.correlation_id] = header
+
+    def response_seen(self, request, body):
+        if request.request_api_key == SASL_HANDSHAKE and request.request_api_version == 0 and self.mechanism:
+            if body.error_code == 0:
+                self.raw_rounds = SASL_ROUNDS.get(self.mechanism.upper(), -1)
+            self.mechanism = None
+
+    def raw_from_server(self):
+        if self.raw_rounds > 0:
+            self.raw_rounds -= 1
+
+    def read_response(self, frame):
+        """(header of the request it answers, Response); raises KafkaProtoError."""
+        if len(frame) < 4:
+            raise FrameError(f"a response frame of {len(frame)} bytes has no correlation id")
+        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+        request = self.pending.pop(correlation_id, None)
+        if request is None:
+            raise ProtocolError(f"response with correlation id {correlation_id}, which no pending request has",
+                                correlation_id=correlation_id)
+        try:
+            response = decode_response(frame, request.request_api_key, request.request_api_version)
+        except (DecodeError, UnsupportedVersionError):
+            self.pending[correlation_id] = request  # the caller may still want to know what was asked
+            raise
+        self.response_seen(request, response.body)
+        return request, response
+
+
+class _End:
+    """What every end has: the shared state, and reading each direction's frames into events."""
+
+    def __init__(self, max_frame=DEFAULT_MAX_FRAME):
+        self._state = _State(max_frame)
+
+    @property
+    def pending(self):
+        """{correlation id: RequestHeader} of requests still waiting for a response."""
+        return dict(self._state.pending)
+
+    @property
+    def raw(self):
+        """True while raw SASL tokens are exchanged (send them with send_raw)."""
+        return self._state.raw
+
+    def _requests(self, frames, refuse):
+        """Events for frames a client sent; refuse(frame, error) raises, or returns the event to report."""
+        state = self._state
+        events = []
+        for frame in frames:
+            if state.raw_rounds > 0 or (state.raw_rounds < 0 and not _reads_as_request(frame)):
+                events.append(SaslBytes(frame, True))
+                continue
+            state.raw_rounds = 0
+            try:
+                request = decode_request(frame)
+            except KafkaProtoError as e:
+                events.append(refuse(frame, e))
+                continue
+            header, body = request.header, request.body
+            if header.correlation_id in state.pending:
+                events.append(refuse(frame, ProtocolError(f"correlation id {header.correlation_id} is already "
+                                                          "pending", correlation_id=header.correlation_id)))
+                continue
+            state.request_seen(header, body)
+            events.append(RequestReceived(header, body, len(frame), expects_response(header, body)))
+        return events
+
+    def _responses(self, frames, refuse):
+        """Events for frames the broker sent; refuse as for _requests."""
+        state = self._state
+        events = []
+        for frame in frames:
+            if state.raw:
+                state.raw_from_server()
+                events.append(SaslBytes(frame, False))
+                continue
+            try:
+                request, response = state.read_response(frame)
+            except KafkaProtoError as e:
+                events.append(refuse(frame, e))
+                continue
+            events.append(ResponseReceived(response.header, response.body, response.version, request, len(frame)))
+        return events
+
+    def _raw_frame(self, token):
+        if not self._state.raw:
+            raise ProtocolError("raw SASL tokens follow only a successful version-0 SaslHandshake", close=False)
+        return len(token).to_bytes(4, "big") + bytes(token)
+
+
+class ClientConnection(_End):
+    """The client's end: frames requests, and pairs the responses that come back with them."""
+
+    def send_request(self, header, body):
+        """The frame to write for a request (at header.request_api_version); it is pending from now on."""
+        if self._state.raw:
+            raise ProtocolError("the connection is exchanging raw SASL tokens; use send_raw", close=False)
+        if header.correlation_id in self._state.pending:
+            raise ProtocolError(f"correlation id {header.correlation_id} is already pending", close=False)
+        frame = encode_request(header, body, header.request_api_version)
+        self._state.request_seen(header, body)
+        return frame
+
+    def send_raw(self, token):
+        """A raw SASL token, framed by its size."""
+        return self._raw_frame(token)
+
+    def receive_data(self, data):
+        """The events in bytes read from the broker: ResponseReceived, or SaslBytes in raw mode."""
+        return self._responses(_frames(self._state.from_server, data), _unreadable_response)
+
+
+class ServerConnection(_End):
+    """The broker's end: reads requests, and frames each response at its request's version and header."""
+
+    def receive_data(self, data):
+        """The events in bytes read from a client: RequestReceived, or SaslBytes in raw mode.
+
+        A request that cannot be read raises ProtocolError: its ``error_code`` is
+        UNSUPPORTED_VERSION for an ApiVersions request at a version this end lacks
+        (answer error.header at version 0); anything else closes the connection, as Kafka does.
+        """
+        return self._requests(_frames(self._state.from_client, data), self._refuse)
+
+    def _refuse(self, frame, error):
+        if isinstance(error, ProtocolError):
+            raise error
+        header = _api_versions_header(frame) if isinstance(error, UnsupportedVersionError) else None
+        if header is not None:
+            # Kafka answers it at version 0, with UNSUPPORTED_VERSION and the versions it has.
+            self._state.pending[header.correlation_id] = header
+            raise ProtocolError(f"ApiVersions v{header.request_api_version} is not supported here; answer with "
+                                "send_response(error.header, body, version=0)", close=False,
+                                error_code=errors.UNSUPPORTED_VERSION.code, correlation_id=header.correlation_id,
+                                header=header) from error
+        correlation_id = int.from_bytes(frame[4:8], "big", signed=True) if len(frame) >= 8 else None
+        raise ProtocolError(f"unreadable request: {error}", correlation_id=correlation_id) from error
+
+    def send_response(self, request, body, version=None):
+        """The frame answering a request (a RequestReceived or its RequestHeader), at its version unless
+        version is given (ApiVersions refusing a version answers at 0)."""
+        header = getattr(request, "header", request)
+        if header.correlation_id not in self._state.pending:
+            raise ProtocolError(f"no pending request has correlation id {header.correlation_id}", close=False)
+        if type(body) is not api(header.request_api_key).response:
+            raise TypeError(f"{type(body).__name__} does not answer {api(header.request_api_key).name}")
+        version = header.request_api_version if version is None else version
+        frame = encode_response(ResponseHeader(correlation_id=header.correlation_id), body, version)
+        del self._state.pending[header.correlation_id]
+        self._state.response_seen(header, body)
+        return frame
+
+    def send_raw(self, token):
+        """A raw SASL token for the client, framed by its size."""
+        frame = self._raw_frame(token)
+        self._state.raw_from_server()
+        return frame
+
+
+class Observer(_End):
+    """A passive tap on one connection: feed each direction's bytes as they were seen.
+
+    Every event a ClientConnection or ServerConnection would give comes out here too;
+    frames that cannot be read come out as Undecodable, and the tap goes on.
+    """
+
+    def client_data(self, data):
+        """Events in bytes the client sent: RequestReceived, SaslBytes or Undecodable."""
+        frames, error = _feed(self._state.from_client, data)
+        events = self._requests(frames, lambda frame, e: Undecodable(True, frame, e))
+        return events + [Undecodable(True, b"", error)] if error else events
+
+    def server_data(self, data):
+        """Events in bytes the broker sent: ResponseReceived, SaslBytes or Undecodable."""
+        frames, error = _feed(self._state.from_server, data)
+        events = self._responses(frames, lambda frame, e: Undecodable(False, frame, e))
+        return events + [Undecodable(False, b"", error)] if error else events
+
+
+def _frames(buffer, data):
+    try:
+        return buffer.feed(data)
+    except FrameError as e:
+        raise ProtocolError(str(e)) from e
+
+
+def _unreadable_response(frame, error):
+    if isinstance(error, ProtocolError):
+        raise error
+    raise ProtocolError(f"unreadable response: {error}") from error
+
+
+def _feed(buffer, data):
+    try:
+        return buffer.feed(data), None
+    except FrameError as e:
+        return [], e
+
+
+def _reads_as_request(frame):
+    try:
+        decode_request(frame)
+    except KafkaProtoError:
+        return False
+    return True
+
+
+def _api_versions_header(frame):
+    """The header of an ApiVersions request at a version above those known, read as Kafka reads it
+    (the header version of the newest known version); None for anything else."""
+    if len(frame) < 4 or int.from_bytes(frame[:2], "big", signed=True) != API_VERSIONS:
+        return None
+    info = api(API_VERSIONS)
+    if int.from_bytes(frame[2:4], "big", signed=True) < info.valid_versions.start:
+        return None
+    try:
+        return RequestHeader.read_from(Reader(frame), info.request_header_versions[-1])
+    except KafkaProtoError:
+        return None

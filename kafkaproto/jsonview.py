@@ -1,0 +1,75 @@
+"""Decoded messages as plain JSON values: what the CLI prints and captures export.
+
+    from kafkaproto.jsonview import to_json
+    json.dumps(to_json(message))
+
+Fields keep their snake_case names; bytes become base64 strings, topic IDs their
+Kafka base64 form (as Kafka's tools print them), and ``records`` fields the
+batches and records they hold (or, when they do not decode, their base64 bytes
+and the error).
+"""
+
+import base64
+
+from . import records as _records
+from .exceptions import RecordsError
+from .uuid import Uuid
+
+
+def to_json(msg, decode_records=True):
+    """A message (or any generated struct) as dicts, lists, strings, numbers, booleans and None."""
+    out = {}
+    for f in type(msg)._fields:
+        out[f.attr] = _value(f, getattr(msg, f.attr), decode_records)
+    if msg.unknown_tagged_fields:
+        out["unknown_tagged_fields"] = {str(tag): _b64(data) for tag, data in msg.unknown_tagged_fields.items()}
+    return out
+
+
+def _value(f, value, decode_records):
+    if value is None:
+        return None
+    if f.array:
+        return [_item(f, x, decode_records) for x in value]
+    return _item(f, value, decode_records)
+
+
+def _item(f, value, decode_records):
+    if value is None:
+        return None
+    if f.struct is not None:
+        return to_json(value, decode_records)
+    if f.kind == "records":
+        return records_json(value) if decode_records else _b64(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _b64(value)
+    if isinstance(value, Uuid):
+        return str(value)
+    return value
+
+
+def _b64(data):
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def records_json(data):
+    """The batches in a records field, each with its header fields and its records."""
+    out = []
+    try:
+        for batch in _records.iter_batches(data, allow_partial=True):
+            entry = {"base_offset": batch.base_offset, "magic": batch.magic,
+                     "compression": _records.Compression(batch.compression).name.lower()
+                     if batch.compression < 5 else batch.compression,
+                     "producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
+                     "base_sequence": batch.base_sequence, "transactional": batch.is_transactional,
+                     "control": batch.is_control, "records": []}
+            for r in batch:
+                entry["records"].append({
+                    "offset": r.offset, "timestamp": r.timestamp,
+                    "key": None if r.key is None else _b64(r.key),
+                    "value": None if r.value is None else _b64(r.value),
+                    "headers": [{"key": k, "value": None if v is None else _b64(v)} for k, v in r.headers]})
+            out.append(entry)
+    except RecordsError as e:
+        return {"bytes": _b64(data), "error": str(e), "batches": out}
+    return out

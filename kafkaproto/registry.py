@@ -1,0 +1,166 @@
+"""Every API and KRaft metadata record kafkaproto knows, from its own generated package and any that join it.
+
+    from kafkaproto.registry import api, register
+    api("Fetch").valid_versions         # by name, or api(1), or api(ApiKey.FETCH)
+    register(my_codecs)                 # a package made by kafkaproto-codegen from edited specs
+
+A package that joins brings its requests, responses and metadata records to the
+frame functions, the metadata record lookup and everything built on them.
+"""
+
+from typing import NamedTuple
+
+from . import _impl
+from ._generic import bad_version
+
+
+class ApiInfo(NamedTuple):
+    """One API: its classes, its versions and the header versions that frame them."""
+
+    api_key: int
+    name: str  # e.g. "Fetch"
+    request: type
+    response: type
+    valid_versions: range
+    flexible_versions: range
+    unstable_versions: range  # upstream marks these unstable; brokers do not advertise them
+    removed_versions: range  # gone from current Apache Kafka, kept to read old traffic
+    deprecated_versions: range
+    listeners: tuple
+    request_header_versions: tuple  # by version, from the first valid one
+    response_header_versions: tuple
+    fallback_version: object  # the version a broker answers at when it lacks the one asked (ApiVersions: 0)
+
+    @property
+    def stable_versions(self):
+        return [v for v in self.valid_versions if v not in self.unstable_versions]
+
+    def request_header_version(self, version):
+        if version not in self.valid_versions:
+            bad_version(self.request, version)
+        return self.request_header_versions[version - self.valid_versions.start]
+
+    def response_header_version(self, version):
+        """The header version of a response to a request at version (the fallback's, for one a broker
+        answers at its fallback version)."""
+        if version not in self.valid_versions:
+            if self.fallback_version is None:
+                bad_version(self.response, version)
+            version = self.fallback_version
+        return self.response_header_versions[version - self.valid_versions.start]
+
+
+class RegistryError(ValueError):
+    """A package cannot join: one of its names or api keys is taken by another package."""
+
+
+_packages = []
+_classes = {}  # spec name -> class, in the implementation in use
+_specs = {}  # spec name -> SpecInfo
+_apis = {}  # api key -> ApiInfo
+_by_name = {}  # "Fetch", "fetch" -> ApiInfo
+_records = {}  # metadata record type -> class
+
+
+def register(package, *, replace=False):
+    """Make a generated package's specs known everywhere; replace=True lets it replace specs of the same
+    name or api key (a regenerated copy of kafkaproto's own, say) instead of refusing them."""
+    classes = package.load(_impl.IMPL)
+    taken_keys = {(s.kind, s.api_key): s.name for s in _specs.values() if s.api_key is not None}
+    for name, spec in package.SPECS.items():
+        other = taken_keys.get((spec.kind, spec.api_key)) if spec.api_key is not None else None
+        if not replace and name in _specs:
+            raise RegistryError(f"{package.__name__} defines {name}, which is already known")
+        if not replace and other is not None:
+            raise RegistryError(f"{package.__name__}'s {name} has api key {spec.api_key}, "
+                                f"which {other} already uses")
+        if other is not None and other != name:
+            _forget(other)
+    for name, spec in package.SPECS.items():
+        _specs[name] = spec
+        _classes[name] = classes[name]
+    _packages.append(package)
+    _rebuild()
+
+
+def _forget(name):
+    _specs.pop(name, None)
+    _classes.pop(name, None)
+
+
+def _rebuild():
+    _apis.clear()
+    _by_name.clear()
+    _records.clear()
+    _apis.update(_api_infos(_classes))
+    for info in _apis.values():
+        _by_name[info.name] = _by_name[info.name.lower()] = info
+    for name, spec in _specs.items():
+        if spec.kind == "metadata":
+            _records[spec.api_key] = _classes[name]
+    if _impl.COMPILED:
+        install_compiled(_classes)
+
+
+def _api_infos(classes):
+    """{api key: ApiInfo} over the given {spec name: class}."""
+    out = {}
+    for name, spec in _specs.items():
+        if spec.kind != "request":
+            continue
+        base = name[:-len("Request")]
+        response = _specs[base + "Response"]
+        out[spec.api_key] = ApiInfo(
+            spec.api_key, base, classes[name], classes[response.name], spec.valid_versions, spec.flexible_versions,
+            spec.unstable_versions, spec.removed_versions, spec.deprecated_versions, spec.listeners,
+            spec.header_versions, response.header_versions, response.fallback_version)
+    return out
+
+
+def install_compiled(classes):
+    """Give the compiled frame functions their API table, over compiled classes."""
+    from . import _core
+    _core.install(_api_infos(classes), classes["RequestHeader"], classes["ResponseHeader"])
+
+
+def api(key_or_name):
+    """The ApiInfo of an API by key (1, ApiKey.FETCH) or name ("Fetch", "FetchRequest", "fetch")."""
+    if isinstance(key_or_name, int):
+        info = _apis.get(key_or_name)
+    else:
+        name = str(key_or_name)
+        for suffix in ("Request", "Response"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        info = _by_name.get(name) or _by_name.get(name.lower())
+    if info is None:
+        raise KeyError(f"no Kafka API {key_or_name!r}")
+    return info
+
+
+def apis():
+    """Every ApiInfo, by api key."""
+    return [_apis[k] for k in sorted(_apis)]
+
+
+def record_class(record_type):
+    """The class of a KRaft metadata record type (its spec's apiKey)."""
+    try:
+        return _records[record_type]
+    except KeyError:
+        raise KeyError(f"no metadata record type {record_type!r}") from None
+
+
+def spec(name):
+    """The SpecInfo of a class name ("FetchRequest", "TopicRecord", "RequestHeader")."""
+    return _specs[name]
+
+
+def classes(impl=None):
+    """{spec name: class} of every registered package, in one implementation (by default the one in use)."""
+    if impl is None or impl == _impl.IMPL:
+        return dict(_classes)
+    out = {}
+    for package in _packages:
+        out.update(package.load(impl))
+    return out
