@@ -87,8 +87,11 @@ class CachedBuildExt(build_ext):
                 todo.append((ext, target, cached))
         if not todo:
             return
-        self.extensions = cythonize([ext for ext, _, _ in todo], nthreads=os.cpu_count() or 1, quiet=True,
-                                    compiler_directives=DIRECTIVES)
+        translated = cythonize([ext for ext, _, _ in todo], nthreads=os.cpu_count() or 1, quiet=True,
+                               compiler_directives=DIRECTIVES)
+        for (ext, _, _), c_ext in zip(todo, translated):
+            ext.sources = c_ext.sources  # keep setuptools' own Extension objects, now pointing at the C
+        self.extensions = [ext for ext, _, _ in todo]
         super().build_extensions()
         try:
             CACHE.mkdir(parents=True, exist_ok=True)
