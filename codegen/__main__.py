@@ -32,7 +32,11 @@ def main(argv=None):
         if not args.check:
             check_output_folder(args.out)
             write_package(render(specs), args.out)
-    except (SpecError, OutputError) as e:
+    except SpecError as e:
+        for error in getattr(e, "errors", [e]):
+            print(f"kafkaproto-codegen: error: {error}", file=sys.stderr)
+        return 1
+    except OutputError as e:
         print(f"kafkaproto-codegen: error: {e}", file=sys.stderr)
         return 1
     versions = sum(len(range(s.valid.lo, s.valid.hi + 1)) for s in specs if not s.valid.empty)

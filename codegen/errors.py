@@ -1,4 +1,4 @@
-"""The one error type the generator raises for bad specs."""
+"""The errors the generator raises for bad specs."""
 
 
 class SpecError(Exception):
@@ -13,3 +13,23 @@ class SpecError(Exception):
         self.where = where
         self.rule = rule
         super().__init__(f"{self.file}: {where}: {rule}" if where else f"{self.file}: {rule}")
+
+
+class SpecErrors(SpecError):
+    """Several broken rules, in one spec or across a spec set; ``errors`` lists each SpecError.
+
+    Its file, where and rule are the first error's.
+    """
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        first = self.errors[0]
+        Exception.__init__(self, "\n".join(str(e) for e in self.errors))
+        self.file, self.where, self.rule = first.file, first.where, first.rule
+
+
+def raise_all(errors):
+    """Raise the one error, or SpecErrors for several."""
+    if len(errors) == 1:
+        raise errors[0]
+    raise SpecErrors(errors)

@@ -4,11 +4,13 @@ Every rule failure raises SpecError naming the file, the field path and the rule
 The model is what the templates render; nothing downstream re-checks the specs.
 """
 
+import base64
+import binascii
 import keyword
 import re
 from pathlib import Path
 
-from .errors import SpecError
+from .errors import SpecError, raise_all
 from .loader import load_spec, spec_files
 from .versions import MAX_VERSION, Versions
 
@@ -24,10 +26,13 @@ PRIMITIVES = set(INT_RANGES) | {"bool", "float64", "string", "bytes", "records",
 NULLABLE_PRIMITIVES = {"string", "bytes", "records"}
 SPEC_TYPES = {"request", "response", "header", "metadata", "data"}
 
+# Kafka's entity types, and the type a field of each must have (None: any).
+ENTITY_TYPES = {"unknown": None, "transactionalId": "string", "producerId": "int64", "groupId": "string",
+                "topicName": "string", "brokerId": "int32"}
 SPEC_KEYS = {
     "apiKey", "type", "name", "validVersions", "flexibleVersions", "fields", "commonStructs",
     "listeners", "latestVersionUnstable", "deprecatedVersions", "unstableVersions",
-    "removedVersions", "about",
+    "removedVersions", "about", "headerVersions",
 }
 FIELD_KEYS = {
     "name", "type", "versions", "nullableVersions", "flexibleVersions", "tag", "taggedVersions",
@@ -94,9 +99,15 @@ class _SpecBuilder:
         self.structs = []  # every Struct, children before parents
         self.by_name = {}  # struct type name -> (Struct, fingerprint)
         self.common = {}  # common struct name -> raw dict
+        self.errors = []
 
     def fail(self, where, rule):
+        """Stop building the field (or spec) at hand: it breaks a rule."""
         raise SpecError(self.file, where, rule)
+
+    def note(self, where, rule):
+        """Record a broken rule and go on, so that one run reports every error."""
+        self.errors.append(SpecError(self.file, where, rule))
 
     def versions(self, raw, where, key):
         try:
@@ -105,6 +116,15 @@ class _SpecBuilder:
             self.fail(where, f"{key}: {e}")
 
     def build(self):
+        try:
+            spec = self._build()
+        except SpecError as e:
+            self.errors.append(e)
+        if self.errors:
+            raise_all(self.errors)
+        return spec
+
+    def _build(self):
         d = self.data
         name = d.get("name")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name):
@@ -114,7 +134,7 @@ class _SpecBuilder:
         self.name = name
         for key in d:
             if key not in SPEC_KEYS:
-                self.fail(name, f"unknown key {key!r}")
+                self.note(name, f"unknown key {key!r}")
         stype = d.get("type")
         if stype not in SPEC_TYPES:
             self.fail(f"{name}.type", f"type must be one of {sorted(SPEC_TYPES)}, got {stype!r}")
@@ -127,10 +147,18 @@ class _SpecBuilder:
         valid = self.versions(d["validVersions"], f"{name}.validVersions", "validVersions")
         if valid.open_ended:
             self.fail(f"{name}.validVersions", "validVersions must name its highest version")
+        if "flexibleVersions" not in d and not valid.empty:
+            self.note(name, "flexibleVersions is missing (none, or N+; 0+ for a new message)")
         flexible = self.versions(d.get("flexibleVersions", "none"), f"{name}.flexibleVersions", "flexibleVersions")
         if not flexible.empty and not flexible.open_ended:
-            self.fail(f"{name}.flexibleVersions", "flexibleVersions must be open-ended (N+) or none")
+            self.note(f"{name}.flexibleVersions", "flexibleVersions must be open-ended (N+) or none")
+        elif not flexible.empty and not valid.empty and flexible.lo > valid.hi:
+            self.note(f"{name}.flexibleVersions", f"flexibleVersions {flexible} start above validVersions {valid}")
         self.valid, self.flexible = valid, flexible
+        for key in ("listeners", "latestVersionUnstable"):
+            if key in d and stype != "request" and not valid.empty:
+                self.note(f"{name}.{key}", f"{key} is only for requests")
+        self.header_map = self.header_versions(d.get("headerVersions"), name, stype, api_key, valid)
 
         unstable = self.versions(d.get("unstableVersions", "none"), f"{name}.unstableVersions", "unstableVersions")
         if d.get("latestVersionUnstable") is True and not valid.empty:
@@ -142,7 +170,7 @@ class _SpecBuilder:
         marks = (("unstableVersions", unstable), ("removedVersions", removed), ("deprecatedVersions", deprecated))
         for key, r in marks:
             if not r.issubset(valid):
-                self.fail(f"{name}.{key}", f"{key} {r} lies outside validVersions {valid}")
+                self.note(f"{name}.{key}", f"{key} {r} lies outside validVersions {valid}")
 
         common = d.get("commonStructs", [])
         if not isinstance(common, list):
@@ -168,8 +196,43 @@ class _SpecBuilder:
         return Spec(about=self.about(d, name),
             file=self.file, name=name, type=stype, api_key=api_key, valid=valid, flexible=flexible,
             unstable=unstable, removed=removed, deprecated=deprecated, listeners=listeners,
-            root=root, structs=self.structs,
+            root=root, structs=self.structs, header_map=self.header_map,
         )
+
+    def header_versions(self, raw, name, stype, api_key, valid):
+        """A spec's headerVersions ({"0-1": "1", "2+": "2"}) as [(Versions, header version)], or None.
+
+        The ranges must run from 0 without gaps to an open end; ApiVersions responses stay at header 0.
+        """
+        if raw is None:
+            return None
+        where = f"{name}.headerVersions"
+        if stype not in ("request", "response"):
+            self.fail(where, "headerVersions is only for requests and responses")
+        if not isinstance(raw, dict) or not raw:
+            self.fail(where, "headerVersions must be a non-empty object of version range -> header version")
+        entries = []
+        for key, value in raw.items():
+            r = self.versions(key, where, "headerVersions")
+            if r.empty:
+                self.fail(where, f"empty version range {key!r}")
+            number = _parse_int(value) if isinstance(value, str) else value if type(value) is int else None
+            if number is None or number < 0:
+                self.fail(where, f"header version {value!r} for {key!r} is not a non-negative integer")
+            entries.append((r, number))
+        entries.sort(key=lambda e: e[0].lo)
+        expected = 0
+        for r, _ in entries:
+            if r.lo != expected:
+                self.fail(where, f"ranges must run from version 0 without gaps: {r} should start at {expected}")
+            if not valid.empty and r.lo > valid.hi:
+                self.fail(where, f"range {r} starts above the highest valid version {valid.hi}")
+            expected = r.hi + 1
+        if not entries[-1][0].open_ended:
+            self.fail(where, f"the last range {entries[-1][0]} must be open-ended (N+)")
+        if stype == "response" and api_key == 18 and any(number for _, number in entries):
+            self.fail(where, "ApiVersions responses use header version 0 at every version")
+        return entries
 
     def struct(self, type_name, class_name, qualname, raw_fields, path, parent_versions, root=False,
                array_elem=False):
@@ -178,19 +241,27 @@ class _SpecBuilder:
         fields, seen_names, seen_attrs, seen_tags = [], {}, {}, {}
         st = Struct(type_name, class_name, qualname, fields, path)
         for i, raw in enumerate(raw_fields):
-            named = isinstance(raw, dict) and "name" in raw
-            f = self.field(raw, f"{path}.{raw['name']}" if named else f"{path}[{i}]",
-                           parent_versions, root, array_elem)
+            named = isinstance(raw, dict) and isinstance(raw.get("name"), str)
+            try:
+                f = self.field(raw, f"{path}.{raw['name']}" if named else f"{path}[{i}]",
+                               parent_versions, root, array_elem)
+            except SpecError as e:
+                self.errors.append(e)
+                continue
             if f.name in seen_names:
-                self.fail(f.path, "field name used twice in one struct")
-            if f.attr in seen_attrs:
-                self.fail(f.path, f"field name maps to attribute {f.attr!r}, as {seen_attrs[f.attr]} does")
+                self.note(f.path, "field name used twice in one struct")
+            elif f.attr in seen_attrs:
+                self.note(f.path, f"field name maps to attribute {f.attr!r}, as {seen_attrs[f.attr]} does")
             if f.tag is not None:
                 if f.tag in seen_tags:
-                    self.fail(f.path, f"tag {f.tag} is already used by {seen_tags[f.tag]} in this struct")
+                    self.note(f.path, f"tag {f.tag} is already used by {seen_tags[f.tag]} in this struct")
                 seen_tags[f.tag] = f.name
             seen_names[f.name] = seen_attrs[f.attr] = f.name
             fields.append(f)
+        missing = [t for t in range(len(seen_tags)) if t not in seen_tags]
+        if missing:
+            self.note(path, f"tags must run from 0 without gaps (as they cost bytes on the wire): tag {missing[0]} "
+                            f"is unused but {max(seen_tags)} is")
         self.structs.append(st)
         return st
 
@@ -242,8 +313,10 @@ class _SpecBuilder:
         own_flex = None
         if "flexibleVersions" in raw:
             own_flex = self.versions(raw["flexibleVersions"], path, "flexibleVersions")
-            if not (container or elem in ("string", "bytes", "records")):
-                self.fail(path, f"flexibleVersions on type {ftype}, which has no compact form")
+            if container or elem not in ("string", "bytes", "records"):
+                self.fail(path, f"flexibleVersions on type {ftype}: only string and bytes fields may override it")
+            if not own_flex.empty and not parent_versions.empty and own_flex.lo > parent_versions.hi:
+                self.fail(path, f"flexibleVersions {own_flex} start above the versions {parent_versions} it is in")
 
         tag, tagged = None, Versions.NONE
         if "tag" in raw or "taggedVersions" in raw:
@@ -264,11 +337,34 @@ class _SpecBuilder:
                 self.fail(path, f"taggedVersions {tagged} lie outside the field's versions {versions}")
             tagged = tagged.intersect(present)
 
+        if tag is not None:
+            declared_nullable = self.versions(raw.get("nullableVersions", "none"), path, "nullableVersions")
+            declared_tagged = self.versions(raw["taggedVersions"], path, "taggedVersions")
+            both = declared_nullable.intersect(declared_tagged)
+            if not both.empty and both != declared_tagged:
+                self.fail(path, f"nullableVersions {declared_nullable} cover only part of taggedVersions "
+                                f"{declared_tagged}: a tagged field is nullable in all its tagged versions or none")
+
         map_key = raw.get("mapKey", False)
         if map_key not in (True, False):
             self.fail(path, f"mapKey must be true or false, got {map_key!r}")
         if map_key and not array_elem:
             self.fail(path, "mapKey outside an array of structs")
+        if map_key and tag is not None:
+            self.fail(path, "a tagged field cannot be a mapKey")
+
+        entity = raw.get("entityType")
+        if entity is not None:
+            if entity not in ENTITY_TYPES:
+                self.fail(path, f"unknown entityType {entity!r}; one of {', '.join(ENTITY_TYPES)}")
+            base = ENTITY_TYPES[entity]
+            if base is not None and (elem != base or struct is not None):
+                self.fail(path, f"entityType {entity} needs type {base} (or an array of it), not {ftype}")
+        zero_copy = raw.get("zeroCopy", False)
+        if zero_copy not in (True, False):
+            self.fail(path, f"zeroCopy must be true or false, got {zero_copy!r}")
+        if zero_copy and (container or elem != "bytes"):
+            self.fail(path, f"zeroCopy is only for bytes fields, not {ftype}")
         ignorable = raw.get("ignorable", False)
         if ignorable not in (True, False):
             self.fail(path, f"ignorable must be true or false, got {ignorable!r}")
@@ -277,7 +373,7 @@ class _SpecBuilder:
             name=name, attr=attr, path=path, type=ftype, container=container, elem=elem, struct=struct,
             versions=versions.intersect(Versions(0, MAX_VERSION)), present=present, nullable=nullable,
             flexible_override=own_flex, tag=tag, tagged=tagged, map_key=map_key, ignorable=ignorable,
-            entity_type=raw.get("entityType"), zero_copy=bool(raw.get("zeroCopy", False)),
+            entity_type=entity, zero_copy=zero_copy,
             about=self.about(raw, path),
         )
         f.default = self.default(raw, f)
@@ -368,7 +464,13 @@ class _SpecBuilder:
         if t == "uuid":
             if not has:
                 return "zero"
-            self.fail(where, "a uuid field cannot have a default")
+            try:  # Kafka's form: 16 bytes in URL-safe base64
+                value = base64.urlsafe_b64decode(d + "=" * (-len(d) % 4)) if isinstance(d, str) else None
+            except (ValueError, binascii.Error):
+                value = None
+            if value is None or len(value) != 16:
+                self.fail(where, f"default {d!r} is not a uuid in URL-safe base64")
+            return value
         lo, hi = INT_RANGES[t]
         if not has:
             return 0
@@ -418,27 +520,38 @@ def build_spec(file, data):
 
 
 def load_model(directories):
-    """Load and validate every spec below the directories; return specs sorted by name."""
-    specs, keys = {}, {}
+    """Load and validate every spec below the directories; return specs sorted by name.
+
+    Every broken rule of every file is reported: one SpecError, or SpecErrors listing them all.
+    """
+    specs, keys, errors = {}, {}, []
     for path in spec_files(directories):
-        spec = build_spec(path, load_spec(path))
+        try:
+            spec = build_spec(path, load_spec(path))
+        except SpecError as e:
+            errors.extend(getattr(e, "errors", [e]))
+            continue
         if spec.name in specs:
-            raise SpecError(path, spec.name, f"spec name already defined in {specs[spec.name].file}")
+            errors.append(SpecError(path, spec.name, f"spec name already defined in {specs[spec.name].file}"))
+            continue
         if spec.api_key is not None and spec.type in ("request", "response", "metadata"):
             k = (spec.api_key, spec.type)
             if k in keys:
-                raise SpecError(path, f"{spec.name}.apiKey",
-                                f"apiKey {spec.api_key} with type {spec.type} is already used by "
-                                f"{keys[k].name} ({keys[k].file})")
+                errors.append(SpecError(path, f"{spec.name}.apiKey",
+                                        f"apiKey {spec.api_key} with type {spec.type} is already used by "
+                                        f"{keys[k].name} ({keys[k].file})"))
+                continue
             keys[k] = spec
         specs[spec.name] = spec
-    _check_pairs(specs)
+    errors.extend(_check_pairs(specs))
+    if errors:
+        raise_all(errors)
     return [specs[n] for n in sorted(specs)]
 
 
 def _check_pairs(specs):
     """A request and its response share an api key and versions."""
-    by_key = {}
+    by_key, errors = {}, []
     for s in specs.values():
         if s.is_message:
             by_key.setdefault(s.api_key, {})[s.type] = s
@@ -446,11 +559,13 @@ def _check_pairs(specs):
         if len(pair) == 1:
             (s,) = pair.values()
             other = "response" if s.type == "request" else "request"
-            raise SpecError(s.file, s.name, f"apiKey {key} has a {s.type} but no {other}")
+            errors.append(SpecError(s.file, s.name, f"apiKey {key} has a {s.type} but no {other}"))
+            continue
         req, resp = pair["request"], pair["response"]
         if req.valid != resp.valid:
-            raise SpecError(resp.file, f"{resp.name}.validVersions",
-                            f"validVersions {resp.valid} differ from {req.name}'s {req.valid}")
+            errors.append(SpecError(resp.file, f"{resp.name}.validVersions",
+                                    f"validVersions {resp.valid} differ from {req.name}'s {req.valid}"))
+    return errors
 
 
 def default_schema_dirs():

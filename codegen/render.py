@@ -103,6 +103,8 @@ class FieldView:
         d = f.default
         self.default_kind = "list" if d == [] else "struct" if d == "struct" else "uuid" if d == "zero" else "value"
         self.default = repr(d) if self.default_kind == "value" else None
+        if f.elem == "uuid" and isinstance(d, bytes):  # a uuid default other than zero
+            self.default = f"_Uuid.from_bytes({d!r})"
         default_src = {"list": "_LIST", "struct": "_STRUCT", "uuid": "_ZERO"}.get(self.default_kind, self.default)
         tagged = f.tagged if f.tag is not None else Versions.NONE
         self.info = (

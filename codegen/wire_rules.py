@@ -1,8 +1,9 @@
 """Where Kafka's wire format departs from what the specs say.
 
-The specs do not say which header version frames each message, nor which
-responses are read at another version than asked; Kafka's own generator and
-clients hard-code these rules, and so does this module, once, with the reason.
+Older specs do not say which header version frames each message (newer ones
+may, in headerVersions), nor which responses are read at another version than
+asked; Kafka's own generator and clients hard-code these rules, and so does
+this module, once, with the reason.
 The generated package carries the results (SpecInfo.header_versions and the
 fallback version), so no runtime code repeats them.
 """
@@ -12,7 +13,13 @@ CONTROLLED_SHUTDOWN = 7
 
 
 def header_version(spec, version):
-    """(header version, reason or None) of a request or response spec at a version."""
+    """(header version, reason or None) of a request or response spec at a version.
+
+    A spec's own headerVersions (newer Kafka specs state them) wins over the rules below.
+    """
+    for versions, number in spec.header_map or ():
+        if version in versions:
+            return number, None
     flexible = version in spec.flexible
     if spec.type == "request":
         if spec.api_key == CONTROLLED_SHUTDOWN and version == 0:

@@ -391,3 +391,128 @@ def test_generated_rejects_what_a_version_cannot_carry(foo):
         req(topic_id=Uuid(1, 2)).encode(0)  # TopicId exists from v1
     with pytest.raises(EncodeTypeError):
         req(name=None).encode(0)  # Name is nullable from v1
+
+
+# ---- 6. rules Kafka's own generator enforces, and every error in one run -------------------------------------
+
+@pytest.mark.parametrize("field, rule", [
+    (fld("Owner", "int32", entityType="topicName"), "entityType topicName needs type string"),
+    (fld("Owners", "[]int64", entityType="brokerId"), "entityType brokerId needs type int32"),
+    (fld("Owner", "string", entityType="topicname"), "unknown entityType 'topicname'"),
+    (fld("Blob", "int32", zeroCopy=True), "zeroCopy is only for bytes fields"),
+    (fld("Blob", "string", zeroCopy=True), "zeroCopy is only for bytes fields"),
+    (fld("Names", "[]string", flexibleVersions="1+"), "only string and bytes fields may override it"),
+    (fld("Name", "string", flexibleVersions="7+"), "flexibleVersions 7+ start above the versions 0-3"),
+    (fld("Id", "uuid", default="not-a-uuid"), "default 'not-a-uuid' is not a uuid in URL-safe base64"),
+])
+def test_field_rules_kafka_enforces(tmp_path, field, rule):
+    rejected(tmp_path, [field], f"FooRequest.{field['name']}", rule)
+
+
+def test_entity_types_accept_their_types(tmp_path):
+    build_spec("x.json", spec("FooRequest", [fld("A", "string", entityType="topicName"),
+                                             fld("B", "[]int32", entityType="brokerId"),
+                                             fld("C", "int64", entityType="producerId"),
+                                             fld("D", "int8", entityType="unknown")]))
+
+
+def test_tags_run_from_zero_without_gaps(tmp_path):
+    rejected(tmp_path, [fld("A", "int32", tag=0, taggedVersions="2+"), fld("B", "int32", tag=2, taggedVersions="2+")],
+             "FooRequest", "tag 1 is unused but 2 is")
+
+
+def test_a_tagged_map_key_is_refused(tmp_path):
+    rejected(tmp_path, [items(fld("Key", "int32", "2+", mapKey=True, tag=0, taggedVersions="2+"))],
+             "FooRequest.Items.Key", "a tagged field cannot be a mapKey")
+
+
+def test_a_partly_nullable_tagged_field_is_refused(tmp_path):
+    rejected(tmp_path, [fld("A", "string", "2+", tag=0, taggedVersions="2+", nullableVersions="3+")], "FooRequest.A",
+             "cover only part of taggedVersions")
+
+
+def test_spec_rules_kafka_enforces(tmp_path):
+    rejected(tmp_path, [], "FooRequest.flexibleVersions", "start above validVersions", flexible="9+")
+    path = write(tmp_path, "BarResponse.json", spec("BarResponse", [], "response", listeners=["broker"]))
+    with pytest.raises(SpecError, match="listeners is only for requests"):
+        load_model([path])
+    raw = spec("FooRequest", [])
+    del raw["flexibleVersions"]
+    with pytest.raises(SpecError, match="flexibleVersions is missing"):
+        build_spec("x.json", raw)
+
+
+def test_a_uuid_default_in_kafkas_form_is_accepted(foo_with_uuid_default):
+    cls = foo_with_uuid_default
+    assert cls().topic_id == Uuid(1, 2)
+    assert cls.decode(cls().encode(2), 2).topic_id == Uuid(1, 2)
+
+
+@pytest.fixture
+def foo_with_uuid_default(tmp_path, monkeypatch):
+    schemas = tmp_path / "schemas"
+    write(schemas, "BazRequest.json", spec("BazRequest", [fld("TopicId", "uuid", default=str(Uuid(1, 2)))],
+                                           api_key=600, valid="0-2"))
+    write(schemas, "BazResponse.json", spec("BazResponse", [], "response", api_key=600, valid="0-2"))
+    assert main([str(schemas), "--out", str(tmp_path / "bazpkg")]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module("bazpkg").load("python")["BazRequest"]
+
+
+@pytest.mark.parametrize("header_versions, rule", [
+    ({"0": "1", "2+": "2"}, "should start at 1"),
+    ({"1+": "1"}, "should start at 0"),
+    ({"0-1": "1", "2-3": "2"}, "must be open-ended"),
+    ({"0+": "x"}, "is not a non-negative integer"),
+])
+def test_header_versions_must_cover_every_version(tmp_path, header_versions, rule):
+    rejected(tmp_path, [], "FooRequest.headerVersions", rule, headerVersions=header_versions)
+
+
+def test_header_versions_from_the_spec_are_used(tmp_path):
+    from kafkaproto_codegen.render import spec_rows
+    (s,) = [build_spec("x.json", spec("FooRequest", [], headerVersions={"0-2": "1", "3+": "2"}))]
+    assert spec_rows([s])[0]["header"] == (1, 1, 1, 2)  # flexibleVersions (2+) alone would say 2 at v2
+    with pytest.raises(SpecError, match="ApiVersions responses use header version 0"):
+        build_spec("x.json", spec("ApiVersionsResponse", [], "response", api_key=18, headerVersions={"0+": "1"}))
+
+
+def test_every_error_of_a_spec_set_in_one_run(tmp_path, capsys):
+    schemas = tmp_path / "schemas"
+    write(schemas, "FooRequest.json", spec("FooRequest", [fld("A", "int33"), fld("B", "int32", entityType="x"),
+                                                          fld("C", "string")]))
+    write(schemas, "FooResponse.json", spec("FooResponse", [fld("D", "strin")], "response"))
+    write(schemas, "BarRequest.json", spec("BarRequest", [], api_key=501))  # no response
+    with pytest.raises(SpecError) as info:
+        load_model([schemas])
+    found = {(Path(e.file).name, e.where) for e in info.value.errors}
+    assert found == {("FooRequest.json", "FooRequest.A"), ("FooRequest.json", "FooRequest.B"),
+                     ("FooResponse.json", "FooResponse.D"), ("BarRequest.json", "BarRequest")}
+    assert main([str(schemas), "--check"]) == 1
+    assert capsys.readouterr().err.count("kafkaproto-codegen: error: ") == 4
+
+
+def test_the_cli_writes_only_into_a_folder_it_owns(tmp_path, capsys):
+    schemas, out = foo_schemas(tmp_path / "schemas"), tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main([str(schemas), "--out", str(out)]) == 1
+    assert "notes.txt, which kafkaproto-codegen did not write" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine" and not (out / "__init__.py").exists()
+    fresh = tmp_path / "fresh"
+    assert main([str(schemas), "--out", str(fresh)]) == 0
+    assert main([str(schemas), "--out", str(fresh)]) == 0  # its own output it may rewrite
+    assert all(oct(p.stat().st_mode & 0o777) == oct(0o666 & ~current_umask()) for p in fresh.iterdir()
+               if p.is_file())
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_cli_without_out_or_check_says_so(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([str(foo_schemas(tmp_path / "schemas"))])
+    assert "--out DIR is needed" in capsys.readouterr().err
