@@ -234,11 +234,48 @@ cdef inline object read_records(Reader r, bint compact, bint nullable):
 
 # ---- writing -------------------------------------------------------------
 
-cdef inline object int_value(object v):
-    """v itself when it is an int; otherwise its __index__, so a float fails instead of truncating."""
-    if type(v) is int:
-        return v
-    return index_value(v)
+# An int field's value as C: an int converts (and is range-checked) as it is;
+# anything else goes through __index__ first, so a float fails instead of truncating.
+cdef inline int8_t as_int8(object v) except? -1:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
+
+
+cdef inline int16_t as_int16(object v) except? -1:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
+
+
+cdef inline uint16_t as_uint16(object v) except? 0xFFFF:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
+
+
+cdef inline int32_t as_int32(object v) except? -1:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
+
+
+cdef inline uint32_t as_uint32(object v) except? 0xFFFFFFFF:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
+
+
+cdef inline int64_t as_int64(object v) except? -1:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
+
+
+cdef inline uint64_t as_uint64(object v) except? 0xFFFFFFFFFFFFFFFF:
+    if type(v) is not int:
+        v = index_value(v)
+    return v
 
 
 cdef inline char* reserve(Writer w, Py_ssize_t n) except NULL:

@@ -216,37 +216,37 @@ cdef class Writer:
         write_bool(self, value)
 
     def int8(self, value):
-        write_int8(self, int_value(value))
+        write_int8(self, as_int8(value))
 
     def int16(self, value):
-        write_int16(self, int_value(value))
+        write_int16(self, as_int16(value))
 
     def uint16(self, value):
-        write_uint16(self, int_value(value))
+        write_uint16(self, as_uint16(value))
 
     def int32(self, value):
-        write_int32(self, int_value(value))
+        write_int32(self, as_int32(value))
 
     def uint32(self, value):
-        write_uint32(self, int_value(value))
+        write_uint32(self, as_uint32(value))
 
     def int64(self, value):
-        write_int64(self, int_value(value))
+        write_int64(self, as_int64(value))
 
     def float64(self, double value):
         write_float64(self, value)
 
     def uvarint(self, value):
-        write_uvarint(self, int_value(value))
+        write_uvarint(self, as_uint32(value))
 
     def uvarlong(self, value):
-        write_uvarlong(self, int_value(value))
+        write_uvarlong(self, as_uint64(value))
 
     def varint(self, value):
-        write_varint(self, int_value(value))
+        write_varint(self, as_int32(value))
 
     def varlong(self, value):
-        write_varlong(self, int_value(value))
+        write_varlong(self, as_int64(value))
 
     def uuid(self, value):
         write_uuid(self, value)
