@@ -22,6 +22,7 @@ The run is deterministic for a given --seed, --inputs and --jobs.
 """
 
 import argparse
+import itertools
 import json
 import multiprocessing
 import os
@@ -347,6 +348,7 @@ def worker(conn, progress, limit_bytes, selftest):
     if limit_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
     decoders = Decoders()
+    peak = PeakMemory()
     while True:
         job = conn.recv()
         if job is None:
@@ -354,16 +356,45 @@ def worker(conn, progress, limit_bytes, selftest):
         results = []
         for i, (target, data) in enumerate(job):
             progress[0], progress[1] = i, time.monotonic()
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            before = peak.reset()
             start = time.perf_counter()
             if selftest and target[0] == "selftest":
                 selftest_input(data)
             finding = run_one(decoders, target, data)
             elapsed = time.perf_counter() - start
-            grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+            grew = peak.read() - before
             results.append((finding, elapsed, grew))
         progress[0] = -1
         conn.send(results)
+
+
+class PeakMemory:
+    """The process's peak resident memory since the last reset (Linux: VmHWM, which clear_refs resets;
+    elsewhere ru_maxrss, which never resets, so only new highs of the whole process show)."""
+
+    def __init__(self):
+        self.proc = Path("/proc/self/status").is_file() and os.access("/proc/self/clear_refs", os.W_OK)
+
+    def reset(self):
+        """Start a new peak here; returns the memory in use now (bytes)."""
+        if not self.proc:
+            return self.read()
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return self._status("VmRSS")
+
+    def read(self):
+        if not self.proc:
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return self._status("VmHWM")
+
+    @staticmethod
+    def _status(key):
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+        return 0
 
 
 def selftest_input(data):
@@ -397,11 +428,11 @@ def run(count, seed=1, jobs=2, timeout=10.0, memory_factor=256, out=None, extra=
         log=lambda line: None):
     """Fuzz count inputs (plus extra (target, data) pairs first); returns the summary dict."""
     started = time.monotonic()
-    seeds = build_seeds(seed)
-    stream = iter(list(extra) + list(inputs(seed, count, seeds)))
     ctx = multiprocessing.get_context("spawn")
     limit = 8 << 30
-    workers = [Worker(ctx, limit, selftest) for _ in range(jobs)]
+    workers = [Worker(ctx, limit, selftest) for _ in range(jobs)]  # before the parent grows
+    seeds = build_seeds(seed)
+    stream = itertools.chain(extra, inputs(seed, count, seeds))
     summary = {"inputs": 0, "decoded": 0, "refused": 0, "seed": seed,
                "seeds": {k: len(v) for k, v in seeds.items()}, "findings": Counter(),
                "by_kind": Counter(), "slowest": [], "most_memory": [], "cap": CAP, "memory_factor": memory_factor}
