@@ -24,6 +24,7 @@ Observer never raises on traffic: what it cannot read becomes an Undecodable eve
 """
 
 from . import errors
+from ._generated import ApiKey
 from ._impl import COMPILED
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from .messages import RequestHeader, ResponseHeader
@@ -36,7 +37,6 @@ if COMPILED:
 else:
     from ._pycore import Reader
 
-PRODUCE, SASL_HANDSHAKE, API_VERSIONS = 0, 17, 18
 # Round trips of raw tokens after a version-0 SaslHandshake, by mechanism; others
 # (GSSAPI) run until the client sends a Kafka request again.
 SASL_ROUNDS = {"PLAIN": 1, "SCRAM-SHA-256": 2, "SCRAM-SHA-512": 2, "OAUTHBEARER": 1}
@@ -129,7 +129,7 @@ class Undecodable:
 
 def expects_response(header, body):
     """False for a Produce with acks=0, the one request a broker does not answer."""
-    return not (header.request_api_key == PRODUCE and getattr(body, "acks", None) == 0)
+    return not (header.request_api_key == ApiKey.PRODUCE and getattr(body, "acks", None) == 0)
 
 
 class _State:
@@ -147,13 +147,13 @@ class _State:
         return self.raw_rounds != 0
 
     def request_seen(self, header, body):
-        if header.request_api_key == SASL_HANDSHAKE and header.request_api_version == 0:
+        if header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0:
             self.mechanism = body.mechanism
         if expects_response(header, body):
             self.pending[header.correlation_id] = header
 
     def response_seen(self, request, body):
-        if request.request_api_key == SASL_HANDSHAKE and request.request_api_version == 0 and self.mechanism:
+        if request.request_api_key == ApiKey.SASL_HANDSHAKE and request.request_api_version == 0 and self.mechanism:
             if body.error_code == 0:
                 self.raw_rounds = SASL_ROUNDS.get(self.mechanism.upper(), -1)
             self.mechanism = None
@@ -362,9 +362,9 @@ def _reads_as_request(frame):
 def _api_versions_header(frame):
     """The header of an ApiVersions request at a version above those known, read as Kafka reads it
     (the header version of the newest known version); None for anything else."""
-    if len(frame) < 4 or int.from_bytes(frame[:2], "big", signed=True) != API_VERSIONS:
+    if len(frame) < 4 or int.from_bytes(frame[:2], "big", signed=True) != ApiKey.API_VERSIONS:
         return None
-    info = api(API_VERSIONS)
+    info = api(ApiKey.API_VERSIONS)
     if int.from_bytes(frame[2:4], "big", signed=True) < info.valid_versions.start:
         return None
     try:

@@ -516,3 +516,11 @@ def test_cli_without_out_or_check_says_so(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(foo_schemas(tmp_path / "schemas"))])
     assert "--out DIR is needed" in capsys.readouterr().err
+
+
+def test_without_jinja2_the_cli_says_what_to_install(tmp_path):
+    code = ("import sys; sys.modules['jinja2'] = None; from kafkaproto_codegen.__main__ import main; "
+            f"sys.exit(main([{str(foo_schemas(tmp_path / 'schemas'))!r}, '--check']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'kafkaproto[codegen]'" in proc.stderr and "Traceback" not in proc.stderr
