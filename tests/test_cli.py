@@ -81,7 +81,8 @@ def test_version_flag(capsys):
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"kafkaproto {kafkaproto.__version__}"
 
 
-def test_a_closed_pipe_is_not_an_error():
+def test_a_closed_pipe_is_not_an_error(tmp_path):
+    # Run outside the checkout: `python -m` puts the working directory first on sys.path.
     proc = subprocess.run(f"{sys.executable} -m kafkaproto apis | head -1", shell=True, capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, cwd=tmp_path)
     assert proc.stdout.startswith(" key") and proc.stderr == ""
