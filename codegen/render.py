@@ -110,7 +110,7 @@ class FieldView:
         self.info = (
             f"_FieldInfo({f.attr!r}, {f.name!r}, {self.kind!r}, {f.is_array}, {self.struct_class or 'None'}, "
             f"{py_range(f.present)}, {py_range(f.nullable)}, {self.tag!r}, {py_range(tagged)}, "
-            f"{py_range(flex.intersect(f.present))}, {f.ignorable}, {default_src})")
+            f"{py_range(flex.intersect(f.present))}, {f.ignorable}, {default_src}, {f.entity_type!r})")
         self.tag_row = f"({f.tag}, {tagged.lo}, {tagged.hi})" if self.tag is not None else None
         # What _write does at each version: write it, leave it to the tagged section, or
         # refuse a non-default value that the version cannot carry.

@@ -4,6 +4,7 @@
     kafkaproto apis                              every API with its versions
     kafkaproto decode 00000020001200030000...    a request frame, as JSON (hex, base64, a file or stdin)
     kafkaproto decode --response Metadata 12 F   a response frame to a Metadata v12 request
+    kafkaproto capture traffic.pcapng            what the Kafka traffic in a capture did
 """
 
 import argparse
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import kafkaproto
 from kafkaproto import messages, metadata
+from kafkaproto.cli import capture as capture_cli
 from kafkaproto.jsonview import to_json
 
 
@@ -130,12 +132,17 @@ def main(argv=None):
     dec.add_argument("--size-prefix", choices=("auto", "yes", "no"), default="auto",
                      help="whether the frame starts with its int32 size (default: when the size fits)")
     dec.add_argument("--compact", action="store_true", help="one line of JSON")
+    cap = sub.add_parser("capture", help="summarise the Kafka traffic in pcap/pcapng files, or write its rows",
+                         description=capture_cli.__doc__.splitlines()[0])
+    capture_cli.add_arguments(cap)
     args = parser.parse_args(argv)
     try:
         if args.command == "apis":
             return list_apis()
         if args.command == "decode":
             return decode(args)
+        if args.command == "capture":
+            return capture_cli.run(args)
         return summary()
     except BrokenPipeError:
         raise

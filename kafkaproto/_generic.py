@@ -26,6 +26,7 @@ class FieldInfo(NamedTuple):
     flexible_versions: range  # the versions that write it in compact form
     ignorable: bool  # a version without it may drop a non-default value
     default: object  # its value when absent; LIST and STRUCT stand for a fresh [] or struct
+    entity: object = None  # what the value names, as the spec's entityType says: "topicName", "brokerId", ...
 
 
 class SpecInfo(NamedTuple):

@@ -155,6 +155,29 @@ def _check_end(r, cls, version):
                           message=f"{cls._qualname} v{version}")
 
 
+def read_request_header(frame):
+    """The RequestHeader at the start of a request frame's payload; the body is not read.
+
+    For an API key or version the registry lacks, the fields that every header
+    version from 1 on starts with (api key, version, correlation id, client id) are
+    read, so that traffic newer than kafkaproto still shows who asked what. Raises
+    DecodeError when even those are not there.
+    """
+    if len(memoryview(frame)) < 8:
+        raise DecodeError("a request header needs at least 8 bytes", len(memoryview(frame)))
+    api_key, version = _HEAD.unpack_from(frame, 0)
+    try:
+        header_version = api(api_key).request_header_version(version)
+    except (KeyError, UnsupportedVersionError):
+        header_version = 1
+    classes = registry.classes(_impl.IMPL)
+    if _impl.COMPILED:
+        from ._core import Reader
+    else:
+        from ._pycore import Reader
+    return classes["RequestHeader"].read_from(Reader(frame), header_version)
+
+
 class FrameError(KafkaProtoError, ValueError):
     """A size prefix that cannot be right: negative or over the frame limit."""
 

@@ -1,8 +1,9 @@
 """Record the packet captures in tests/data/captures/ from real Kafka clients and brokers.
 
     apt-get install tcpdump                      # capturing needs root (or CAP_NET_RAW)
-    pip install '.[test,captures]'               # kafka-python and confluent-kafka
-    python tests/kafka/record_captures.py        # java, mvn and Maven Central as for the tests
+    pip install '.[test,captures]'               # kafka-python, aiokafka and confluent-kafka
+    python tests/kafka/record_captures.py        # java, mvn and Maven Central as for the tests;
+                                                 # node and npm for kafkajs (tests/kafka/package.json)
 
 Each capture starts a fresh single-node broker (tests/kafka_jvm.py), records its port on
 the loopback interface with tcpdump while one client library does its work, then stops
@@ -10,6 +11,7 @@ both. tests/data/captures/README.md describes what each file holds.
 """
 
 import argparse
+import asyncio
 import shutil
 import signal
 import subprocess
@@ -95,12 +97,77 @@ def confluent(bootstrap):
         raise RuntimeError(f"librdkafka consumed {seen} of 20 records")
 
 
+def aiokafka(bootstrap):
+    asyncio.run(_aiokafka(bootstrap))
+
+
+async def _aiokafka(bootstrap):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="aiokafka-admin")
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic("aio-topic", num_partitions=1, replication_factor=1)])
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id="aiokafka-producer",
+                                    compression_type="snappy", acks="all", linger_ms=5)
+        await producer.start()
+        try:
+            sent = [await producer.send("aio-topic", key=b"k%d" % i, value=b"value %d from aiokafka" % i,
+                                        headers=[("trace", b"t%d" % i)]) for i in range(20)]
+            await asyncio.gather(*sent)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("aio-topic", bootstrap_servers=bootstrap, client_id="aiokafka-consumer",
+                                    group_id="aio-group", auto_offset_reset="earliest", enable_auto_commit=False)
+        await consumer.start()
+        seen = 0
+        try:
+            deadline = time.monotonic() + 30
+            while seen < 20 and time.monotonic() < deadline:
+                batches = await consumer.getmany(timeout_ms=500)
+                seen += sum(len(batch) for batch in batches.values())
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        await admin.delete_topics(["aio-topic"])
+    finally:
+        await admin.close()
+    if seen != 20:
+        raise RuntimeError(f"aiokafka consumed {seen} of 20 records")
+
+
+def install_kafkajs():
+    """kafkajs into tests/kafka/node_modules, once; before the recording, so npm's time is not in it."""
+    npm = shutil.which("npm")
+    if shutil.which("node") is None or npm is None:
+        sys.exit("node and npm are needed for the kafkajs capture")
+    if (HERE / "node_modules" / "kafkajs").is_dir():
+        return
+    # npm ci installs exactly what package-lock.json pins.
+    install = [npm, "ci" if (HERE / "package-lock.json").exists() else "install", "--no-audit", "--no-fund"]
+    run = subprocess.run(install, cwd=HERE, capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        sys.exit(f"npm {install[1]} in {HERE} failed:\n{run.stderr}")
+
+
+def kafkajs(bootstrap):
+    run = subprocess.run([shutil.which("node"), str(HERE / "kafkajs_client.js"), bootstrap, "js-topic", "js-group"],
+                         capture_output=True, text=True, timeout=180)
+    if run.returncode != 0:
+        sys.exit(f"kafkajs client failed:\n{run.stderr}")
+
+
 CAPTURES = {
     "java-3.9.2": ("3.9.2", lambda bootstrap: java_clients("3.9.2", bootstrap)),
     "java-4.3.1": ("4.3.1", lambda bootstrap: java_clients("4.3.1", bootstrap)),
     "kafka-python": ("4.3.1", kafka_python),
     "librdkafka": ("4.3.1", confluent),
+    "aiokafka": ("4.3.1", aiokafka),
+    "kafkajs": ("4.3.1", kafkajs),
 }
+# What a capture needs installed before its broker and tcpdump start.
+PREPARE = {"kafkajs": install_kafkajs}
 
 
 def record(name, out):
@@ -108,6 +175,8 @@ def record(name, out):
     tcpdump = shutil.which("tcpdump")
     if tcpdump is None:
         sys.exit("tcpdump is not installed (apt-get install tcpdump)")
+    if name in PREPARE:
+        PREPARE[name]()
     pcap = out / f"{name}.pcap"
     partial = pcap.with_suffix(".partial")
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,166 @@
+"""Kafka traffic captures: pcap and pcapng files to request/response exchanges.
+
+    from kafkaproto import capture
+
+    reader = capture.read_capture("traffic.pcapng", ports=[9092])
+    for ex in reader:                        # one Exchange per request (and per unmatched response)
+        ex.status, ex.api_name, ex.api_version, ex.latency_ns, ex.topics, ex.request, ex.response
+    reader.stats                             # packets, connections, what was skipped and why
+
+    for row in capture.records(capture.read_capture("traffic.pcap")):
+        row["topic"], row["partition"], row["offset"], row["key"], row["value"]
+
+Files are read as a stream (gzip-compressed ones too), so a capture far larger
+than memory is fine. Nothing here raises on bad traffic: a packet that is not
+TCP is counted in ``stats.skipped``, and a frame that is cut, lost or unreadable
+comes out as an exchange whose ``status`` says so (``capture.STATUSES``). A file
+that is itself damaged ends with a "capture error" exchange, after everything
+that could be read from it.
+"""
+
+from collections import Counter
+
+from . import link
+from .exchanges import (
+    CAPTURE_ERROR,
+    DECODE_ERROR,
+    GAP,
+    OK,
+    STATUSES,
+    UNMATCHED_REQUEST,
+    UNMATCHED_RESPONSE,
+    UNSUPPORTED,
+    Exchange,
+    Exchanges,
+    walk,
+)
+from .pcap import CaptureFormatError, read_packets
+
+__all__ = [
+    "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
+    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "read_capture", "records", "walk",
+]
+
+
+class CaptureStats:
+    """What reading a capture saw: counts, and the file's own damage if any."""
+
+    def __init__(self):
+        self.packets = 0
+        self.bytes = 0  # captured bytes of all packets
+        self.tcp_segments = 0
+        self.connections = 0  # TCP connections read as Kafka
+        self.exchanges = 0
+        self.gap_bytes = 0  # stream bytes the capture did not hold
+        self.skipped = Counter()  # reason -> packets not read as Kafka
+        self.error = None  # the file's damage (CaptureFormatError text), if any
+
+    def to_dict(self):
+        out = dict(vars(self))
+        out["skipped"] = dict(self.skipped)
+        return out
+
+    def __repr__(self):
+        return f"CaptureStats({self.to_dict()})"
+
+
+class CaptureReader:
+    """The exchanges of one capture file, read as it is iterated. See read_capture."""
+
+    def __init__(self, source, *, ports=None, name=None, partition=None, decode=True, **limits):
+        self.source = source
+        self.name = name
+        self.ports = ports
+        self.partition = partition
+        self.decode = decode
+        self.limits = limits
+        self.stats = CaptureStats()
+
+    def __iter__(self):
+        stats = self.stats = CaptureStats()
+        exchanges = Exchanges(self.ports, partition=self.partition, decode=self.decode, **self.limits)
+        tcp_segment = link.tcp_segment
+        skipped = stats.skipped
+        packet_fn = exchanges.packet
+        try:
+            for number, packet in enumerate(read_packets(self.source, self.name), 1):
+                stats.packets = number
+                stats.bytes += len(packet.data)
+                seg = tcp_segment(packet.link_type, packet.data)
+                if type(seg) is str:
+                    skipped[seg] += 1
+                    continue
+                stats.tcp_segments += 1
+                out = packet_fn(seg, packet.timestamp_ns, number)
+                if out:
+                    stats.exchanges += len(out)
+                    yield from out
+        except CaptureFormatError as e:
+            stats.error = str(e)
+            damaged = Exchange(CAPTURE_ERROR)
+            damaged.error, damaged.error_offset = str(e), e.offset
+            stats.exchanges += 1
+            yield damaged
+        out = exchanges.finish()
+        stats.exchanges += len(out)
+        stats.connections = exchanges.count
+        stats.gap_bytes = exchanges.gap_bytes
+        for reason, count in exchanges.skipped.items():
+            skipped[reason] += count
+        yield from out
+
+
+def read_capture(source, *, ports=None, name=None, partition=None, decode=True, **limits):
+    """The exchanges in a pcap or pcapng file (a path or a binary file object; gzip is recognised).
+
+    ports: the brokers' ports (others are skipped); without them, each connection's
+    client is found from its SYN or its first request. partition=(i, n): only the
+    connections that hash to i of n, for readers that split one file between them.
+    decode=False reads request headers only, not bodies. limits: max_frame,
+    idle_ns, max_connections, max_pending (see exchanges.Exchanges).
+    """
+    return CaptureReader(source, ports=ports, name=name, partition=partition, decode=decode, **limits)
+
+
+_RECORD_FIELDS = ("offset", "timestamp", "key", "value", "headers")
+
+
+def records(exchanges, *, validate=True):
+    """One dict per record in the exchanges' Produce requests and Fetch (and ShareFetch) responses.
+
+    Each row names where the record travelled (connection, api, time, topic, topic id,
+    partition) and what it is (offset, timestamp, key, value, headers and its batch's
+    producer fields). Records that do not read are skipped, with a row whose
+    ``error`` says why.
+    """
+    from .. import records as recs
+
+    for ex in exchanges:
+        for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
+                                    ("response", ex.response, ex.response_time_ns)):
+            if body is None:
+                continue
+            found = []
+            walk(body, {}, [], records=found)
+            for topic, topic_id, partition, data in found:
+                base = {"connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name,
+                        "side": side, "time_ns": time_ns, "topic": topic, "topic_id": topic_id,
+                        "partition": partition}
+                try:
+                    for batch in recs.iter_batches(data, validate=validate, allow_partial=True):
+                        batch_fields = _batch_fields(batch)
+                        for record in batch:
+                            row = dict(base)
+                            row.update(batch_fields)
+                            row.update(offset=record.offset, timestamp=record.timestamp, key=record.key,
+                                       value=record.value, headers=list(record.headers), error=None)
+                            yield row
+                except recs.RecordsError as e:
+                    yield dict(base, error=str(e))
+
+
+def _batch_fields(batch):
+    return {"producer_id": getattr(batch, "producer_id", -1), "producer_epoch": getattr(batch, "producer_epoch", -1),
+            "sequence": getattr(batch, "base_sequence", -1),
+            "transactional": bool(getattr(batch, "is_transactional", False)),
+            "control": bool(getattr(batch, "is_control", False)), "compression": batch.compression.name.lower()}

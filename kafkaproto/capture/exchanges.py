@@ -1,0 +1,926 @@
+"""From TCP segments to Kafka exchanges: each connection's two streams cut into frames, requests paired with responses.
+
+Nothing here reads files or sockets: ``Exchanges.packet`` takes one packet's
+TCP segment with its time and number, and returns the exchanges it completed.
+It keeps, per connection, the reassembled streams (``tcp.Direction``), a framer
+per direction, and the requests waiting for their response.
+
+Captures are imperfect, and every imperfection ends up in an exchange's status
+rather than in an exception: a hole inside a frame whose size is known costs only
+that frame (its header is still read when it was captured); a hole across a frame
+boundary, or a size that cannot be right, loses the stream's footing until a
+plausible frame start turns up again (a request header whose API and version
+exist, or a response whose correlation id is pending).
+"""
+
+import re
+import struct
+from collections import OrderedDict
+
+from ..connection import SASL_ROUNDS, expects_response
+from ..exceptions import KafkaProtoError, UnsupportedVersionError
+from ..messages import ApiKey
+from ..protocol import DEFAULT_MAX_FRAME, decode_request, decode_response, read_request_header
+from ..registry import api, apis
+from ..uuid import Uuid
+from . import link
+from .tcp import Direction
+
+OK = "ok"
+UNMATCHED_REQUEST = "unmatched request"
+UNMATCHED_RESPONSE = "unmatched response"
+GAP = "gap"
+DECODE_ERROR = "decode error"
+UNSUPPORTED = "unsupported"
+CAPTURE_ERROR = "capture error"
+STATUSES = (OK, UNMATCHED_REQUEST, UNMATCHED_RESPONSE, GAP, DECODE_ERROR, UNSUPPORTED, CAPTURE_ERROR)
+
+_INT32 = struct.Struct(">i")
+_REQUEST_START = struct.Struct(">ihhih")  # size, api key, version, correlation id, client id length
+_RESPONSE_START = struct.Struct(">ii")  # size, correlation id
+_SYN, _FIN, _RST, _ACK = link.SYN, link.FIN, link.RST, link.ACK
+# A lost stream holds at most this much while candidate frame starts wait for the rest of their frame.
+_SCAN_LIMIT = 1 << 20
+# Bytes a frame start needs before it can be judged: a request's size, api key, version, correlation id and
+# client id length.
+_HEAD_BYTES = 14
+# A request frame starts with a size under 128 MiB, then an api key and a version under 256.
+_REQUEST_CANDIDATE = re.compile(rb"(?=[\x00-\x07][\x00-\xff]{3}\x00[\x00-\xff]\x00)", re.S)
+# How much of an undecided connection (no SYN seen, no port given) is held while looking for a request.
+_UNDECIDED_LIMIT = 256 << 10
+
+
+class Exchange:
+    """One request and its response as they crossed the wire, or what could be read of them.
+
+    ``status`` is one of STATUSES. Times are nanoseconds since the epoch, taken from
+    the packet that completed each frame; packets are numbered from 1 as Wireshark
+    numbers them. Sizes are the frames' size prefixes. ``request``/``response`` are
+    the decoded bodies (kafkaproto message objects), ``error`` says what went wrong
+    and ``error_offset`` where (the byte in the frame, or in the stream for gaps).
+    """
+
+    __slots__ = ("status", "connection", "client_address", "client_port", "broker_address", "broker_port",
+                 "request_time_ns", "response_time_ns", "request_packet", "response_packet",
+                 "api_key", "api_version", "correlation_id", "client_id", "request_size", "response_size",
+                 "request_header", "request", "response_header", "response", "error", "error_offset",
+                 "_walked")
+
+    def __init__(self, status, conn=None):
+        self.status = status
+        if conn is not None:
+            self.connection = conn.index
+            self.client_address, self.client_port = conn.client
+            self.broker_address, self.broker_port = conn.broker
+        else:
+            self.connection = self.client_address = self.client_port = None
+            self.broker_address = self.broker_port = None
+        self.request_time_ns = self.response_time_ns = self.request_packet = self.response_packet = None
+        self.api_key = self.api_version = self.correlation_id = self.client_id = None
+        self.request_size = self.response_size = None
+        self.request_header = self.request = self.response_header = self.response = None
+        self.error = self.error_offset = None
+        self._walked = None
+
+    @property
+    def api_name(self):
+        try:
+            return api(self.api_key).name
+        except (KeyError, TypeError):
+            return None
+
+    @property
+    def latency_ns(self):
+        if self.request_time_ns is None or self.response_time_ns is None:
+            return None
+        return self.response_time_ns - self.request_time_ns
+
+    @property
+    def error_code(self):
+        """The response's top-level error code, or None."""
+        return getattr(self.response, "error_code", None)
+
+    @property
+    def partition_errors(self):
+        """(topic name or Uuid, partition, error code) for each partition the response reports an error for."""
+        return self._walk()[1]
+
+    @property
+    def topics(self):
+        """Topic names and topic ids (Uuid) the request and response name, in order of appearance."""
+        return self._walk()[0]
+
+    def _walk(self):
+        if self._walked is None:
+            topics, errors = {}, []
+            for body in (self.request, self.response):
+                if body is not None:
+                    walk(body, topics, errors)
+            self._walked = (tuple(topics), errors)
+        return self._walked
+
+    def to_dict(self):
+        """Plain values: the bodies as dicts (to_dict()), topic ids as Uuid."""
+        out = {name: getattr(self, name) for name in _PLAIN}
+        out["api_name"] = self.api_name
+        out["latency_ns"] = self.latency_ns
+        out["error_code"] = self.error_code
+        out["topics"] = list(self.topics)
+        out["partition_errors"] = [list(e) for e in self.partition_errors]
+        for name in ("request_header", "request", "response_header", "response"):
+            value = getattr(self, name)
+            out[name] = None if value is None else value.to_dict()
+        return out
+
+    def __repr__(self):
+        what = f"{self.api_name or self.api_key} v{self.api_version}" if self.api_key is not None else "-"
+        return (f"Exchange({self.status}, {what}, connection={self.connection}, "
+                f"correlation_id={self.correlation_id}{', error=' + repr(self.error) if self.error else ''})")
+
+
+_PLAIN = ("status", "connection", "client_address", "client_port", "broker_address", "broker_port",
+          "request_time_ns", "response_time_ns", "request_packet", "response_packet", "api_key", "api_version",
+          "correlation_id", "client_id", "request_size", "response_size", "error", "error_offset")
+
+
+# ---- what a message names: topics, partitions, error codes, records -----------------------------------------
+
+_PARTITION_FIELDS = ("PartitionIndex", "Partition", "PartitionId", "Index")  # Index: Produce, FetchSnapshot
+_plans = {}
+
+
+def _plan(cls):
+    """Which of a class's fields name a topic, a partition, an error, records, or hold structs."""
+    plan = _plans.get(cls)
+    if plan is None:
+        names, ids, structs, records = [], [], [], []
+        partition = error = None
+        for f in cls._fields:
+            if f.entity == "topicName":
+                names.append((f.attr, f.array))
+            elif f.kind == "uuid" and f.name == "TopicId" and not f.array:
+                ids.append(f.attr)
+            elif f.name in _PARTITION_FIELDS and f.kind == "int32" and not f.array and partition is None:
+                partition = f.attr
+            elif f.name == "ErrorCode" and f.kind == "int16" and not f.array:
+                error = f.attr
+            elif f.kind == "records":
+                records.append(f.attr)
+            if f.struct is not None:
+                structs.append((f.attr, f.array))
+        plan = _plans[cls] = (names, ids, partition, error, records, structs)
+    return plan
+
+
+def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
+    """Collect from a message: topics ({name or Uuid: None}, ordered), (topic, partition, code) for nonzero
+    partition error codes, and (topic name, topic id, partition, records) for records fields."""
+    names, ids, partition, error, record_attrs, structs = _plan(type(obj))
+    for attr, is_array in names:
+        value = getattr(obj, attr)
+        if is_array:
+            for name in value or ():
+                topics[name] = None
+        elif value:
+            topics[value] = None
+            topic = value
+    for attr in ids:
+        value = getattr(obj, attr)
+        if value is not None and value != Uuid.ZERO:
+            topics[value] = None
+            topic_id = value
+    if partition is not None and error is not None:
+        code = getattr(obj, error)
+        if code:
+            errors.append((topic if topic is not None else topic_id, getattr(obj, partition), code))
+    if records is not None:
+        for attr in record_attrs:
+            data = getattr(obj, attr)
+            if data is not None and len(data):
+                records.append((topic, topic_id, None if partition is None else getattr(obj, partition), data))
+    for attr, is_array in structs:
+        value = getattr(obj, attr)
+        if value is None:
+            continue
+        for item in (value if is_array else (value,)):
+            walk(item, topics, errors, topic, records, topic_id)
+
+
+# ---- one direction's frames ------------------------------------------------------------------------------------
+
+class _Framer:
+    """Cuts one direction's stream, given as bytes and holes, into Kafka frames.
+
+    feed() and hole() return events: ("frame", payload, size, damaged, offset) for a
+    frame (damaged: part of it is missing, and payload holds what came before the
+    first hole), and ("resync", lost_at, found_at, reason) when the stream found its
+    footing again after losing it at lost_at (found_at None: it never did).
+
+    Footing is found again at a plausible frame start (``starts(buf, i)`` yields
+    (position, size) candidates from i on) whose whole frame reads (``reads(payload)``).
+    A candidate whose frame has not fully arrived waits for it, as long as what is
+    held stays under _SCAN_LIMIT; past that the earliest is taken on trust.
+    """
+
+    __slots__ = ("buf", "need", "size", "damaged", "synced", "offset", "frame_offset", "starts", "reads",
+                 "max_frame", "lost_at", "lost_reason", "scan_from", "waiting", "skipped")
+
+    def __init__(self, starts, reads, max_frame, synced=True):
+        self.buf = bytearray()
+        self.need = -1  # payload bytes still owed to the current frame; -1 while reading a size prefix
+        self.size = 0
+        self.damaged = False
+        self.synced = synced
+        self.offset = 0  # stream offset of the first byte of the data being fed
+        self.frame_offset = 0
+        self.starts = starts
+        self.reads = reads
+        self.max_frame = max_frame
+        self.lost_at = None if synced else 0
+        self.lost_reason = None if synced else "the capture starts after the connection did"
+        self.scan_from = 0  # while lost: where in buf the search for candidates goes on
+        self.waiting = []  # while lost: (position in buf, size) of candidates whose frame is still arriving
+        self.skipped = 0  # bytes passed over while lost
+
+    def start(self):
+        """The stream starts here, at a frame boundary (its SYN was seen)."""
+        if not self.offset and not self.buf:
+            self.synced = True
+            self.lost_at = self.lost_reason = None
+
+    def feed(self, data):
+        events = []
+        while data is not None:
+            data = self._feed(data, events)
+        return events
+
+    def _feed(self, data, events):
+        """Consume data; return bytes to feed again (after finding a frame start), or None."""
+        pos, n = 0, len(data)
+        while pos < n:
+            if not self.synced:
+                return self._scan(data, pos, events)
+            need = self.need
+            if need < 0:
+                buf = self.buf
+                if not buf and n - pos >= 4:
+                    self.frame_offset = self.offset + pos
+                    size = _INT32.unpack_from(data, pos)[0]
+                    pos += 4
+                else:
+                    if not buf:
+                        self.frame_offset = self.offset + pos
+                    take = min(4 - len(buf), n - pos)
+                    buf += data[pos:pos + take]
+                    pos += take
+                    if len(buf) < 4:
+                        break
+                    size = _INT32.unpack_from(buf, 0)[0]
+                    buf.clear()
+                if size < 0 or size > self.max_frame:
+                    self._lose(self.frame_offset, f"a frame size of {size} (outside 0..{self.max_frame})")
+                    continue
+                self.size = self.need = size
+                if not size:
+                    events.append(("frame", b"", 0, False, self.frame_offset))
+                    self.need = -1
+                continue
+            if not self.buf and not self.damaged and n - pos >= need:
+                events.append(("frame", data[pos:pos + need], need, False, self.frame_offset))
+                pos += need
+                self.need = -1
+                continue
+            take = min(need, n - pos)
+            if not self.damaged:
+                self.buf += data[pos:pos + take]
+            pos += take
+            self.need = need - take
+            if not self.need:
+                self._emit(events)
+        self.offset += n
+        return None
+
+    def _emit(self, events):
+        events.append(("frame", bytes(self.buf), self.size, self.damaged, self.frame_offset))
+        self.buf = bytearray()
+        self.need = -1
+        self.damaged = False
+
+    def hole(self, count):
+        events = []
+        start = self.offset
+        self.offset += count
+        if not self.synced:
+            self.buf.clear()  # bytes on either side of a hole do not belong together
+            self.scan_from = 0
+            self.waiting = []
+        elif self.need < 0:
+            self._lose(start, "bytes missing from the capture where a frame should start")
+        elif count < self.need:
+            self.damaged = True
+            self.need -= count
+        else:
+            after = count - self.need
+            self.damaged = True
+            self._emit(events)
+            if after:
+                self._lose(start + count - after, "bytes missing from the capture across a frame boundary")
+        return events
+
+    def end(self):
+        """Events for what is left when the stream ends: a frame cut short, or footing never found again."""
+        events = []
+        if self.synced and self.need > 0:
+            self.damaged = True
+            self._emit(events)
+        elif self.synced and self.buf:
+            self.lost_at, self.lost_reason, self.synced = self.frame_offset, "the stream ends inside a size prefix", False
+        if not self.synced and self.offset > self.lost_at:
+            self.skipped += self.offset - self.lost_at
+            events.append(("resync", self.lost_at, None, self.lost_reason))
+        return events
+
+    def _lose(self, at, reason):
+        self.synced = False
+        self.lost_at, self.lost_reason = at, reason
+        self.buf.clear()
+        self.need = -1
+        self.damaged = False
+        self.scan_from = 0
+        self.waiting = []
+
+    def _scan(self, data, pos, events):
+        """Look for a frame start in what has arrived; return the bytes from there on, or None to wait."""
+        buf = self.buf
+        base = self.offset + pos - len(buf)  # stream offset of buf[0]
+        buf += data[pos:]
+        self.offset += len(data)
+        reads = self.reads
+        found = None
+        still = []
+        for at, size in self.waiting:  # candidates from earlier chunks, first
+            end = at + 4 + size
+            if end > len(buf):
+                still.append((at, size))
+            elif reads(buf[at + 4:end]):
+                found = at
+                break
+        if found is None:
+            for at, size in self.starts(buf, self.scan_from):
+                end = at + 4 + size
+                if end > len(buf):
+                    if len(still) < 64:
+                        still.append((at, size))
+                elif reads(buf[at + 4:end]):
+                    found = at
+                    break
+            else:
+                self.scan_from = max(self.scan_from, len(buf) - _HEAD_BYTES + 1)
+        if found is None and still and len(buf) - still[0][0] > _SCAN_LIMIT:
+            found = still[0][0]  # too long to wait for: take it on trust
+        if found is None:
+            keep = min([self.scan_from] + [at for at, _ in still])
+            if keep > 0:
+                del buf[:keep]
+                self.scan_from -= keep
+                still = [(at - keep, size) for at, size in still]
+            self.waiting = still
+            return None
+        self.synced = True
+        at = base + found
+        if at > self.lost_at:
+            self.skipped += at - self.lost_at
+            events.append(("resync", self.lost_at, at, self.lost_reason))
+        self.lost_at = self.lost_reason = None
+        self.scan_from = 0
+        self.waiting = []
+        rest = bytes(buf[found:])
+        buf.clear()
+        self.offset = at
+        return rest
+
+
+def _syn(stream, framer, seq):
+    """A stream's SYN: it starts at seq + 1, at a frame boundary."""
+    if stream.next_seq is None:
+        stream.syn(seq & 0xFFFFFFFF)
+        framer.start()
+
+
+def _feed_framer(framer, pieces):
+    """Feed stream pieces to a framer; True if any event came out."""
+    events = False
+    for piece in pieces:
+        events = bool(framer.hole(piece) if type(piece) is int else framer.feed(piece)) or events
+    return events
+
+
+def _client_hello(data):
+    """True when data starts with a TLS handshake record carrying a ClientHello."""
+    return len(data) >= 6 and data[0] == 22 and data[1] == 3 and data[5] == 1
+
+
+def _tls_record(data):
+    """True when data starts like a TLS record (handshake, alert, change cipher spec or application data):
+    as a Kafka size prefix it would be over 300 MB, so it cannot be one."""
+    return len(data) >= 3 and 20 <= data[0] <= 23 and data[1] == 3 and data[2] <= 4
+
+
+# ---- one connection --------------------------------------------------------------------------------------------
+
+class _Request:
+    """What is known of a request while its response is awaited."""
+
+    __slots__ = ("header", "body", "status", "error", "error_offset", "time_ns", "packet", "size", "number",
+                 "response_holes")
+
+
+class _Connection:
+    __slots__ = ("index", "client", "broker", "client_key", "up", "down", "up_frames", "down_frames", "pending",
+                 "sasl_mechanism", "raw_rounds", "tls", "fin", "last_ns", "undecided", "undecided_bytes",
+                 "requests", "detectors")
+
+    def __init__(self, index):
+        self.index = index
+        self.client = self.broker = None  # (address text, port)
+        self.client_key = None  # (address bytes, port) of the client
+        self.up = self.down = None  # tcp.Direction client->broker, broker->client
+        self.up_frames = self.down_frames = None
+        self.pending = {}  # correlation id -> _Request
+        self.sasl_mechanism = None
+        self.raw_rounds = 0  # raw SASL tokens owed after a version-0 SaslHandshake; -1: until a request reads
+        self.tls = False
+        self.fin = 0  # directions that sent FIN
+        self.last_ns = 0
+        self.undecided = []  # (segment, time, packet) held until the client side is known
+        self.undecided_bytes = 0
+        self.requests = 0  # requests read so far: each pending one knows its place
+        self.detectors = {}  # (address, port) -> (its stream, a framer looking for a whole request in it)
+
+
+class Exchanges:
+    """Turns TCP segments into exchanges, connection by connection.
+
+        ex = Exchanges(ports={9092})
+        for packet_number, (time_ns, segment) in enumerate(segments, 1):
+            for exchange in ex.packet(segment, time_ns, packet_number):
+                ...
+        remaining = ex.finish()
+
+    ``ports``: the brokers' ports; connections on no such port are skipped. Without
+    it, the client is the side that sent the SYN, or (for connections the capture
+    joined late) the side whose bytes read as a request. ``partition=(i, n)`` keeps
+    only the connections whose stable hash is i modulo n, so that n readers of one
+    file share its work. ``idle_ns``: a connection quiet this long is closed (its
+    pending requests reported); ``max_connections`` bounds those open at once, the
+    longest quiet going first. ``decode=False`` reads headers only, no bodies.
+    """
+
+    def __init__(self, ports=None, *, max_frame=DEFAULT_MAX_FRAME, partition=None, idle_ns=600 * 10**9,
+                 max_connections=100_000, max_pending=8 << 20, decode=True):
+        self.ports = frozenset(ports) if ports else None
+        self.max_frame = max_frame
+        self.partition = partition
+        self.idle_ns = idle_ns
+        self.max_connections = max_connections
+        self.max_pending = max_pending
+        self.decode = decode
+        self.connections = OrderedDict()  # (low endpoint, high endpoint) -> _Connection, least recently used first
+        self.count = 0  # connections seen
+        self.skipped = {}  # reason -> segments not read as Kafka
+        self.gap_bytes = 0
+        self._sweep_ns = 0
+        self._apis = {a.api_key: a for a in apis()}
+
+    # ---- the packet path ----
+
+    def packet(self, seg, time_ns, number):
+        """The exchanges this TCP segment completes (link.Segment, capture time, packet number)."""
+        a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+        key = (a, b) if a <= b else (b, a)
+        conns = self.connections
+        conn = conns.get(key)
+        out = []
+        if time_ns - self._sweep_ns > 10**9:
+            self._sweep(time_ns, out)
+        flags = seg.flags
+        if conn is None or (flags & _SYN and not flags & _ACK and conn.up is not None and (conn.fin or conn.up.delivered)):
+            if conn is not None:  # the ports were reused by a new connection
+                self._close(key, out)
+            elif not (flags & _SYN or seg.payload or seg.missing):
+                return out  # the last ACK of a connection already closed, or a keep-alive of one never seen
+            if self.partition is not None and _stable_hash(key) % self.partition[1] != self.partition[0]:
+                return out
+            if self.ports is not None and a[1] not in self.ports and b[1] not in self.ports:
+                self.skipped["not on a broker port"] = self.skipped.get("not on a broker port", 0) + 1
+                return out
+            conn = conns[key] = _Connection(self.count)
+            self.count += 1
+            if len(conns) > self.max_connections:
+                self._close(next(iter(conns)), out)
+        else:
+            conns.move_to_end(key)
+        conn.last_ns = time_ns
+        if conn.up is None:
+            if not self._decide(conn, seg, a, b):
+                self._hold(conn, key, seg, time_ns, number, out)
+                return out
+            held, conn.undecided = conn.undecided, []
+            for old_seg, old_time, old_number in held:
+                self._segment(conn, old_seg, old_time, old_number, out)
+        self._segment(conn, seg, time_ns, number, out)
+        if conn.fin == 3 or flags & _RST:
+            self._close(key, out)
+        return out
+
+    def finish(self):
+        """Exchanges still open when the capture ends: cut frames, requests never answered."""
+        out = []
+        for key in list(self.connections):
+            self._close(key, out)
+        return out
+
+    def _decide(self, conn, seg, a, b):
+        """Find which side is the client; False while it cannot be told yet."""
+        client = None
+        if self.ports is not None and (a[1] in self.ports) != (b[1] in self.ports):
+            client = b if a[1] in self.ports else a
+        elif seg.flags & _SYN:
+            client = a if not seg.flags & _ACK else b
+        elif seg.payload or seg.flags & (_FIN | _RST):
+            if _client_hello(seg.payload):
+                client = a
+            else:
+                # The side whose bytes hold a whole request that reads is the client (a response's bytes
+                # often look like a request's first few, so a plausible start alone is not enough).
+                client = self._detect(conn, seg, a, b)
+        if client is None:
+            return False
+        conn.detectors = None
+        broker = b if client == a else a
+        conn.client_key = client
+        conn.client = (link.address_text(client[0]), client[1])
+        conn.broker = (link.address_text(broker[0]), broker[1])
+        conn.up = Direction(self.max_pending)
+        conn.down = Direction(self.max_pending)
+        # Until its SYN is seen, a stream may start inside a frame: each looks for a frame start first.
+        conn.up_frames = self._request_framer(False)
+        conn.down_frames = self._response_framer(conn, False)
+        return True
+
+    def _detect(self, conn, seg, a, b):
+        """Reassemble both sides of an undecided connection, each looking for a whole request; the side
+        that has one first is the client."""
+        detectors = conn.detectors
+        for side in (a, b):
+            if side not in detectors:
+                detectors[side] = (Direction(self.max_pending), self._request_framer(False))
+        # A framer that has lost its footing gives events only once it found a request that reads.
+        if seg.flags & _ACK:
+            stream, framer = detectors[b]
+            if _feed_framer(framer, stream.acked(seg.ack)):
+                return b
+        stream, framer = detectors[a]
+        if _feed_framer(framer, stream.segment(seg.seq, seg.payload)):
+            return a
+        if seg.flags & (_FIN | _RST):  # the last chance: what waits behind a hole
+            for side, (stream, framer) in detectors.items():
+                if _feed_framer(framer, stream.flush()):
+                    return side
+        return None
+
+    def _hold(self, conn, key, seg, time_ns, number, out):
+        conn.undecided.append((seg, time_ns, number))
+        conn.undecided_bytes += len(seg.payload)
+        if conn.undecided_bytes > _UNDECIDED_LIMIT or seg.flags & (_FIN | _RST):
+            first = next((s.payload for s, _, _ in conn.undecided if s.payload), b"")
+            reason = "TLS (encrypted)" if _tls_record(first) else "no Kafka request found in the connection"
+            self.skipped[reason] = self.skipped.get(reason, 0) + len(conn.undecided)
+            del self.connections[key]
+
+    def _segment(self, conn, seg, time_ns, number, out):
+        from_client = (seg.src, seg.sport) == conn.client_key
+        stream = conn.up if from_client else conn.down
+        flags = seg.flags
+        if flags & _SYN:
+            _syn(stream, conn.up_frames if from_client else conn.down_frames, seg.seq)
+            if flags & _ACK:  # the SYN-ACK says where the client's stream starts, in case its SYN went unseen
+                _syn(conn.up if not from_client else conn.down,
+                     conn.up_frames if not from_client else conn.down_frames, seg.ack - 1)
+        if flags & _ACK:  # first: what the peer has received decides what the other stream gave up on
+            pieces = (conn.down if from_client else conn.up).acked(seg.ack)
+            if pieces:
+                self._pieces(conn, not from_client, pieces, time_ns, number, out)
+        if seg.payload:
+            pieces = stream.segment(seg.seq, seg.payload)
+            if pieces:
+                self._pieces(conn, from_client, pieces, time_ns, number, out)
+        if flags & _FIN:
+            conn.fin |= 1 if from_client else 2
+            stream.fin((seg.seq + len(seg.payload) + seg.missing) & 0xFFFFFFFF)
+
+    def _pieces(self, conn, from_client, pieces, time_ns, number, out):
+        framer = conn.up_frames if from_client else conn.down_frames
+        for piece in pieces:
+            if conn.tls:
+                return
+            if type(piece) is int:
+                self.gap_bytes += piece
+                events = framer.hole(piece)
+            else:
+                if framer.offset == 0 and _tls_record(piece):
+                    conn.tls = True
+                    ex = Exchange(UNSUPPORTED, conn)
+                    ex.error = "TLS: the connection is encrypted"
+                    ex.request_time_ns, ex.request_packet = time_ns, number
+                    out.append(ex)
+                    return
+                events = framer.feed(piece)
+            for event in events:
+                if event[0] == "frame":
+                    if from_client:
+                        self._request(conn, event, time_ns, number, out)
+                    else:
+                        self._response(conn, event, time_ns, number, out)
+                else:
+                    out.append(_gap_exchange(conn, from_client, event))
+
+    # ---- requests and responses ----
+
+    def _request(self, conn, event, time_ns, number, out):
+        _, payload, size, damaged, offset = event
+        if conn.raw_rounds > 0 or (conn.raw_rounds < 0 and not _reads_as_request(payload)):
+            out.append(_sasl_exchange(conn, True, size, time_ns, number))
+            return
+        conn.raw_rounds = 0
+        req = _Request()
+        req.time_ns, req.packet, req.size = time_ns, number, size
+        req.number = conn.requests = conn.requests + 1
+        req.response_holes = conn.down.gaps + conn.down_frames.skipped
+        req.body = req.error = req.error_offset = None
+        req.status = OK
+        if damaged:
+            req.status = GAP
+            req.error = f"request frame at stream offset {offset} lost {size - len(payload)} of its {size} bytes"
+            req.error_offset = offset + 4 + len(payload)
+            header = _header_or_none(payload)
+        elif self.decode:
+            try:
+                request = decode_request(payload)
+                header, req.body = request.header, request.body
+            except KafkaProtoError as e:
+                header = _header_or_none(payload)
+                unknown = header is None or isinstance(e, UnsupportedVersionError) or \
+                    header.request_api_key not in self._apis
+                req.status = UNSUPPORTED if unknown and header is not None else DECODE_ERROR
+                req.error = f"request: {e}"
+                req.error_offset = getattr(e, "offset", None)
+        else:
+            header = _header_or_none(payload)
+            if header is None:
+                req.status, req.error = DECODE_ERROR, "request: the header does not read"
+            elif header.request_api_key == ApiKey.PRODUCE or header.request_api_key == ApiKey.SASL_HANDSHAKE:
+                try:  # acks=0 and the SASL switch are in the body
+                    req.body = decode_request(payload).body
+                except KafkaProtoError:
+                    pass
+        req.header = header
+        if header is None:
+            out.append(_request_exchange(conn, req, DECODE_ERROR if req.status == OK else req.status))
+            return
+        if req.body is not None:
+            if header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0:
+                conn.sasl_mechanism = req.body.mechanism
+            if not expects_response(header, req.body):
+                out.append(_request_exchange(conn, req, req.status))
+                return
+        earlier = conn.pending.pop(header.correlation_id, None)
+        if earlier is not None:
+            out.append(_unanswered(conn, earlier))
+        conn.pending[header.correlation_id] = req
+
+    def _response(self, conn, event, time_ns, number, out):
+        _, payload, size, damaged, offset = event
+        if conn.raw_rounds:
+            if conn.raw_rounds > 0:
+                conn.raw_rounds -= 1
+            out.append(_sasl_exchange(conn, False, size, time_ns, number))
+            return
+        if len(payload) < 4:
+            ex = Exchange(GAP if damaged else DECODE_ERROR, conn)
+            ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
+            ex.error, ex.error_offset = f"a response frame of {size} bytes has no correlation id", offset
+            out.append(ex)
+            return
+        correlation_id = _INT32.unpack_from(payload, 0)[0]
+        req = conn.pending.pop(correlation_id, None)
+        if req is None:
+            ex = Exchange(UNMATCHED_RESPONSE, conn)
+            ex.correlation_id = correlation_id
+            ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
+            if damaged:
+                ex.error = f"response frame at stream offset {offset} lost {size - len(payload)} of its bytes"
+            out.append(ex)
+            return
+        # A broker answers a connection's requests in order: those asked before this one got no answer.
+        pending = conn.pending
+        while pending:
+            first = next(iter(pending))
+            if pending[first].number > req.number:
+                break
+            out.append(_unanswered(conn, pending.pop(first)))
+        ex = _request_exchange(conn, req, req.status)
+        ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
+        header = req.header
+        if damaged:
+            if ex.status == OK:
+                ex.status = GAP
+                ex.error = f"response frame at stream offset {offset} lost {size - len(payload)} of its {size} bytes"
+                ex.error_offset = offset + 4 + len(payload)
+        elif self.decode and header.request_api_key in self._apis and ex.status in (OK, DECODE_ERROR):
+            try:
+                response = decode_response(payload, header.request_api_key, header.request_api_version)
+            except KafkaProtoError as e:
+                if ex.status == OK:
+                    ex.status = UNSUPPORTED if isinstance(e, UnsupportedVersionError) else DECODE_ERROR
+                    ex.error, ex.error_offset = f"response: {e}", getattr(e, "offset", None)
+            else:
+                ex.response_header, ex.response = response.header, response.body
+                if response.version != header.request_api_version:
+                    ex.api_version = response.version  # ApiVersions answered at version 0
+                if (header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0
+                        and conn.sasl_mechanism):
+                    if response.body.error_code == 0:
+                        conn.raw_rounds = SASL_ROUNDS.get(conn.sasl_mechanism.upper(), -1)
+                    conn.sasl_mechanism = None
+        out.append(ex)
+
+    # ---- connections ending ----
+
+    def _sweep(self, time_ns, out):
+        self._sweep_ns = time_ns
+        conns = self.connections
+        while conns:
+            key, conn = next(iter(conns.items()))
+            if time_ns - conn.last_ns < self.idle_ns:
+                break
+            self._close(key, out)
+
+    def _close(self, key, out):
+        conn = self.connections.pop(key)
+        if conn.up is None:
+            if conn.undecided:
+                reason = "no Kafka request found in the connection"
+                self.skipped[reason] = self.skipped.get(reason, 0) + len(conn.undecided)
+            return
+        for from_client, stream, framer in ((True, conn.up, conn.up_frames), (False, conn.down, conn.down_frames)):
+            if conn.tls:
+                break
+            pieces = stream.flush()
+            if pieces:
+                self._pieces(conn, from_client, pieces, conn.last_ns, None, out)
+            for event in framer.end():
+                if event[0] == "frame":
+                    if from_client:
+                        self._request(conn, event, conn.last_ns, None, out)
+                    else:
+                        self._response(conn, event, conn.last_ns, None, out)
+                else:
+                    out.append(_gap_exchange(conn, from_client, event))
+        for req in conn.pending.values():
+            out.append(_unanswered(conn, req))
+        conn.pending.clear()
+
+    # ---- finding a frame start again ----
+
+    def _request_framer(self, synced):
+        table, max_frame = self._apis, self.max_frame
+
+        def starts(buf, i):
+            last = len(buf) - _HEAD_BYTES
+            for match in _REQUEST_CANDIDATE.finditer(buf, i):
+                at = match.start()
+                if at > last:
+                    break
+                if _plausible_request(buf, at, table, max_frame):
+                    yield at, _INT32.unpack_from(buf, at)[0]
+
+        return _Framer(starts, _reads_as_request, max_frame, synced)
+
+    def _response_framer(self, conn, synced):
+        max_frame = self.max_frame
+
+        def starts(buf, i):
+            """Sizes followed by the correlation id of a pending request, nearest first."""
+            found = []
+            for correlation_id in conn.pending:
+                needle = _INT32.pack(correlation_id)
+                at = buf.find(needle, i + 4)
+                while at >= 0 and len(found) < 1024:
+                    size = _INT32.unpack_from(buf, at - 4)[0]
+                    if 4 <= size <= max_frame:
+                        found.append((at - 4, size))
+                    at = buf.find(needle, at + 1)
+            return sorted(found)
+
+        def reads(payload):
+            req = conn.pending.get(_INT32.unpack_from(payload, 0)[0])
+            header = req.header if req is not None else None
+            if header is None or header.request_api_key not in self._apis:
+                return req is not None
+            try:
+                decode_response(payload, header.request_api_key, header.request_api_version)
+            except KafkaProtoError:
+                return False
+            return True
+
+        return _Framer(starts, reads, max_frame, synced)
+
+
+def _plausible_request(buf, at, table, max_frame):
+    """A size that fits, an API and version that exist, a client id length that fits the frame."""
+    size, key, version, _, client_id_length = _REQUEST_START.unpack_from(buf, at)
+    if size < 8 or size > max_frame:
+        return False
+    info = table.get(key)
+    if info is None or version not in info.valid_versions:
+        return False
+    return info.request_header_version(version) == 0 or -1 <= client_id_length <= size - 10
+
+
+def _find_request(buf, table, max_frame):
+    """Index of the first plausible request start in buf, or None."""
+    last = len(buf) - _HEAD_BYTES
+    for match in _REQUEST_CANDIDATE.finditer(buf):
+        if match.start() > last:
+            break
+        if _plausible_request(buf, match.start(), table, max_frame):
+            return match.start()
+    return None
+
+
+def _reads_as_request(payload):
+    try:
+        decode_request(payload)
+    except KafkaProtoError:
+        return False
+    return True
+
+
+def _header_or_none(payload):
+    try:
+        return read_request_header(payload)
+    except KafkaProtoError:
+        return None
+
+
+def _request_exchange(conn, req, status):
+    ex = Exchange(status, conn)
+    header = req.header
+    if header is not None:
+        ex.api_key, ex.api_version = header.request_api_key, header.request_api_version
+        ex.correlation_id, ex.client_id = header.correlation_id, header.client_id
+    ex.request_header, ex.request = header, req.body
+    ex.request_time_ns, ex.request_packet, ex.request_size = req.time_ns, req.packet, req.size
+    ex.error, ex.error_offset = req.error, req.error_offset
+    return ex
+
+
+def _unanswered(conn, req):
+    """The exchange of a request whose response never came: lost with bytes the capture missed, or never sent."""
+    if req.status != OK:
+        return _request_exchange(conn, req, req.status)
+    if conn.down.gaps + conn.down_frames.skipped > req.response_holes:
+        ex = _request_exchange(conn, req, GAP)
+        ex.error = "no response: the broker's stream lost or skipped bytes after this request"
+        return ex
+    return _request_exchange(conn, req, UNMATCHED_REQUEST)
+
+
+def _gap_exchange(conn, from_client, event):
+    _, lost_at, found_at, reason = event
+    ex = Exchange(GAP, conn)
+    side = "client" if from_client else "broker"
+    if found_at is None:
+        ex.error = f"{side} stream unreadable from offset {lost_at} to its end: {reason}"
+    else:
+        ex.error = f"{side} stream: {found_at - lost_at} bytes skipped from offset {lost_at}: {reason}"
+    ex.error_offset = lost_at
+    return ex
+
+
+def _sasl_exchange(conn, from_client, size, time_ns, number):
+    ex = Exchange(UNSUPPORTED, conn)
+    ex.error = f"raw SASL token from the {'client' if from_client else 'broker'} (after SaslHandshake v0)"
+    if from_client:
+        ex.request_time_ns, ex.request_packet, ex.request_size = time_ns, number, size
+    else:
+        ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
+    return ex
+
+
+def _stable_hash(key):
+    """The same number for a connection in every process (Python's hash() of bytes is salted)."""
+    import zlib
+    (a, pa), (b, pb) = key
+    return zlib.crc32(a + pa.to_bytes(2, "big") + b + pb.to_bytes(2, "big"))

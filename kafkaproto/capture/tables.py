@@ -1,0 +1,175 @@
+"""Exchanges and records as Arrow tables, with one documented schema each (what Parquet files and Spark get).
+
+    from kafkaproto.capture import read_capture, tables
+    table = tables.exchanges_table(read_capture("traffic.pcap"), file="traffic.pcap")
+    rows = tables.records_table(read_capture("traffic.pcap"))
+
+Bodies go in as JSON text (kafkaproto.jsonview: snake_case fields, bytes in base64,
+topic ids in Kafka's base64 form); topic ids everywhere else are in that form too.
+Tables are built in batches (``batches(..., size=N)``), so a capture of any size
+streams through in bounded memory. Needs pyarrow.
+"""
+
+import json
+
+from .. import records as _records
+from ..jsonview import to_json
+from ..uuid import Uuid
+from .exchanges import walk
+
+EXCHANGE_FIELDS = (
+    # (name, Arrow type, what it holds)
+    ("file", "string", "the capture file the exchange came from"),
+    ("status", "string", "ok, unmatched request, unmatched response, gap, decode error, unsupported, capture error"),
+    ("connection", "int64", "index of the TCP connection in the file, in order of first packet"),
+    ("client_address", "string", "the client's IP address"),
+    ("client_port", "int32", "the client's TCP port"),
+    ("broker_address", "string", "the broker's IP address"),
+    ("broker_port", "int32", "the broker's TCP port"),
+    ("request_time", "timestamp", "when the packet completing the request was captured (UTC)"),
+    ("response_time", "timestamp", "when the packet completing the response was captured (UTC)"),
+    ("latency_ns", "int64", "response_time - request_time, in nanoseconds"),
+    ("request_packet", "int64", "number (from 1, as Wireshark counts) of the packet completing the request"),
+    ("response_packet", "int64", "number of the packet completing the response"),
+    ("api_key", "int16", "the request's API key"),
+    ("api_name", "string", "the API's name (Produce, Fetch, ...), null for keys kafkaproto does not know"),
+    ("api_version", "int16", "the version the request (and its response) were read at"),
+    ("correlation_id", "int32", "the request's correlation id"),
+    ("client_id", "string", "the client id in the request header"),
+    ("request_size", "int32", "the request frame's size prefix"),
+    ("response_size", "int32", "the response frame's size prefix"),
+    ("error_code", "int16", "the response's top-level error code"),
+    ("partition_errors", "partition_errors", "topic, partition and error code of each partition in error"),
+    ("topics", "list<string>", "topic names the request and response name"),
+    ("topic_ids", "list<string>", "topic ids they name, in Kafka's base64 form"),
+    ("error", "string", "what went wrong, for every status but ok"),
+    ("error_offset", "int64", "where: the byte in the frame, or in the stream for gaps"),
+    ("request", "string", "the request body as JSON"),
+    ("response", "string", "the response body as JSON"),
+)
+
+# Where each record travelled, before the record's own columns (kafkaproto.records.arrow_schema()).
+RECORD_CONTEXT = (
+    ("file", "string", "the capture file"),
+    ("connection", "int64", "index of the TCP connection in the file"),
+    ("api_key", "int16", "0 for a Produce request, 1 for a Fetch response, 78 for a ShareFetch response"),
+    ("api_name", "string", "Produce, Fetch, ..."),
+    ("side", "string", "request (produced) or response (fetched)"),
+    ("time", "timestamp", "when the packet completing the frame was captured (UTC)"),
+    ("topic", "string", "the topic's name, when the message names it"),
+    ("topic_id", "string", "the topic's id in Kafka's base64 form, when the message carries it"),
+    ("partition", "int32", "the partition"),
+    ("error", "string", "why the records field did not read (the record columns are null then)"),
+)
+
+
+def _type(pa, name):
+    if name == "timestamp":
+        return pa.timestamp("ns", tz="UTC")
+    if name == "list<string>":
+        return pa.list_(pa.string())
+    if name == "partition_errors":
+        return pa.list_(pa.struct([("topic", pa.string()), ("partition", pa.int32()), ("error_code", pa.int16())]))
+    return getattr(pa, name)()
+
+
+def exchange_schema():
+    import pyarrow as pa
+    return pa.schema([pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in EXCHANGE_FIELDS])
+
+
+def record_schema():
+    import pyarrow as pa
+    context = [pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in RECORD_CONTEXT]
+    return pa.schema(context + list(_records.arrow_schema()))
+
+
+def _topic_text(topic):
+    return str(topic) if isinstance(topic, Uuid) else topic
+
+
+def exchange_row(ex, file=None, bodies=True):
+    """One exchange as a dict of the exchange schema's columns."""
+    topics = ex.topics
+    row = {
+        "file": file, "status": ex.status, "connection": ex.connection,
+        "client_address": ex.client_address, "client_port": ex.client_port,
+        "broker_address": ex.broker_address, "broker_port": ex.broker_port,
+        "request_time": ex.request_time_ns, "response_time": ex.response_time_ns, "latency_ns": ex.latency_ns,
+        "request_packet": ex.request_packet, "response_packet": ex.response_packet,
+        "api_key": ex.api_key, "api_name": ex.api_name, "api_version": ex.api_version,
+        "correlation_id": ex.correlation_id, "client_id": ex.client_id,
+        "request_size": ex.request_size, "response_size": ex.response_size,
+        "error_code": ex.error_code,
+        "partition_errors": [{"topic": _topic_text(t), "partition": p, "error_code": c}
+                             for t, p, c in ex.partition_errors],
+        "topics": [t for t in topics if isinstance(t, str)],
+        "topic_ids": [str(t) for t in topics if isinstance(t, Uuid)],
+        "error": ex.error, "error_offset": ex.error_offset,
+        "request": None, "response": None,
+    }
+    if bodies:
+        if ex.request is not None:
+            row["request"] = json.dumps(to_json(ex.request), separators=(",", ":"))
+        if ex.response is not None:
+            row["response"] = json.dumps(to_json(ex.response), separators=(",", ":"))
+    return row
+
+
+def exchange_batches(exchanges, file=None, size=4096, bodies=True):
+    """pyarrow RecordBatches of the exchange schema, size rows at most each."""
+    import pyarrow as pa
+    schema = exchange_schema()
+    rows = []
+    for ex in exchanges:
+        rows.append(exchange_row(ex, file, bodies))
+        if len(rows) >= size:
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+            rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def exchanges_table(exchanges, file=None, bodies=True):
+    import pyarrow as pa
+    return pa.Table.from_batches(list(exchange_batches(exchanges, file, bodies=bodies)), schema=exchange_schema())
+
+
+def record_batches(exchanges, file=None, validate=True):
+    """pyarrow RecordBatches of the record schema: one per records field, the record columns built in
+    compiled code by kafkaproto.records.to_arrow."""
+    import pyarrow as pa
+    schema = record_schema()
+    for ex in exchanges:
+        for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
+                                    ("response", ex.response, ex.response_time_ns)):
+            if body is None:
+                continue
+            found = []
+            walk(body, {}, [], records=found)
+            for topic, topic_id, partition, data in found:
+                context = {"file": file, "connection": ex.connection, "api_key": ex.api_key,
+                           "api_name": ex.api_name, "side": side, "time": time_ns, "topic": topic,
+                           "topic_id": None if topic_id is None else str(topic_id), "partition": partition}
+                try:
+                    table = _records.to_arrow(data, validate=validate, allow_partial=True)
+                except _records.RecordsError as e:
+                    yield pa.RecordBatch.from_pylist([dict(context, error=str(e))], schema=schema)
+                    continue
+                n = table.num_rows
+                if not n:
+                    continue
+                columns = []
+                for field in schema:
+                    if field.name in context:
+                        columns.append(pa.array([context[field.name]] * n, type=field.type))
+                    elif field.name == "error":
+                        columns.append(pa.nulls(n, type=field.type))
+                    else:
+                        columns.append(table.column(field.name).combine_chunks())
+                yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def records_table(exchanges, file=None, validate=True):
+    import pyarrow as pa
+    return pa.Table.from_batches(list(record_batches(exchanges, file, validate)), schema=record_schema())

@@ -1,0 +1,372 @@
+"""kafkaproto capture: what Kafka traffic in pcap/pcapng files did, as a summary or as exchange and record rows.
+
+    kafkaproto capture traffic.pcapng                         a readable summary
+    kafkaproto capture *.pcap --api Fetch,Produce --errors-only
+    kafkaproto capture big.pcap --format parquet --output exchanges.parquet
+    kafkaproto capture big.pcap --records --format jsonl      one line per record
+
+Everything streams: a capture larger than memory is fine, and so is the summary
+(latency percentiles come from a fixed-size histogram).
+"""
+
+import base64
+import csv
+import datetime
+import json
+import math
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+
+from .. import errors
+from ..capture import OK, read_capture, tables, walk
+from ..jsonview import to_json
+from ..registry import api
+from ..uuid import Uuid
+
+
+def add_arguments(parser):
+    parser.add_argument("files", nargs="+", metavar="FILE", help="pcap or pcapng files (gzip-compressed ones too)")
+    parser.add_argument("--ports", help="the brokers' ports, comma-separated (default: detected per connection)")
+    parser.add_argument("--api", help="only these APIs, by name or key, comma-separated (e.g. Fetch,Produce)")
+    parser.add_argument("--topic", action="append", help="only exchanges naming this topic (name or topic id)")
+    parser.add_argument("--client-id", action="append", help="only requests with this client id")
+    parser.add_argument("--errors-only", action="store_true",
+                        help="only exchanges that are not ok or whose response carries an error code")
+    parser.add_argument("--format", choices=("summary", "jsonl", "csv", "parquet"), default=None,
+                        help="summary (the default without --output), or rows as JSON lines, CSV or Parquet")
+    parser.add_argument("--output", "-o", help="where the rows go (default: standard output; Parquet needs a file)")
+    parser.add_argument("--records", action="store_true",
+                        help="rows of the records in Produce requests and Fetch responses instead of exchanges")
+    parser.add_argument("--top", type=int, default=10, help="how many topics and clients the summary lists")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
+
+
+def run(args):
+    fmt = args.format or ("summary" if not args.output else _format_of(args.output))
+    if fmt == "parquet" and not args.output:
+        raise ValueError("--format parquet needs --output FILE")
+    if args.records and fmt == "summary":
+        raise ValueError("--records gives rows: choose --format jsonl, csv or parquet")
+    keep = _filter(args)
+    ports = [int(p) for p in args.ports.split(",")] if args.ports else None
+    progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())
+
+    def exchanges():
+        for path in args.files:
+            reader = read_capture(path, ports=ports)
+            progress.start(path, reader)
+            for ex in reader:
+                progress.tick()
+                if keep(ex):
+                    yield path, ex, reader
+            progress.done()
+
+    if fmt == "summary":
+        summary = Summary()
+        for path, ex, reader in exchanges():
+            summary.add(path, ex)
+        for path in args.files:
+            summary.files.append(path)
+        summary.print(sys.stdout, args.top)
+        return 0
+    out = sys.stdout if not args.output or args.output == "-" else None
+    writer = _WRITERS[fmt](args.output, out, args.records)
+    try:
+        for path, ex, _ in exchanges():
+            writer.write(path, ex)
+    finally:
+        writer.close()
+    return 0
+
+
+def _format_of(path):
+    ext = os.path.splitext(path)[1].lower()
+    return {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(ext, "jsonl")
+
+
+def _filter(args):
+    apis = None
+    if args.api:
+        apis = set()
+        for name in args.api.split(","):
+            name = name.strip()
+            apis.add(api(int(name) if name.lstrip("-").isdigit() else name).api_key)
+    topics = set(args.topic or ())
+    clients = set(args.client_id or ())
+
+    def keep(ex):
+        if apis is not None and ex.api_key not in apis:
+            return False
+        if clients and ex.client_id not in clients:
+            return False
+        if topics and not any((str(t) if isinstance(t, Uuid) else t) in topics for t in ex.topics):
+            return False
+        if args.errors_only and ex.status == OK and not ex.error_code and not ex.partition_errors:
+            return False
+        return True
+    return keep
+
+
+# ---- the summary ------------------------------------------------------------------------------------------
+
+class LatencyHistogram:
+    """Latencies in buckets 2% apart: percentiles within 2% in constant memory, however many exchanges."""
+
+    STEP = math.log(1.02)
+
+    def __init__(self):
+        self.counts = Counter()
+        self.total = 0
+        self.max = 0
+
+    def add(self, ns):
+        self.counts[int(math.log(ns) / self.STEP) if ns > 0 else -1] += 1
+        self.total += 1
+        self.max = max(self.max, ns)
+
+    def percentile(self, q):
+        target = q * self.total
+        seen = 0
+        for bucket in sorted(self.counts):
+            seen += self.counts[bucket]
+            if seen >= target:
+                return 0 if bucket < 0 else min(self.max, math.exp((bucket + 0.5) * self.STEP))
+        return self.max
+
+
+class Summary:
+    """Counts, latencies, errors, topics and clients over a stream of exchanges."""
+
+    def __init__(self):
+        self.files = []
+        self.by_status = Counter()
+        self.by_api = Counter()  # (api name, version) -> exchanges
+        self.latency = defaultdict(LatencyHistogram)  # api name -> latencies
+        self.error_codes = Counter()  # (api name, code) -> responses or partitions with it
+        self.produced = Counter()  # topic -> record bytes produced
+        self.fetched = Counter()
+        self.clients = {}  # client id -> {"requests": n, "software": set}
+        self.problems = []  # (file, exchange) for everything not ok
+        self.problem_count = 0
+
+    def add(self, path, ex):
+        self.by_status[ex.status] += 1
+        name = ex.api_name or (f"api key {ex.api_key}" if ex.api_key is not None else None)
+        if name is not None:
+            self.by_api[(name, ex.api_version)] += 1
+            if ex.latency_ns is not None:
+                self.latency[name].add(ex.latency_ns)
+        if ex.status != OK:
+            self.problem_count += 1
+            if len(self.problems) < 50:
+                self.problems.append((path, ex))
+        code = ex.error_code
+        if code:
+            self.error_codes[(name, code)] += 1
+        for _, _, code in ex.partition_errors:
+            self.error_codes[(name, code)] += 1
+        if ex.client_id is not None or ex.api_key is not None:
+            client = self.clients.setdefault(ex.client_id, {"requests": 0, "software": set()})
+            client["requests"] += 1
+            software = getattr(ex.request, "client_software_name", None)
+            if software:
+                client["software"].add(f"{software} {getattr(ex.request, 'client_software_version', '')}".strip())
+        for side, body, bucket in (("request", ex.request, self.produced), ("response", ex.response, self.fetched)):
+            if body is not None:
+                found = []
+                walk(body, {}, [], records=found)
+                for topic, topic_id, _, data in found:
+                    bucket[topic if topic is not None else str(topic_id)] += len(data)
+
+    def print(self, out, top=10):
+        w = out.write
+        total = sum(self.by_status.values())
+        w(f"{total} exchanges in {len(self.files)} file(s): "
+          + ", ".join(f"{n} {status}" for status, n in self.by_status.most_common()) + "\n")
+        if self.by_api:
+            w("\nexchanges by API and version\n")
+            for (name, version), n in sorted(self.by_api.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+                w(f"  {name:<32} v{version if version is not None else '?':<4} {n:>10}\n")
+        if self.latency:
+            w("\nlatency in ms (p50 / p90 / p99 / max)\n")
+            for name, hist in sorted(self.latency.items(), key=lambda kv: -kv[1].total):
+                p = [hist.percentile(q) / 1e6 for q in (0.5, 0.9, 0.99)] + [hist.max / 1e6]
+                w(f"  {name:<32} {' / '.join(f'{v:.3f}' for v in p)}  ({hist.total} exchanges)\n")
+        if self.error_codes:
+            w("\nerror codes in responses (top level and per partition)\n")
+            for (name, code), n in self.error_codes.most_common():
+                w(f"  {name or '-':<32} {code:>4} {errors.by_code(code).name:<40} {n:>8}\n")
+        for title, counter in (("topics by bytes produced", self.produced), ("topics by bytes fetched", self.fetched)):
+            if counter:
+                w(f"\n{title}\n")
+                for topic, n in counter.most_common(top):
+                    w(f"  {topic or '-':<48} {n:>14,}\n")
+        if self.clients:
+            w("\nclients (client id, requests, software from ApiVersions)\n")
+            for client_id, info in sorted(self.clients.items(), key=lambda kv: -kv[1]["requests"])[:top]:
+                w(f"  {client_id if client_id is not None else '-':<40} {info['requests']:>8}  "
+                  f"{', '.join(sorted(info['software']))}\n")
+        if self.problem_count:
+            w(f"\nnot ok ({self.problem_count}"
+              f"{'' if self.problem_count <= len(self.problems) else f', the first {len(self.problems)} shown'})\n")
+            for path, ex in self.problems:
+                where = (f"{ex.client_address}:{ex.client_port} -> {ex.broker_address}:{ex.broker_port}"
+                         if ex.connection is not None else "the file itself")
+                packet = ex.response_packet or ex.request_packet
+                what = f"{ex.api_name or ex.api_key} v{ex.api_version}" if ex.api_key is not None else ""
+                w(f"  {path}: {ex.status}: {where}{f' packet {packet}' if packet else ''} {what} "
+                  f"{f'correlation id {ex.correlation_id}' if ex.correlation_id is not None else ''}\n")
+                if ex.error:
+                    w(f"      {ex.error}\n")
+
+
+# ---- rows ---------------------------------------------------------------------------------------------------
+
+def _iso(ns):
+    if ns is None:
+        return None
+    seconds, rest = divmod(ns, 10**9)
+    stamp = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{rest:09d}Z"
+
+
+def _json_value(value):
+    """An Arrow row's value as JSON: bytes in base64, times in ISO 8601."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
+class _Rows:
+    """Rows of exchanges, or of the records they carry, as plain dicts."""
+
+    def __init__(self, records, json_bodies):
+        self.records = records
+        self.json_bodies = json_bodies
+
+    def rows(self, path, ex):
+        if self.records:
+            for batch in tables.record_batches([ex], file=path):
+                for row in batch.to_pylist():
+                    row["time"] = _iso(ex.request_time_ns if row["side"] == "request" else ex.response_time_ns)
+                    yield {k: _json_value(v) for k, v in row.items()}
+            return
+        row = tables.exchange_row(ex, path, bodies=not self.json_bodies)
+        row["request_time"], row["response_time"] = _iso(ex.request_time_ns), _iso(ex.response_time_ns)
+        if self.json_bodies:
+            row["request"] = None if ex.request is None else to_json(ex.request)
+            row["response"] = None if ex.response is None else to_json(ex.response)
+        yield row
+
+
+class _JsonLines(_Rows):
+    def __init__(self, path, out, records):
+        super().__init__(records, json_bodies=True)
+        self.out = out or open(path, "w", encoding="utf-8")
+        self.owned = out is None
+
+    def write(self, path, ex):
+        for row in self.rows(path, ex):
+            self.out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def close(self):
+        if self.owned:
+            self.out.close()
+
+
+class _Csv(_Rows):
+    def __init__(self, path, out, records):
+        super().__init__(records, json_bodies=False)
+        self.out = out or open(path, "w", encoding="utf-8", newline="")
+        self.owned = out is None
+        names = [f.name for f in (tables.record_schema() if records else tables.exchange_schema())]
+        self.writer = csv.DictWriter(self.out, fieldnames=names)
+        self.writer.writeheader()
+
+    def write(self, path, ex):
+        for row in self.rows(path, ex):
+            self.writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+
+    def close(self):
+        if self.owned:
+            self.out.close()
+
+
+class _Parquet:
+    def __init__(self, path, out, records):
+        import pyarrow.parquet as pq
+        self.records = records
+        schema = tables.record_schema() if records else tables.exchange_schema()
+        self.writer = pq.ParquetWriter(path, schema)
+        self.pending = []
+
+    def write(self, path, ex):
+        self.pending.append((path, ex))
+        if len(self.pending) >= 4096:
+            self._flush()
+
+    def _flush(self):
+        by_file = defaultdict(list)
+        for path, ex in self.pending:
+            by_file[path].append(ex)
+        for path, exs in by_file.items():
+            batches = tables.record_batches(exs, file=path) if self.records else tables.exchange_batches(exs, path)
+            for batch in batches:
+                self.writer.write_batch(batch)
+        self.pending = []
+
+    def close(self):
+        self._flush()
+        self.writer.close()
+
+
+_WRITERS = {"jsonl": _JsonLines, "csv": _Csv, "parquet": _Parquet}
+
+
+class _Progress:
+    """One line on standard error for files that take more than a moment: bytes read and packets per second."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.reader = None
+
+    def start(self, path, reader):
+        self.path, self.reader = path, reader
+        self.started = self.shown = time.monotonic()
+        self.count = 0
+        try:
+            self.size = os.path.getsize(path)
+        except OSError:
+            self.size = None
+        self.visible = False
+
+    def tick(self):
+        if not self.enabled:
+            return
+        self.count += 1
+        if self.count & 63:
+            return
+        now = time.monotonic()
+        if now - self.shown < 0.5 or now - self.started < 1.0:
+            return
+        self.shown = now
+        self.visible = True
+        stats = self.reader.stats
+        rate = stats.packets / (now - self.started)
+        done = f" {min(100, 100 * stats.bytes // self.size)}%" if self.size else ""
+        sys.stderr.write(f"\r{self.path}:{done} {stats.bytes / 1e6:,.0f} MB, {stats.packets:,} packets, "
+                         f"{rate:,.0f} packets/s ")
+        sys.stderr.flush()
+
+    def done(self):
+        if self.visible:
+            sys.stderr.write("\n")
+            self.visible = False
