@@ -32,13 +32,15 @@ from .exchanges import (
     UNSUPPORTED,
     Exchange,
     Exchanges,
+    records_fields,
     walk,
 )
 from .pcap import CaptureFormatError, read_packets
 
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
-    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "read_capture", "records", "walk",
+    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "read_capture", "records",
+    "records_fields", "walk",
 ]
 
 
@@ -136,27 +138,20 @@ def records(exchanges, *, validate=True):
     from .. import records as recs
 
     for ex in exchanges:
-        for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
-                                    ("response", ex.response, ex.response_time_ns)):
-            if body is None:
-                continue
-            found = []
-            walk(body, {}, [], records=found)
-            for topic, topic_id, partition, data in found:
-                base = {"connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name,
-                        "side": side, "time_ns": time_ns, "topic": topic, "topic_id": topic_id,
-                        "partition": partition}
-                try:
-                    for batch in recs.iter_batches(data, validate=validate, allow_partial=True):
-                        batch_fields = _batch_fields(batch)
-                        for record in batch:
-                            row = dict(base)
-                            row.update(batch_fields)
-                            row.update(offset=record.offset, timestamp=record.timestamp, key=record.key,
-                                       value=record.value, headers=list(record.headers), error=None)
-                            yield row
-                except recs.RecordsError as e:
-                    yield dict(base, error=str(e))
+        for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
+            base = {"connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name, "side": side,
+                    "time_ns": time_ns, "topic": topic, "topic_id": topic_id, "partition": partition}
+            try:
+                for batch in recs.iter_batches(data, validate=validate, allow_partial=True):
+                    batch_fields = _batch_fields(batch)
+                    for record in batch:
+                        row = dict(base)
+                        row.update(batch_fields)
+                        row.update(offset=record.offset, timestamp=record.timestamp, key=record.key,
+                                   value=record.value, headers=list(record.headers), error=None)
+                        yield row
+            except recs.RecordsError as e:
+                yield dict(base, error=str(e))
 
 
 def _batch_fields(batch):

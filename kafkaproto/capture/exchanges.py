@@ -206,6 +206,18 @@ def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
             walk(item, topics, errors, topic, records, topic_id)
 
 
+def records_fields(ex):
+    """(side, time_ns, topic name, topic id, partition, records bytes) for each records field an exchange's
+    request and response carry (Produce requests, Fetch and ShareFetch responses)."""
+    for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
+                                ("response", ex.response, ex.response_time_ns)):
+        if body is not None:
+            found = []
+            walk(body, {}, [], records=found)
+            for topic, topic_id, partition, data in found:
+                yield side, time_ns, topic, topic_id, partition, data
+
+
 # ---- one direction's frames ------------------------------------------------------------------------------------
 
 class _Framer:
@@ -334,7 +346,8 @@ class _Framer:
             self.damaged = True
             self._emit(events)
         elif self.synced and self.buf:
-            self.lost_at, self.lost_reason, self.synced = self.frame_offset, "the stream ends inside a size prefix", False
+            self.synced = False
+            self.lost_at, self.lost_reason = self.frame_offset, "the stream ends inside a size prefix"
         if not self.synced and self.offset > self.lost_at:
             self.skipped += self.offset - self.lost_at
             events.append(("resync", self.lost_at, None, self.lost_reason))
@@ -504,7 +517,9 @@ class Exchanges:
         if time_ns - self._sweep_ns > 10**9:
             self._sweep(time_ns, out)
         flags = seg.flags
-        if conn is None or (flags & _SYN and not flags & _ACK and conn.up is not None and (conn.fin or conn.up.delivered)):
+        reused = flags & _SYN and not flags & _ACK and conn is not None and conn.up is not None and (
+            conn.fin or conn.up.delivered)
+        if conn is None or reused:
             if conn is not None:  # the ports were reused by a new connection
                 self._close(key, out)
             elif not (flags & _SYN or seg.payload or seg.missing):

@@ -15,7 +15,7 @@ import json
 from .. import records as _records
 from ..jsonview import to_json
 from ..uuid import Uuid
-from .exchanges import walk
+from .exchanges import records_fields
 
 EXCHANGE_FIELDS = (
     # (name, Arrow type, what it holds)
@@ -141,33 +141,27 @@ def record_batches(exchanges, file=None, validate=True):
     import pyarrow as pa
     schema = record_schema()
     for ex in exchanges:
-        for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
-                                    ("response", ex.response, ex.response_time_ns)):
-            if body is None:
+        for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
+            context = {"file": file, "connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name,
+                       "side": side, "time": time_ns, "topic": topic,
+                       "topic_id": None if topic_id is None else str(topic_id), "partition": partition}
+            try:
+                table = _records.to_arrow(data, validate=validate, allow_partial=True)
+            except _records.RecordsError as e:
+                yield pa.RecordBatch.from_pylist([dict(context, error=str(e))], schema=schema)
                 continue
-            found = []
-            walk(body, {}, [], records=found)
-            for topic, topic_id, partition, data in found:
-                context = {"file": file, "connection": ex.connection, "api_key": ex.api_key,
-                           "api_name": ex.api_name, "side": side, "time": time_ns, "topic": topic,
-                           "topic_id": None if topic_id is None else str(topic_id), "partition": partition}
-                try:
-                    table = _records.to_arrow(data, validate=validate, allow_partial=True)
-                except _records.RecordsError as e:
-                    yield pa.RecordBatch.from_pylist([dict(context, error=str(e))], schema=schema)
-                    continue
-                n = table.num_rows
-                if not n:
-                    continue
-                columns = []
-                for field in schema:
-                    if field.name in context:
-                        columns.append(pa.array([context[field.name]] * n, type=field.type))
-                    elif field.name == "error":
-                        columns.append(pa.nulls(n, type=field.type))
-                    else:
-                        columns.append(table.column(field.name).combine_chunks())
-                yield pa.RecordBatch.from_arrays(columns, schema=schema)
+            n = table.num_rows
+            if not n:
+                continue
+            columns = []
+            for field in schema:
+                if field.name in context:
+                    columns.append(pa.array([context[field.name]] * n, type=field.type))
+                elif field.name == "error":
+                    columns.append(pa.nulls(n, type=field.type))
+                else:
+                    columns.append(table.column(field.name).combine_chunks())
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def records_table(exchanges, file=None, validate=True):

@@ -20,7 +20,7 @@ import time
 from collections import Counter, defaultdict
 
 from .. import errors
-from ..capture import OK, read_capture, tables, walk
+from ..capture import OK, read_capture, records_fields, tables
 from ..jsonview import to_json
 from ..registry import api
 from ..uuid import Uuid
@@ -60,12 +60,12 @@ def run(args):
             for ex in reader:
                 progress.tick()
                 if keep(ex):
-                    yield path, ex, reader
+                    yield path, ex
             progress.done()
 
     if fmt == "summary":
         summary = Summary()
-        for path, ex, reader in exchanges():
+        for path, ex in exchanges():
             summary.add(path, ex)
         for path in args.files:
             summary.files.append(path)
@@ -74,7 +74,7 @@ def run(args):
     out = sys.stdout if not args.output or args.output == "-" else None
     writer = _WRITERS[fmt](args.output, out, args.records)
     try:
-        for path, ex, _ in exchanges():
+        for path, ex in exchanges():
             writer.write(path, ex)
     finally:
         writer.close()
@@ -173,12 +173,9 @@ class Summary:
             software = getattr(ex.request, "client_software_name", None)
             if software:
                 client["software"].add(f"{software} {getattr(ex.request, 'client_software_version', '')}".strip())
-        for side, body, bucket in (("request", ex.request, self.produced), ("response", ex.response, self.fetched)):
-            if body is not None:
-                found = []
-                walk(body, {}, [], records=found)
-                for topic, topic_id, _, data in found:
-                    bucket[topic if topic is not None else str(topic_id)] += len(data)
+        for side, _, topic, topic_id, _, data in records_fields(ex):
+            bucket = self.produced if side == "request" else self.fetched
+            bucket[topic if topic is not None else str(topic_id)] += len(data)
 
     def print(self, out, top=10):
         w = out.write
