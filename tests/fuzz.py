@@ -1,11 +1,13 @@
-"""A mutation fuzzer for every decoder: messages at every version, request and response frames, record data.
+"""A mutation fuzzer for every decoder: messages at every version, request and response frames, record data,
+and the capture reader on whole pcap/pcapng files.
 
     python tests/fuzz.py --inputs 1000000 --jobs 2 --out .fuzz     # a long run; findings and summary in .fuzz/
     python tests/fuzz.py --inputs 4000 --seed 7                    # a short deterministic slice (tests/test_fuzz.py)
 
 Inputs are mutations of valid encodings: a default and a random instance of every class at every version,
 request frames with their responses, record batches of every magic and codec (and batches whose records were
-damaged before compression), and every frame of the real traffic in tests/data/captures/. Each input runs in a
+damaged before compression), every frame of the real traffic in tests/data/captures/, and those captures as
+files (pcap, pcapng and gzip), read by kafkaproto.capture to exchanges and records. Each input runs in a
 worker process, on the compiled and the pure-Python codecs. A worker that crashes or hangs is replaced and the
 input kept. A finding is one of:
 
@@ -38,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CAP = 1 << 20  # max_decompressed for record data in the fuzzer
 BATCH = 64  # inputs sent to a worker at once
-KINDS = (("message", 50), ("request", 14), ("response", 14), ("records", 17), ("frames", 5))
+KINDS = (("message", 50), ("request", 14), ("response", 14), ("records", 17), ("frames", 5), ("capture", 2))
 INTERESTING = (0, 1, 2, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
                0xFFFFFFFE, 0x10000, 0x7FFFFFFE, 61, 12)
 
@@ -125,6 +127,23 @@ def capture_frames():
     return requests, responses
 
 
+def capture_seeds():
+    """The real captures as files: classic pcap as recorded, the same packets as pcapng, and gzip-compressed."""
+    import gzip
+    import io
+
+    import capture_files
+    from kafkaproto.capture.pcap import read_packets
+    out = []
+    for path in sorted((HERE / "data" / "captures").glob("*.pcap")):
+        data = path.read_bytes()
+        packets = list(read_packets(io.BytesIO(data)))
+        ng = capture_files.pcapng([(0, p.timestamp_ns, p.data, p.original_length) for p in packets],
+                                  interfaces=((packets[0].link_type, 9),))
+        out += [data, ng, gzip.compress(data)]
+    return out
+
+
 def records_fields(msg):
     """Every non-empty records field in a decoded message, at any depth."""
     for f in type(msg)._fields:
@@ -179,6 +198,7 @@ def build_seeds(seed):
         seeds["records"] += [(("records",), r) for r in records_fields(body)]
     seeds["frames"] = [(("frames",), b"".join(struct.pack(">i", len(f)) + f for f in requests[i:i + 5]))
                        for i in range(0, len(requests), 5)]
+    seeds["capture"] = [(("capture",), data) for data in capture_seeds()]
     return seeds
 
 
@@ -274,6 +294,13 @@ class Decoders:
             self.arrow = True
         except ImportError:
             self.arrow = False
+        if self.arrow:
+            # The first table each implementation builds loads pyarrow's lazy parts (about 50 MB, once per
+            # process): warm them up here so that no input is blamed for it.
+            builder = _pyrecords.RecordBatchBuilder()
+            builder.append(b"k", b"v", timestamp=1)
+            for recs in (_crecords, _pyrecords):
+                recs.to_arrow(builder.build())
 
     def outcome(self, impl, target, data):
         try:
@@ -304,6 +331,15 @@ class Decoders:
                 out += buf.feed(data[at:at + step])
                 at += step
             return (tuple(out), buf.pending)
+        if kind == "capture":  # the reader is one for both: it runs the decoders in use
+            import io
+
+            from kafkaproto import capture
+            reader = capture.read_capture(io.BytesIO(data), name="fuzz")
+            out = tuple((ex.status, ex.api_key, ex.api_version, ex.correlation_id, ex.request_size,
+                         ex.response_size, ex.error, ex.topics, tuple(ex.partition_errors)) for ex in reader)
+            rows = tuple(tuple(sorted(row)) for row in capture.records(capture.read_capture(io.BytesIO(data))))
+            return (out, len(rows), reader.stats.packets)
         raise AssertionError(kind)
 
 

@@ -7,7 +7,7 @@ def test_a_deterministic_slice_finds_nothing():
     summary = fuzz.run(6000, seed=20261122, jobs=2)
     assert summary["inputs"] == 6000
     assert not summary["finding_list"], summary["finding_list"][:3]
-    assert set(summary["by_kind"]) == {"message", "request", "response", "records", "frames"}
+    assert set(summary["by_kind"]) == {"message", "request", "response", "records", "frames", "capture"}
     # Mutations must reach past the first bytes: a fair share still decodes.
     assert summary["decoded"] > 600, summary
 

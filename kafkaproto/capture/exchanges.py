@@ -512,10 +512,10 @@ class Exchanges:
         a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
         key = (a, b) if a <= b else (b, a)
         conns = self.connections
-        conn = conns.get(key)
         out = []
         if time_ns - self._sweep_ns > 10**9:
             self._sweep(time_ns, out)
+        conn = conns.get(key)
         flags = seg.flags
         reused = flags & _SYN and not flags & _ACK and conn is not None and conn.up is not None and (
             conn.fin or conn.up.delivered)
