@@ -164,3 +164,20 @@ def test_a_late_retransmission_fills_a_hole_the_snap_length_made():
     assert d.segment(5, b"ef") == []
     assert d.segment(1, b"abcd") == [b"cd", b"ef"]  # the retransmission carries it whole
     assert d.gaps == 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32), parts=st.integers(2, 4))
+def test_partitions_share_a_capture_exactly(seed, parts):
+    """n readers, each keeping the connections that hash to it, give the whole read's exchanges between them,
+    each once and with the same connection numbers."""
+    rng = random.Random(seed)
+    conns = conversation(rng, connections=rng.randint(2, 6), exchanges=(1, 3))
+    sent = segments(rng, conns, Damage(late_start=rng.random() < 0.3))
+
+    def rows(out):
+        return sorted((ex.connection, ex.client_port, ex.correlation_id, ex.status, ex.error) for ex in out)
+
+    whole = rows(run(sent))
+    split = rows([ex for i in range(parts) for ex in run(sent, partition=(i, parts))])
+    assert split == whole

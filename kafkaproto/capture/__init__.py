@@ -15,7 +15,7 @@ than memory is fine. Nothing here raises on bad traffic: a packet that is not
 TCP is counted in ``stats.skipped``, and a frame that is cut, lost or unreadable
 comes out as an exchange whose ``status`` says so (``capture.STATUSES``). A file
 that is itself damaged ends with a "capture error" exchange, after everything
-that could be read from it.
+that could be read from it; so does one that cannot be opened or read.
 """
 
 from collections import Counter
@@ -97,10 +97,10 @@ class CaptureReader:
                 if out:
                     stats.exchanges += len(out)
                     yield from out
-        except CaptureFormatError as e:
+        except (CaptureFormatError, OSError) as e:  # a damaged file, or one that cannot be read (to its end)
             stats.error = str(e)
             damaged = Exchange(CAPTURE_ERROR)
-            damaged.error, damaged.error_offset = str(e), e.offset
+            damaged.error, damaged.error_offset = str(e), getattr(e, "offset", None)
             stats.exchanges += 1
             yield damaged
         out = exchanges.finish()
@@ -132,12 +132,15 @@ def records(exchanges, *, validate=True):
 
     Each row names where the record travelled (connection, api, time, topic, topic id,
     partition) and what it is (offset, timestamp, key, value, headers and its batch's
-    producer fields). Records that do not read are skipped, with a row whose
+    producer fields). Records that do not read, and a damaged file, give a row whose
     ``error`` says why.
     """
     from .. import records as recs
 
     for ex in exchanges:
+        if ex.status == CAPTURE_ERROR:
+            yield {"error": f"capture error: {ex.error}"}
+            continue
         for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
             base = {"connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name, "side": side,
                     "time_ns": time_ns, "topic": topic, "topic_id": topic_id, "partition": partition}

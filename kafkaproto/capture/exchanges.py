@@ -471,6 +471,32 @@ class _Connection:
         self.detectors = {}  # (address, port) -> (its stream, a framer looking for a whole request in it)
 
 
+class _Other:
+    """A connection another partition reads: when it was last seen, and whether it has ended."""
+
+    __slots__ = ("last_ns", "fin", "active")
+
+    def __init__(self, time_ns):
+        self.last_ns, self.fin, self.active = time_ns, 0, False
+
+    def goes_on(self, seg, time_ns, idle_ns):
+        """False when this packet belongs to a new connection on the same ports, as Exchanges.packet judges."""
+        if time_ns - self.last_ns >= idle_ns:
+            return False
+        if seg.flags & _SYN and not seg.flags & _ACK and (self.fin or self.active):
+            return False
+        self.last_ns = time_ns
+        return True
+
+    def ends(self, seg, key):
+        """Take the packet in; True when the connection is over (both FINs, or a RST)."""
+        if seg.payload:
+            self.active = True
+        if seg.flags & _FIN:
+            self.fin |= 1 if (seg.src, seg.sport) == key[0] else 2
+        return self.fin == 3 or bool(seg.flags & _RST)
+
+
 class Exchanges:
     """Turns TCP segments into exchanges, connection by connection.
 
@@ -504,6 +530,7 @@ class Exchanges:
         self.gap_bytes = 0
         self._sweep_ns = 0
         self._apis = {a.api_key: a for a in apis()}
+        self._others = {}  # key -> _Other, for connections another partition reads
 
     # ---- the packet path ----
 
@@ -517,6 +544,14 @@ class Exchanges:
             self._sweep(time_ns, out)
         conn = conns.get(key)
         flags = seg.flags
+        if conn is None and self.partition is not None:
+            other = self._others.get(key)
+            if other is not None:
+                if other.goes_on(seg, time_ns, self.idle_ns):
+                    if other.ends(seg, key):
+                        del self._others[key]
+                    return out
+                del self._others[key]
         reused = flags & _SYN and not flags & _ACK and conn is not None and conn.up is not None and (
             conn.fin or conn.up.delivered)
         if conn is None or reused:
@@ -524,13 +559,20 @@ class Exchanges:
                 self._close(key, out)
             elif not (flags & _SYN or seg.payload or seg.missing):
                 return out  # the last ACK of a connection already closed, or a keep-alive of one never seen
-            if self.partition is not None and _stable_hash(key) % self.partition[1] != self.partition[0]:
-                return out
             if self.ports is not None and a[1] not in self.ports and b[1] not in self.ports:
                 self.skipped["not on a broker port"] = self.skipped.get("not on a broker port", 0) + 1
                 return out
-            conn = conns[key] = _Connection(self.count)
+            index = self.count
             self.count += 1
+            if self.partition is not None and _stable_hash(key) % self.partition[1] != self.partition[0]:
+                # Another reader's: remembered only so that connections keep the numbers a whole read gives.
+                other = self._others[key] = _Other(time_ns)
+                if other.ends(seg, key):
+                    del self._others[key]
+                elif len(self._others) > self.max_connections:
+                    del self._others[next(iter(self._others))]
+                return out
+            conn = conns[key] = _Connection(index)
             if len(conns) > self.max_connections:
                 self._close(next(iter(conns)), out)
         else:

@@ -15,7 +15,7 @@ import json
 from .. import records as _records
 from ..jsonview import to_json
 from ..uuid import Uuid
-from .exchanges import records_fields
+from .exchanges import CAPTURE_ERROR, records_fields
 
 EXCHANGE_FIELDS = (
     # (name, Arrow type, what it holds)
@@ -141,6 +141,9 @@ def record_batches(exchanges, file=None, validate=True):
     import pyarrow as pa
     schema = record_schema()
     for ex in exchanges:
+        if ex.status == CAPTURE_ERROR:  # the file's damage leaves a trace here too
+            yield pa.RecordBatch.from_pylist([{"file": file, "error": f"capture error: {ex.error}"}], schema=schema)
+            continue
         for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
             context = {"file": file, "connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name,
                        "side": side, "time": time_ns, "topic": topic,

@@ -49,6 +49,9 @@ def run(args):
         raise ValueError("--format parquet needs --output FILE")
     if args.records and fmt == "summary":
         raise ValueError("--records gives rows: choose --format jsonl, csv or parquet")
+    for path in args.files:
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file")
     keep = _filter(args)
     ports = [int(p) for p in args.ports.split(",")] if args.ports else None
     progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())

@@ -1,0 +1,61 @@
+"""Kafka captures and frames in Spark: the ``kafka-pcap`` data source and Arrow UDFs (extra ``[spark]``).
+
+    from kafkaproto import spark as kspark
+
+    spark = kspark.session()                       # a local session (local[*]) with kafka-pcap registered
+    df = spark.read.format("kafka-pcap").option("ports", "9092").load("captures/*.pcap")
+    df.groupBy("api_name").count().show()
+    df.selectExpr("parse_json(response) AS response")   # bodies are JSON text; VARIANT on demand
+
+    records = spark.read.format("kafka-pcap").option("level", "records").load("captures/")
+
+    from kafkaproto.spark import udfs                # frames already in a table (see udfs)
+    frames.select(udfs.decode_request("frame"))
+
+``datasource`` describes the options and how files are split between tasks; ``schema`` the columns (from
+kafkaproto.capture.tables). Any other session, e.g. one spark-submit made, gets the data source (and the SQL
+functions kafka_decode_request, kafka_decode_response) with ``register(spark)``.
+
+On a cluster the executors run this package's code: install kafkaproto with this extra on every node
+(``pip install 'kafkaproto[spark]'``), or ship it with the job, e.g. a packed virtualenv
+(``spark-submit --archives env.tar.gz#env`` with ``PYSPARK_PYTHON=./env/bin/python``).
+"""
+
+try:
+    import pyarrow  # noqa: F401
+    import pyspark  # noqa: F401
+except ImportError as e:
+    raise ImportError(f"kafkaproto.spark needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({e})") from e
+
+import os
+import sys
+
+from .datasource import NAME, KafkaPcapDataSource
+from .schema import exchange_struct, record_struct
+
+__all__ = ["NAME", "KafkaPcapDataSource", "exchange_struct", "record_struct", "register", "session"]
+
+
+def register(spark):
+    """Make ``spark.read.format("kafka-pcap")`` and the SQL functions of ``udfs`` available on a session."""
+    from . import udfs
+
+    spark.dataSource.register(KafkaPcapDataSource)
+    udfs.register(spark)
+    return spark
+
+
+def session(master="local[*]", app_name="kafkaproto", config=None):
+    """A SparkSession (the active one if there is one) with the data source registered.
+
+    By default a local one using every core; ``config`` adds settings (``{"spark.driver.memory": "4g"}``).
+    Session times are in UTC, as capture times are. Local workers run this Python (unless PYSPARK_PYTHON says
+    otherwise), so they import the same kafkaproto.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name).config("spark.sql.session.timeZone", "UTC")
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    return register(builder.getOrCreate())

@@ -1,0 +1,373 @@
+"""The ``kafka-pcap`` data source: pcap/pcapng captures read as exchange or record rows.
+
+    spark.read.format("kafka-pcap").option("ports", "9092").load("captures/*.pcap")
+    spark.read.format("kafka-pcap").option("level", "records").load(["s3://bucket/a.pcap", "s3://bucket/b.pcap"])
+
+Options:
+    ports   the brokers' ports, comma-separated; without it each connection's client is detected
+    level   exchanges (default: one row per request/response) or records (one row per record)
+    bodies  true (default) or false: whether exchange rows carry the request and response as JSON
+    splits  how many tasks each file is split into (default: one per 64 MiB, at most 32)
+
+Paths are local paths, globs and directories, or URIs of any filesystem pyarrow reaches (s3://, gs://, hdfs://,
+file://). Several paths: ``load([...])``, or one string with commas between them. A glob on a remote filesystem is
+expanded with fsspec (with the filesystem's own package, e.g. s3fs), which must then be installed.
+
+Planning: every file is one task or more. A file of n splits is read by n tasks, each reading the whole file and
+decoding only the TCP connections whose stable hash is its index (``read_capture(partition=(i, n))``), so every
+exchange comes out once, with the connection number a whole read gives it.
+
+Nothing about a file fails the job: a damaged or truncated capture ends with a "capture error" row carrying the
+message (after the rows that could be read), and so does a path that cannot be opened or listed (permission, no such
+file, a glob matching nothing). At the records level these are rows whose ``error`` says "capture error: ...".
+Bad option values do fail, at planning, before any task runs.
+"""
+
+import glob as _glob
+import json
+import math
+import os
+from urllib.parse import unquote, urlsplit
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from .. import capture
+from ..capture import tables
+from . import schema as _schema
+
+NAME = "kafka-pcap"
+SPLIT_BYTES = 64 << 20  # one split per this much capture
+MAX_AUTO_SPLITS = 32  # every split reads the whole file: past this, reading costs more than decoding saves
+
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+
+
+# ---- options --------------------------------------------------------------------------------------------------
+
+class ReadOptions:
+    """The data source's options, checked: ports (list of int or None), level, bodies, splits (int or None)."""
+
+    def __init__(self, options):
+        options = {str(k).lower(): v for k, v in dict(options).items()}
+        self.ports = _ports(options.get("ports"))
+        self.level = str(options.get("level") or _schema.EXCHANGES).strip().lower()
+        if self.level not in _schema.LEVELS:
+            raise ValueError(f"option level must be one of {', '.join(_schema.LEVELS)}, not {self.level!r}")
+        self.bodies = _flag("bodies", options.get("bodies"), True)
+        self.splits = _positive("splits", options.get("splits"))
+        self.paths = _paths(options)
+
+
+def _ports(text):
+    if text is None or not str(text).strip():
+        return None
+    try:
+        ports = [int(p) for p in str(text).split(",") if p.strip()]
+    except ValueError:
+        raise ValueError(f"option ports must be port numbers separated by commas, not {text!r}") from None
+    if not all(0 < p < 65536 for p in ports):
+        raise ValueError(f"option ports: {text!r} holds a number outside 1..65535")
+    return ports
+
+
+def _flag(name, text, default):
+    if text is None:
+        return default
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"option {name} must be true or false, not {text!r}")
+
+
+def _positive(name, text):
+    if text is None or not str(text).strip():
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"option {name} must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _paths(options):
+    """What load() was given: one string (several paths separated by commas) or a list (kept as is)."""
+    if options.get("paths"):
+        paths = json.loads(options["paths"])  # load([...]) passes its list as JSON
+    elif options.get("path"):
+        paths = [p.strip() for p in options["path"].split(",")]
+    else:
+        paths = []
+    paths = [p for p in paths if p]
+    if not paths:
+        raise ValueError(f"{NAME} needs a path: spark.read.format({NAME!r}).load(path, glob or list of them)")
+    return paths
+
+
+# ---- finding the files ----------------------------------------------------------------------------------------
+
+class CaptureFile:
+    """A file to read: where (``location``, see open_capture), its name in the ``file`` column, its size (None
+    when unknown), or the error that kept it from being listed."""
+
+    def __init__(self, name, location=None, size=None, error=None):
+        self.name = name
+        self.location = location
+        self.size = size
+        self.error = error
+
+    def __repr__(self):
+        return f"CaptureFile({self.name!r}, size={self.size}, error={self.error!r})"
+
+
+def _is_local(path):
+    scheme = urlsplit(path).scheme
+    return len(scheme) <= 1 or scheme == "file"  # one letter: a Windows drive
+
+
+def _local_path(path):
+    if path.startswith("file:"):
+        path = unquote(urlsplit(path).path)
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _visible(name):
+    # Spark's file sources skip these too: marker files (_SUCCESS) and hidden ones.
+    return not name.startswith((".", "_"))
+
+
+def expand(paths):
+    """The capture files the paths name, in order: globs expanded, directories walked (hidden files skipped).
+    A path that cannot be listed is a CaptureFile with an error; a glob on a remote filesystem without fsspec
+    raises ImportError."""
+    found = []
+    for path in paths:
+        try:
+            found.extend(_expand_local(path) if _is_local(path) else _expand_remote(path))
+        except (OSError, ValueError) as e:
+            found.append(CaptureFile(path, error=f"cannot list {path}: {e}"))
+    return found
+
+
+def _expand_local(path):
+    local = _local_path(path)
+    if _glob.has_magic(local):
+        matches = sorted(_glob.glob(local, recursive=True))
+        if not matches:
+            return [CaptureFile(path, error=f"no file matches {path}")]
+    else:
+        matches = [local]
+    files = []
+    for match in matches:
+        if os.path.isdir(match):
+            for root, dirs, names in os.walk(match, onerror=_raise):
+                dirs[:] = sorted(d for d in dirs if _visible(d))
+                files.extend(os.path.join(root, n) for n in sorted(names) if _visible(n))
+        else:
+            files.append(match)
+    out = []
+    for name in files:
+        try:
+            size = os.stat(name).st_size
+        except OSError as e:
+            out.append(CaptureFile(name, error=f"cannot read {name}: {e.strerror or e}"))
+            continue
+        out.append(CaptureFile(name, ("local", name), size))
+    return out
+
+
+def _raise(error):
+    raise error
+
+
+def _expand_remote(uri):
+    if _glob.has_magic(urlsplit(uri).path):
+        return _expand_fsspec(uri)
+    from pyarrow import fs
+
+    filesystem, base = fs.FileSystem.from_uri(uri)
+    info = filesystem.get_file_info(base)
+    if info.type == fs.FileType.NotFound:
+        return [CaptureFile(uri, error=f"cannot read {uri}: no such file")]
+    if info.type != fs.FileType.Directory:
+        return [CaptureFile(uri, ("arrow", uri, base), info.size)]
+    # The URI up to where its path starts (s3://, hdfs://namenode:8020): listed paths are joined to it.
+    trimmed_uri, trimmed_base = uri.rstrip("/"), base.rstrip("/")
+    prefix = trimmed_uri[:-len(trimmed_base)] if trimmed_base and trimmed_uri.endswith(trimmed_base) else None
+    listed = filesystem.get_file_info(fs.FileSelector(base, recursive=True))
+    out = []
+    for entry in sorted(listed, key=lambda e: e.path):
+        relative = entry.path[len(base):].lstrip("/")
+        if entry.type != fs.FileType.File or not all(_visible(part) for part in relative.split("/")):
+            continue
+        name = prefix + entry.path if prefix is not None else f"{uri.rstrip('/')}/{relative}"
+        out.append(CaptureFile(name, ("arrow", uri, entry.path), entry.size))
+    return out
+
+
+def _expand_fsspec(uri):
+    try:
+        import fsspec
+    except ImportError:
+        # Not a row: nothing on that filesystem can be listed this way, so the job should not start.
+        raise ImportError(f"{uri}: globs on remote filesystems are expanded with fsspec, which is not installed "
+                          f"(pip install fsspec and the filesystem's package, e.g. s3fs), or list the files") from None
+    filesystem, pattern = fsspec.core.url_to_fs(uri)
+    matches = filesystem.glob(pattern, detail=True)
+    if not matches:
+        return [CaptureFile(uri, error=f"no file matches {uri}")]
+    out = []
+    for path, info in sorted(matches.items()):
+        if info.get("type") == "directory":
+            inner = filesystem.find(path, detail=True)
+            entries = sorted((p, i) for p, i in inner.items()
+                             if all(_visible(part) for part in p[len(path):].strip("/").split("/")))
+        else:
+            entries = [(path, info)]
+        for name, entry in entries:
+            full = filesystem.unstrip_protocol(name)
+            out.append(CaptureFile(full, ("fsspec", full), entry.get("size")))
+    return out
+
+
+def open_capture(location):
+    """A binary file object reading a CaptureFile's location."""
+    kind = location[0]
+    if kind == "local":
+        return open(location[1], "rb")
+    if kind == "arrow":
+        from pyarrow import fs
+
+        filesystem, _ = fs.FileSystem.from_uri(location[1])
+        return filesystem.open_input_stream(location[2])
+    if kind == "fsspec":
+        import fsspec
+
+        return fsspec.open(location[1], "rb").open()
+    raise ValueError(f"unknown location {location!r}")
+
+
+# ---- planning -------------------------------------------------------------------------------------------------
+
+class CaptureSplit(InputPartition):
+    """Split ``index`` of ``count`` of one capture file (count 1: the whole file)."""
+
+    def __init__(self, file, index, count):
+        super().__init__((file.name, index, count))
+        self.file = file
+        self.index = index
+        self.count = count
+
+    def __repr__(self):
+        return f"CaptureSplit({self.file.name!r}, {self.index}/{self.count})"
+
+
+def split_count(file, splits=None):
+    """How many tasks read a file: the option if given, else one per SPLIT_BYTES (at most MAX_AUTO_SPLITS)."""
+    if file.error is not None:
+        return 1
+    if splits is not None:
+        return splits
+    if not file.size:
+        return 1
+    return max(1, min(MAX_AUTO_SPLITS, math.ceil(file.size / SPLIT_BYTES)))
+
+
+def plan(files, splits=None):
+    """Every file's splits: (file, i, n) for i in range(n), so each connection is read by exactly one task."""
+    out = []
+    for file in files:
+        n = split_count(file, splits)
+        out.extend(CaptureSplit(file, i, n) for i in range(n))
+    return out
+
+
+# ---- reading --------------------------------------------------------------------------------------------------
+
+def _damaged(message):
+    ex = capture.Exchange(capture.CAPTURE_ERROR)
+    ex.error = message
+    return ex
+
+
+def _guarded(split, options):
+    """The split's exchanges; whatever goes wrong with the file becomes one capture error exchange, reported
+    by the file's first split only (every split reads the whole file and would meet the same damage)."""
+    file = split.file
+    report = split.index == 0
+    if file.error is not None:
+        if report:
+            yield _damaged(file.error)
+        return
+    partition = (split.index, split.count) if split.count > 1 else None
+    try:
+        source = open_capture(file.location)
+    except Exception as e:  # any filesystem's error: permission, gone since listing, no credentials
+        if report:
+            yield _damaged(f"cannot read {file.name}: {e}")
+        return
+    try:
+        reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition)
+        for ex in reader:
+            if ex.status == capture.CAPTURE_ERROR and ex.connection is None and not report:
+                continue
+            yield ex
+    except Exception as e:  # read_capture reports damage itself; this is what it does not catch (I/O)
+        if report:
+            yield _damaged(f"{file.name}: reading stopped: {e}")
+    finally:
+        source.close()
+
+
+def read_split(split, options, arrow_schema):
+    """The split's rows as pyarrow RecordBatches of arrow_schema (see schema.arrow_schema_of)."""
+    import pyarrow as pa
+
+    name = split.file.name
+    exchanges = _guarded(split, options)
+    if options.level == _schema.RECORDS:
+        batches = tables.record_batches(exchanges, file=name)
+    else:
+        batches = tables.exchange_batches(exchanges, file=name, bodies=options.bodies)
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            yield _schema.conform(batch, arrow_schema)
+    except Exception as e:  # a row that would not build: report it as data rather than fail the job
+        if options.level == _schema.RECORDS:
+            row = {"file": name, "error": f"{capture.CAPTURE_ERROR}: {e}"}
+            yield _schema.conform(pa.RecordBatch.from_pylist([row], schema=tables.record_schema()), arrow_schema)
+        else:
+            rows = tables.exchange_batches([_damaged(f"{name}: rows could not be built: {e}")], file=name)
+            yield _schema.conform(next(rows), arrow_schema)
+
+
+class KafkaPcapReader(DataSourceReader):
+    def __init__(self, options, struct):
+        self.options = options
+        self.struct = struct
+
+    def partitions(self):
+        return plan(expand(self.options.paths), self.options.splits)
+
+    def read(self, partition):
+        return read_split(partition, self.options, _schema.arrow_schema_of(self.struct))
+
+
+class KafkaPcapDataSource(DataSource):
+    """``spark.read.format("kafka-pcap")``: see the module docstring for options and columns."""
+
+    @classmethod
+    def name(cls):
+        return NAME
+
+    def schema(self):
+        return _schema.struct_for(ReadOptions(self.options).level)
+
+    def reader(self, schema):
+        return KafkaPcapReader(ReadOptions(self.options), schema)

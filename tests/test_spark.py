@@ -1,0 +1,370 @@
+"""kafkaproto.spark: the kafka-pcap data source and the UDFs give what kafkaproto gives directly.
+
+One local Spark session (local[2]) serves the whole module; each test runs as few Spark jobs as it can, since a
+job costs seconds here. Expected rows come from kafkaproto.capture (read_capture, tables) and kafkaproto.records,
+cast to the types Spark holds (timestamps in microseconds) with pyarrow's own cast.
+"""
+
+import json
+import os
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pa = pytest.importorskip("pyarrow")
+
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType  # noqa: E402
+
+from kafkaproto import decode_request, decode_response, records, split_frames  # noqa: E402
+from kafkaproto import spark as kspark  # noqa: E402
+from kafkaproto.capture import CAPTURE_ERROR, read_capture, tables, walk  # noqa: E402
+from kafkaproto.jsonview import to_json  # noqa: E402
+from kafkaproto.registry import api  # noqa: E402
+from kafkaproto.spark import datasource, schema, udfs  # noqa: E402
+from pcap_streams import tcp_streams  # noqa: E402
+
+CAPTURES = sorted((Path(__file__).parent / "data" / "captures").glob("*.pcap"))
+JAVA_431, JAVA_431_PORT = CAPTURES[[p.name for p in CAPTURES].index("java-4.3.1.pcap")], 59341
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    if os.environ.get("KAFKAPROTO_PURE") == "1":
+        pytest.skip("the Spark layer does not depend on the codecs in use; the compiled pass checks it")
+    # Spark's Python workers start in the JVM's working directory and put it first on sys.path: started in the
+    # source checkout, they would import its kafkaproto instead of the installed one.
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("spark"))
+    try:
+        session = kspark.session("local[2]", "kafkaproto-tests", config={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.memory": "1g",
+        })
+    finally:
+        os.chdir(here)
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# ---- what the rows should be ------------------------------------------------------------------------------------
+
+def spark_rows(df):
+    return df.toArrow().to_pylist()
+
+
+def expected_rows(paths, level="exchanges", ports=None, bodies=True):
+    """read_capture + tables for each file, cast to the data source's types by pyarrow."""
+    struct = schema.struct_for(level)
+    target = schema.arrow_schema_of(struct)
+    rows = []
+    for path in paths:
+        exchanges = read_capture(str(path), ports=ports)
+        if level == "records":
+            batches = list(tables.record_batches(exchanges, file=str(path)))
+            arrow = tables.record_schema()
+        else:
+            batches = list(tables.exchange_batches(exchanges, file=str(path), bodies=bodies))
+            arrow = tables.exchange_schema()
+        table = pa.Table.from_batches(batches, schema=arrow)
+        rows.extend(table.cast(target, safe=False).to_pylist())  # unsafe: ns -> us truncates
+    return rows
+
+
+def key(row):
+    return repr(sorted(row.items()))
+
+
+def same_rows(actual, expected):
+    assert len(actual) == len(expected)
+    assert sorted(map(key, actual)) == sorted(map(key, expected))
+
+
+# ---- the data source ------------------------------------------------------------------------------------------
+
+def test_schema_is_the_documented_one():
+    struct = schema.exchange_struct()
+    assert struct.fieldNames() == [name for name, _, _ in tables.EXCHANGE_FIELDS]
+    assert {f.name: f.metadata["comment"] for f in struct} == {n: doc for n, _, doc in tables.EXCHANGE_FIELDS}
+    types = {f.name: f.dataType.simpleString() for f in struct}
+    assert types["request_time"] == "timestamp" and types["api_key"] == "smallint"
+    assert types["partition_errors"] == "array<struct<topic:string,partition:int,error_code:smallint>>"
+    assert schema.record_struct().fieldNames() == tables.record_schema().names
+    assert {f.dataType.simpleString() for f in schema.record_struct() if f.name in ("time", "timestamp")} == \
+        {"timestamp"}
+
+
+def test_exchanges_are_those_read_capture_gives(spark):
+    df = spark.read.format("kafka-pcap").load(str(CAPTURES[0].parent / "*.pcap"))
+    assert df.schema == schema.exchange_struct()
+    actual = spark_rows(df)
+    same_rows(actual, expected_rows(CAPTURES))
+    assert {r["file"] for r in actual} == {str(p) for p in CAPTURES}
+    assert any(r["status"] == "ok" and r["api_name"] == "Fetch" and json.loads(r["response"])["responses"]
+               for r in actual)
+
+
+def test_records_are_those_record_batches_give(spark):
+    df = spark.read.format("kafka-pcap").option("level", "records").load([str(p) for p in CAPTURES])
+    actual = spark_rows(df)
+    same_rows(actual, expected_rows(CAPTURES, "records"))
+    assert len(actual) >= 40 * len(CAPTURES) and all(r["error"] is None for r in actual)
+
+
+def test_splits_read_every_exchange_once(spark):
+    paths = CAPTURES[:3]
+    plan = datasource.plan(datasource.expand([str(p) for p in paths]), 3)
+    assert [(s.file.name, s.index, s.count) for s in plan] == [(str(p), i, 3) for p in paths for i in range(3)]
+    df = spark.read.format("kafka-pcap").option("splits", "3").load(",".join(str(p) for p in paths))
+    assert df.rdd.getNumPartitions() == 9
+    # Every exchange once, with the connection number a whole read of its file gives.
+    same_rows(spark_rows(df), expected_rows(paths))
+
+
+def test_ports_bodies_and_a_list_of_paths(spark):
+    paths = [JAVA_431, CAPTURES[0]]
+    df = (spark.read.format("kafka-pcap").option("ports", str(JAVA_431_PORT)).option("bodies", "false")
+          .load([str(p) for p in paths]))
+    actual = spark_rows(df)
+    same_rows(actual, expected_rows(paths, ports=[JAVA_431_PORT], bodies=False))
+    assert {r["file"] for r in actual} == {str(JAVA_431)}  # nothing of the other file is on that port
+    assert {r["broker_port"] for r in actual} == {JAVA_431_PORT}
+    assert all(r["request"] is None and r["response"] is None for r in actual)
+
+
+def damaged_captures(tmp_path):
+    """A good capture, a truncated one, one of random bytes: (good, truncated, random) paths."""
+    good = tmp_path / "good.pcap"
+    shutil.copy(CAPTURES[0], good)
+    data = JAVA_431.read_bytes()
+    truncated = tmp_path / "truncated.pcap"
+    truncated.write_bytes(data[:len(data) // 2 + 7])
+    noise = tmp_path / "noise.pcap"
+    noise.write_bytes(random.Random(7).randbytes(5000))
+    return good, truncated, noise
+
+
+def test_damaged_files_give_status_rows(spark, tmp_path):
+    good, truncated, noise = damaged_captures(tmp_path)
+    pattern = str(tmp_path / "*.pcap")
+    actual = spark_rows(spark.read.format("kafka-pcap").load(pattern))
+    same_rows(actual, expected_rows([good, truncated, noise]))
+    errors = {r["file"]: r["error"] for r in actual if r["status"] == CAPTURE_ERROR}
+    assert set(errors) == {str(truncated), str(noise)}
+    assert "truncated" in errors[str(truncated)] and "not a pcap" in errors[str(noise)]
+    assert sum(r["file"] == str(truncated) and r["status"] == "ok" for r in actual) > 10
+
+    # At the records level, split in two: each damaged file still says so, once.
+    rows = spark_rows(spark.read.format("kafka-pcap").option("level", "records").option("splits", 2).load(pattern))
+    errors = sorted((r["file"], r["error"]) for r in rows if r["error"])
+    assert [f for f, _ in errors] == sorted([str(noise), str(truncated)])
+    assert all(e.startswith("capture error: ") for _, e in errors)
+    assert sum(r["file"] == str(good) for r in rows) == len(expected_rows([good], "records"))
+
+
+def test_unreadable_paths_are_rows_not_failures(spark, tmp_path):
+    missing, nothing, folder = tmp_path / "missing.pcap", tmp_path / "none*.pcap", tmp_path / "folder"
+    folder.mkdir()
+    (folder / "dangling.pcap").symlink_to(tmp_path / "gone")
+    locked = folder / "locked.pcap"
+    if os.geteuid() != 0:  # root reads whatever the mode says
+        shutil.copy(CAPTURES[0], locked)
+        locked.chmod(0)
+    rows = spark_rows(spark.read.format("kafka-pcap").load([str(missing), str(nothing), str(folder)]))
+    assert all(r["status"] == CAPTURE_ERROR for r in rows)
+    errors = {r["file"]: r["error"] for r in rows}
+    assert "No such file" in errors[str(missing)] and "no file matches" in errors[str(nothing)]
+    assert "No such file" in errors[str(folder / "dangling.pcap")]
+    if os.geteuid() != 0:
+        assert "Permission denied" in errors[str(locked)]
+    assert len(rows) == len(errors) == (3 if os.geteuid() == 0 else 4)
+
+
+def test_a_file_gone_after_planning_is_a_row():
+    file = datasource.CaptureFile("gone.pcap", ("local", "/nonexistent/gone.pcap"), size=100)
+    options = datasource.ReadOptions({"path": "gone.pcap"})
+    for level in ("exchanges", "records"):
+        options.level = level
+        target = schema.arrow_schema_of(schema.struct_for(level))
+        rows = [r for b in datasource.read_split(datasource.CaptureSplit(file, 0, 1), options, target)
+                for r in b.to_pylist()]
+        assert len(rows) == 1 and rows[0]["file"] == "gone.pcap" and "cannot read gone.pcap" in rows[0]["error"]
+
+
+# ---- planning and options, without Spark --------------------------------------------------------------------
+
+def test_split_count_follows_size():
+    file = datasource.CaptureFile("x", ("local", "x"), size=200 << 20)
+    assert datasource.split_count(file) == 4
+    assert datasource.split_count(datasource.CaptureFile("x", ("local", "x"), size=1)) == 1
+    assert datasource.split_count(datasource.CaptureFile("x", ("local", "x"), size=1 << 40)) == 32
+    assert datasource.split_count(file, splits=7) == 7
+    assert datasource.split_count(datasource.CaptureFile("x", error="gone"), splits=7) == 1
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"path": "x", "level": "packets"}, "level must be one of"),
+    ({"path": "x", "ports": "9092,kafka"}, "port numbers"),
+    ({"path": "x", "ports": "70000"}, "outside 1..65535"),
+    ({"path": "x", "bodies": "maybe"}, "true or false"),
+    ({"path": "x", "splits": "0"}, "at least 1"),
+    ({}, "needs a path"),
+])
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        datasource.ReadOptions(options)
+
+
+def test_uris_and_remote_globs_are_listed(tmp_path):
+    for p in CAPTURES[:2]:
+        shutil.copy(p, tmp_path / p.name)
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    files = datasource.expand([tmp_path.as_uri()])  # a directory through pyarrow.fs
+    assert [f.name for f in files] == [str(tmp_path / p.name) for p in CAPTURES[:2]]
+    assert [f.size for f in files] == [p.stat().st_size for p in CAPTURES[:2]]
+    assert all(f.location[0] == "local" for f in files)  # file:// is read as a local path
+    remote = datasource._expand_remote(tmp_path.as_uri())  # the way s3:// and hdfs:// directories are listed
+    assert [(f.name, f.size) for f in remote] == [((tmp_path / p.name).as_uri(), p.stat().st_size)
+                                                  for p in CAPTURES[:2]]
+    with datasource.open_capture(remote[0].location) as stream:
+        assert stream.read() == CAPTURES[0].read_bytes()
+    pytest.importorskip("fsspec")
+    listed = datasource._expand_fsspec(tmp_path.as_uri() + "/*.pcap")
+    assert [f.name for f in listed] == [(tmp_path / p.name).as_uri() for p in CAPTURES[:2]]
+    options = datasource.ReadOptions({"path": "x"})
+    struct = schema.arrow_schema_of(schema.exchange_struct())
+    for file in listed:  # read back through fsspec, as a task would
+        batches = datasource.read_split(datasource.CaptureSplit(file, 0, 1), options, struct)
+        assert sum(b.num_rows for b in batches) == sum(1 for _ in read_capture(file.location[1][len("file://"):]))
+
+
+def test_remote_globs_without_fsspec_say_what_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "fsspec", None)
+    with pytest.raises(ImportError, match="globs on remote filesystems are expanded with fsspec"):
+        datasource.expand(["s3://bucket/captures/*.pcap"])
+
+
+# ---- UDFs -----------------------------------------------------------------------------------------------------
+
+def frames(path, limit=40):
+    """(request frame, response frame or None, api key, version) of a capture, from tests/pcap_streams.py."""
+    streams = tcp_streams(path.read_bytes())
+    out = []
+    for (src, dst), upstream in streams.items():
+        if dst[1] != JAVA_431_PORT:
+            continue
+        requests = {}
+        for frame in split_frames(upstream):
+            header = decode_request(frame).header
+            requests[header.correlation_id] = [frame, None, header.request_api_key, header.request_api_version]
+        for frame in split_frames(streams.get((dst, src), b"")):
+            requests[int.from_bytes(frame[:4], "big", signed=True)][1] = frame
+        out.extend(requests.values())
+    return out[:limit]
+
+
+FRAMES = StructType([StructField("frame", BinaryType()), StructField("response", BinaryType()),
+                     StructField("api_key", IntegerType()), StructField("api_version", IntegerType())])
+
+
+def compact(message):
+    return json.dumps(to_json(message), separators=(",", ":"))
+
+
+@pytest.mark.parametrize("kind", ["arrow_udf", "python_udf"])
+def test_decode_udfs_match_decoding_directly(spark, monkeypatch, kind):
+    if kind == "python_udf":  # what Spark 4.0, without arrow_udf, gets
+        monkeypatch.setattr(udfs, "ARROW_UDF", None)
+    elif udfs.ARROW_UDF is None:
+        pytest.skip("this pyspark has no arrow_udf")
+    rows = [(bytes(f), bytes(r) if r else None, k, v) for f, r, k, v in frames(JAVA_431)]
+    sized = rows[0][0]
+    rows.append((len(sized).to_bytes(4, "big") + sized, None, None, None))  # with its size prefix
+    longest = max(rows, key=lambda r: len(r[0]))
+    answered = next(r for r in rows if r[1])
+    rows.append((longest[0][:len(longest[0]) // 2], answered[1][:5], answered[2], answered[3]))  # cut short
+    rows.append((b"\xff\xff", b"\x00", 999, 0))                            # neither reads
+    rows.append((None, None, None, None))
+    df = spark.createDataFrame(rows, FRAMES).select(
+        udfs.decode_request("frame").alias("request"),
+        udfs.decode_response("response", "api_key", F.col("api_version")).alias("response"))
+    got = [(r["request"], r["response"]) for r in spark_rows(df)]
+    assert len(got) == len(rows)
+    for (frame, response, api_key, version), (req, resp) in zip(rows[:-4], got):
+        decoded = decode_request(frame)
+        assert req == {"api_key": api_key, "api_name": api(api_key).name, "api_version": version,
+                       "correlation_id": decoded.header.correlation_id, "client_id": decoded.header.client_id,
+                       "request": compact(decoded.body), "error": None}
+        if response is None:
+            assert resp is None
+        else:
+            answer = decode_response(response, api_key, version)
+            assert resp == {"correlation_id": decoded.header.correlation_id, "api_version": answer.version,
+                            "response": compact(answer.body), "error": None}
+    prefixed, cut, garbage, null = got[-4:]
+    assert prefixed[0] == got[0][0]
+    assert cut[0]["error"] and cut[0]["request"] is None and cut[0]["api_key"] == longest[2]
+    assert cut[1]["error"] and cut[1]["response"] is None and cut[1]["correlation_id"] is not None
+    assert garbage[0]["error"] and garbage[0]["api_key"] is None and garbage[1]["error"]
+    assert null == (None, None)
+
+
+def test_sql_functions(spark):
+    frame, response, api_key, version = frames(JAVA_431, limit=1)[0]
+    spark.createDataFrame([(bytes(frame), bytes(response), api_key, version)], FRAMES).createOrReplaceTempView("f")
+    row = spark.sql("SELECT kafka_decode_request(frame).request AS req, "
+                    "variant_get(parse_json(kafka_decode_response(response, api_key, api_version).response), "
+                    "'$.throttle_time_ms', 'int') AS throttle FROM f").collect()[0]
+    assert row.req == compact(decode_request(frame).body)
+    assert row.throttle == decode_response(response, api_key, version).body.throttle_time_ms
+
+
+def records_fields(path):
+    """(topic, partition, records bytes) of every records field in a capture's decoded bodies."""
+    out = []
+    for ex in read_capture(str(path)):
+        for body in (ex.request, ex.response):
+            if body is not None:
+                found = []
+                walk(body, {}, [], records=found)
+                out.extend((topic, partition, bytes(data)) for topic, _, partition, data in found)
+    return out
+
+
+def test_explode_records_matches_to_arrow(spark):
+    fields = records_fields(JAVA_431) + records_fields(CAPTURES[0])
+    corrupt = bytearray(fields[0][2])
+    corrupt[-1] ^= 0xFF  # the CRC no longer holds
+    fields += [("bad", 0, bytes(corrupt)), ("empty", 1, None)]
+    df = spark.createDataFrame(fields, StructType([StructField("topic", StringType()),
+                                                   StructField("partition", IntegerType()),
+                                                   StructField("records", BinaryType())]))
+    exploded = udfs.explode_records(df, "records")
+    assert exploded.columns == ["topic", "partition"] + records.arrow_schema().names + ["error"]
+    actual = spark_rows(exploded)
+    target = schema.arrow_schema_of(udfs.records_struct())
+    expected = []
+    for topic, partition, data in fields[:-2]:
+        table = records.to_arrow(data, allow_partial=True)
+        table = table.append_column("error", pa.nulls(table.num_rows, pa.string())).cast(target)
+        expected.extend(dict(row, topic=topic, partition=partition) for row in table.to_pylist())
+    bad = [r for r in actual if r["topic"] == "bad"]
+    assert len(bad) == 1 and "CRC" in bad[0]["error"] and bad[0]["offset"] is None
+    same_rows([r for r in actual if r["topic"] != "bad"], expected)
+    assert len(expected) > 60 and not any(r["topic"] == "empty" for r in actual)
+
+
+def test_importing_without_pyspark_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    for name in [m for m in sys.modules if m.startswith("kafkaproto.spark")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError, match=r"kafkaproto\[spark\]"):
+        __import__("kafkaproto.spark")
