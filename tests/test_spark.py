@@ -368,3 +368,12 @@ def test_importing_without_pyspark_says_what_to_install(monkeypatch):
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r"kafkaproto\[spark\]"):
         __import__("kafkaproto.spark")
+
+
+def test_the_readme_spark_example_runs(spark, monkeypatch):
+    """The README's Spark block, as written, on the test session (kspark.session() returns the active one)."""
+    import re
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    (block,) = re.findall(r"```python spark\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    monkeypatch.chdir(readme.parent)
+    exec(compile(block, str(readme), "exec"), {})
