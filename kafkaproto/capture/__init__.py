@@ -147,11 +147,13 @@ def records(exchanges, *, validate=True):
             try:
                 for batch in recs.iter_batches(data, validate=validate, allow_partial=True):
                     batch_fields = _batch_fields(batch)
+                    base_sequence = batch_fields.pop("base_sequence")
                     for record in batch:
                         row = dict(base)
                         row.update(batch_fields)
                         row.update(offset=record.offset, timestamp=record.timestamp, key=record.key,
-                                   value=record.value, headers=list(record.headers), error=None)
+                                   value=record.value, headers=list(record.headers), error=None,
+                                   sequence=recs.record_sequence(base_sequence, record.offset - batch.base_offset))
                         yield row
             except recs.RecordsError as e:
                 yield dict(base, error=str(e))
@@ -159,6 +161,6 @@ def records(exchanges, *, validate=True):
 
 def _batch_fields(batch):
     return {"producer_id": getattr(batch, "producer_id", -1), "producer_epoch": getattr(batch, "producer_epoch", -1),
-            "sequence": getattr(batch, "base_sequence", -1),
+            "base_sequence": getattr(batch, "base_sequence", -1),
             "transactional": bool(getattr(batch, "is_transactional", False)),
             "control": bool(getattr(batch, "is_control", False)), "compression": batch.compression.name.lower()}

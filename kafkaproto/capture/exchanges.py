@@ -433,6 +433,20 @@ def _client_hello(data):
     return len(data) >= 6 and data[0] == 22 and data[1] == 3 and data[5] == 1
 
 
+def _foreign(first, from_client, max_frame, from_syn):
+    """Why a stream whose first bytes are these is not Kafka, or None when it may be. Only a stream seen from its
+    SYN starts at a frame; one the capture joined late is judged only by whether it looks like TLS records."""
+    if _tls_record(first):
+        return "TLS: the connection is encrypted"
+    if len(first) < 8 or not from_syn:
+        return None
+    size, key, version = struct.unpack_from(">ihh", first)
+    if not 4 <= size <= max_frame or (from_client and not (0 <= key < 1024 and 0 <= version < 1024)):
+        text = bytes(first[:16]).decode("ascii", "replace")
+        return f"not Kafka: the {'client' if from_client else 'broker'} starts with {text!r}"
+    return None
+
+
 def _tls_record(data):
     """True when data starts like a TLS record (handshake, alert, change cipher spec or application data):
     as a Kafka size prefix it would be over 300 MB, so it cannot be one."""
@@ -450,7 +464,7 @@ class _Request:
 
 class _Connection:
     __slots__ = ("index", "client", "broker", "client_key", "up", "down", "up_frames", "down_frames", "pending",
-                 "sasl_mechanism", "raw_rounds", "tls", "fin", "last_ns", "undecided", "undecided_bytes",
+                 "sasl_mechanism", "raw_rounds", "foreign", "fin", "last_ns", "undecided", "undecided_bytes",
                  "requests", "detectors")
 
     def __init__(self, index):
@@ -462,7 +476,7 @@ class _Connection:
         self.pending = {}  # correlation id -> _Request
         self.sasl_mechanism = None
         self.raw_rounds = 0  # raw SASL tokens owed after a version-0 SaslHandshake; -1: until a request reads
-        self.tls = False
+        self.foreign = None  # why the connection is not read as Kafka (TLS, another protocol), once known
         self.fin = 0  # directions that sent FIN
         self.last_ns = 0
         self.undecided = []  # (segment, time, packet) held until the client side is known
@@ -679,19 +693,20 @@ class Exchanges:
     def _pieces(self, conn, from_client, pieces, time_ns, number, out):
         framer = conn.up_frames if from_client else conn.down_frames
         for piece in pieces:
-            if conn.tls:
+            if conn.foreign:
                 return
             if type(piece) is int:
                 self.gap_bytes += piece
                 events = framer.hole(piece)
             else:
-                if framer.offset == 0 and _tls_record(piece):
-                    conn.tls = True
-                    ex = Exchange(UNSUPPORTED, conn)
-                    ex.error = "TLS: the connection is encrypted"
-                    ex.request_time_ns, ex.request_packet = time_ns, number
-                    out.append(ex)
-                    return
+                if framer.offset == 0:
+                    conn.foreign = _foreign(piece, from_client, self.max_frame, framer.synced)
+                    if conn.foreign:
+                        ex = Exchange(UNSUPPORTED, conn)
+                        ex.error = conn.foreign
+                        ex.request_time_ns, ex.request_packet = time_ns, number
+                        out.append(ex)
+                        return
                 events = framer.feed(piece)
             for event in events:
                 if event[0] == "frame":
@@ -831,7 +846,7 @@ class Exchanges:
                 self.skipped[reason] = self.skipped.get(reason, 0) + len(conn.undecided)
             return
         for from_client, stream, framer in ((True, conn.up, conn.up_frames), (False, conn.down, conn.down_frames)):
-            if conn.tls:
+            if conn.foreign:
                 break
             pieces = stream.flush()
             if pieces:

@@ -81,7 +81,8 @@ def exchange_schema():
 def record_schema():
     import pyarrow as pa
     context = [pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in RECORD_CONTEXT]
-    return pa.schema(context + list(_records.arrow_schema()))
+    # Nullable throughout: a records field that does not read gives a row with the error and no record.
+    return pa.schema(context + [f.with_nullable(True) for f in _records.arrow_schema()])
 
 
 def _topic_text(topic):

@@ -26,6 +26,7 @@ from ._common import (
     TimestampType,
     arrow_schema,
     read_committed,
+    record_sequence,
 )
 from ._legacy import LegacyBatch
 
@@ -46,5 +47,5 @@ def read_records(data, **options):
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED", "Compression", "ControlMarker", "ControlType", "LegacyBatch", "Record", "RecordBatch",
     "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "iter_batches", "read_committed",
-    "read_records", "to_arrow",
+    "read_records", "record_sequence", "to_arrow",
 ]

@@ -248,3 +248,15 @@ def encode_header(pair):
         raise TypeError(f"header key must be a str, not {type(name).__name__}")
     check_blob(value, "header value")
     return name.encode(), value
+
+
+def record_sequence(base_sequence, offset_delta):
+    """The producer sequence number of the record offset_delta past its batch's base sequence (-1 when the
+    batch has none), wrapping as Java's int does."""
+    if base_sequence < 0:
+        return -1
+    if base_sequence <= 0x7FFFFFFF - offset_delta:
+        seq = base_sequence + offset_delta
+    else:
+        seq = offset_delta - (0x7FFFFFFF - base_sequence) - 1
+    return ((seq + 0x80000000) & 0xFFFFFFFF) - 0x80000000

@@ -27,6 +27,7 @@ from ._common import (
     TimestampType,
     Fault,
     arrow_schema,
+    record_sequence,
     check_blob,
     check_builder,
     check_timestamp,
@@ -288,14 +289,6 @@ def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, rec
         pos = stop
 
 
-def _sequence(base, delta):
-    """The sequence number of the record delta past the batch's base, wrapping as Java's int does."""
-    if base < 0:
-        return -1
-    seq = base + delta if base <= _INT32_MAX - delta else delta - (_INT32_MAX - base) - 1
-    return ((seq + 0x80000000) & 0xFFFFFFFF) - 0x80000000
-
-
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
     import pyarrow as pa
 
@@ -314,7 +307,7 @@ def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, 
             cols["partition_leader_epoch"].append(batch.partition_leader_epoch)
             cols["producer_id"].append(batch.producer_id)
             cols["producer_epoch"].append(batch.producer_epoch)
-            cols["sequence"].append(_sequence(batch.base_sequence, rec.offset_delta) if batch.magic == 2 else -1)
+            cols["sequence"].append(record_sequence(batch.base_sequence, rec.offset_delta) if batch.magic == 2 else -1)
             cols["transactional"].append(batch.is_transactional)
             cols["control"].append(batch.is_control)
             cols["compression"].append(codec)
