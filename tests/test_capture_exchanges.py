@@ -176,7 +176,7 @@ def test_partitions_share_a_capture_exactly(seed, parts):
     sent = segments(rng, conns, Damage(late_start=rng.random() < 0.3))
 
     def rows(out):
-        return sorted((ex.connection, ex.client_port, ex.correlation_id, ex.status, ex.error) for ex in out)
+        return sorted(repr((ex.connection, ex.client_port, ex.correlation_id, ex.status, ex.error)) for ex in out)
 
     whole = rows(run(sent))
     split = rows([ex for i in range(parts) for ex in run(sent, partition=(i, parts))])
