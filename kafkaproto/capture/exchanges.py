@@ -44,8 +44,9 @@ _SCAN_LIMIT = 1 << 20
 # Bytes a frame start needs before it can be judged: a request's size, api key, version, correlation id and
 # client id length.
 _HEAD_BYTES = 14
-# A request frame starts with a size under 128 MiB, then an api key and a version under 256.
-_REQUEST_CANDIDATE = re.compile(rb"(?=[\x00-\x07][\x00-\xff]{3}\x00[\x00-\xff]\x00)", re.S)
+# A request frame starts with a size from 8 to under 128 MiB, then an api key and a version under 256.
+_REQUEST_CANDIDATE = re.compile(
+    rb"(?=(?:[\x01-\x07]...|\x00[\x01-\xff]..|\x00\x00[\x01-\xff].|\x00\x00\x00[\x08-\xff])\x00.\x00)", re.S)
 # How much of an undecided connection (no SYN seen, no port given) is held while looking for a request.
 _UNDECIDED_LIMIT = 256 << 10
 
@@ -862,6 +863,9 @@ class Exchanges:
         for req in conn.pending.values():
             out.append(_unanswered(conn, req))
         conn.pending.clear()
+        # The response framer's search refers back to the connection: let go, so that memory comes back at once
+        # rather than at the cyclic collector's next pass.
+        conn.up_frames = conn.down_frames = conn.detectors = None
 
     # ---- finding a frame start again ----
 

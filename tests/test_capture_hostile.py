@@ -1,0 +1,606 @@
+"""kafkaproto.capture on hostile input: every case ends with a clear error or status, in bounded memory and time.
+
+- Files cut short (plain and gzip) end with one "capture error" exchange naming the offset, after exactly the
+  exchanges the whole packets before the cut make; impossible block and record lengths, random bytes and empty
+  files do the same. Nothing raises.
+- Kafka size prefixes of 2 GB and of 100 MiB + 1 allocate nothing of that size, are reported, and the frames after
+  them are still found.
+- A capture of very many tiny connections is read in bounded time, and max_connections bounds its memory.
+- What is not Kafka (HTTP, TLS, raw SASL tokens, API keys and versions kafkaproto does not know, responses nobody
+  asked for) is reported as such, never decoded as Kafka.
+"""
+
+import gzip
+import io
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+import zlib
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import capture_files as cf
+from kafkaproto import encode_request, encode_response
+from kafkaproto.capture import (CAPTURE_ERROR, DECODE_ERROR, GAP, OK, STATUSES, UNMATCHED_RESPONSE, UNSUPPORTED,
+                                Exchanges, read_capture)
+from kafkaproto.capture.link import LINKTYPE_ETHERNET, tcp_segment
+from kafkaproto.capture.pcap import read_packets
+from kafkaproto.messages import (ApiVersionsRequest, MetadataRequest, MetadataResponse, RequestHeader,
+                                 ResponseHeader, SaslHandshakeRequest, SaslHandshakeResponse)
+from test_capture import T0, Tcp, metadata_round, pcap_bytes, wire_frame
+
+CAPTURES_DIR = Path(__file__).parent / "data" / "captures"
+MAX_FRAME = 100 * 1024 * 1024  # kafkaproto's default frame limit, Kafka's socket.request.max.bytes
+
+
+@contextmanager
+def within(seconds):
+    """Fail instead of hanging: a reading still going after ``seconds`` is interrupted."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still reading after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def read_all(source, seconds=30, **options):
+    """(exchanges, stats) of a capture; any exception, or a reading that does not end, fails the test."""
+    reader = read_capture(source, **options)
+    with within(seconds):
+        out = list(reader)
+    for ex in out:
+        assert ex.status in STATUSES
+        ex.to_dict()  # every exchange, however odd, must still turn into plain values and text
+        repr(ex)
+    return out, reader.stats
+
+
+def peak_memory(source, **options):
+    """(exchanges, stats, peak bytes Python allocated while reading)."""
+    tracemalloc.start()
+    try:
+        out, stats = read_all(source, **options)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return out, stats, peak
+
+
+def dicts(exchanges):
+    return [ex.to_dict() for ex in exchanges]
+
+
+def phases(data):
+    """The exchanges of an intact capture, split in two: those its packets complete, and those the end of the
+    capture adds (requests never answered, frames cut). A damaged file's capture error comes between them."""
+    exchanges = Exchanges()
+    during = []
+    if len(data) >= 24:
+        for number, packet in enumerate(read_packets(io.BytesIO(data)), 1):
+            seg = tcp_segment(packet.link_type, packet.data)
+            if type(seg) is not str:
+                during += exchanges.packet(seg, packet.timestamp_ns, number)
+    return during, exchanges.finish()
+
+
+def assert_ends_with_capture_error(out, intact_prefix, offset):
+    """``out`` is what the intact prefix of the file gives, with one capture error naming ``offset`` between
+    the exchanges its packets complete and those the end adds."""
+    during, after = phases(intact_prefix)
+    errors = [i for i, ex in enumerate(out) if ex.status == CAPTURE_ERROR]
+    assert errors == [len(during)], [ex for ex in out if ex.status == CAPTURE_ERROR]
+    damaged = out[errors[0]]
+    assert damaged.error_offset == offset, (damaged.error, offset)
+    assert f"byte {offset}" in damaged.error or (offset == 0 and "not a pcap or pcapng file" in damaged.error)
+    assert damaged.api_key is None and damaged.connection is None
+    assert dicts(out[:errors[0]]) == dicts(during)
+    assert dicts(out[errors[0] + 1:]) == dicts(after)
+
+
+def request_frame(api_cls, version, correlation_id, body, client_id="hostile"):
+    header = RequestHeader(request_api_key=api_cls.api_key, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    return encode_request(header, body, version)
+
+
+def response_frame(version, correlation_id, body):
+    return encode_response(ResponseHeader(correlation_id=correlation_id), body, version)
+
+
+def statuses(out):
+    return [(ex.status, ex.correlation_id) for ex in out]
+
+
+# -- files cut short --------------------------------------------------------------------------------------------
+
+
+def record_offsets(data):
+    return [p.offset for p in read_packets(io.BytesIO(data))]
+
+
+def cut_points(data, every):
+    """Cuts inside the file header, and around every ``every``-th record: at its start (a clean end), one byte
+    in, inside its header, just after its header, and one byte short of its end."""
+    starts = record_offsets(data)
+    ends = starts[1:] + [len(data)]
+    cuts = {0, 1, 3, 4, 23}
+    for start, end in list(zip(starts, ends, strict=True))[::every]:
+        cuts |= {start, start + 1, start + 15, start + 16, start + 17, end - 1}
+    return sorted(c for c in cuts if c < len(data))
+
+
+@pytest.mark.parametrize("name, every", [("kafkajs", 1), ("java-4.3.1", 4)])
+def test_a_file_cut_anywhere_ends_with_a_capture_error(name, every):
+    data = (CAPTURES_DIR / f"{name}.pcap").read_bytes()
+    starts = record_offsets(data)
+    for cut in cut_points(data, every):
+        out, stats = read_all(io.BytesIO(data[:cut]))
+        if cut >= 24 and cut in starts:  # a cut between records is a shorter capture, not a damaged one
+            assert stats.error is None and dicts(out) == dicts(read_capture(io.BytesIO(data[:cut])))
+            continue
+        record = max((s for s in starts if s <= cut), default=0)
+        intact = data[:record] if record >= 24 else b""
+        assert_ends_with_capture_error(out, intact, record)
+        assert stats.error == next(ex.error for ex in out if ex.status == CAPTURE_ERROR)
+        assert stats.packets == sum(1 for s in starts if s < record)
+
+
+@pytest.mark.parametrize("name", ["kafkajs", "librdkafka"])
+def test_a_gzip_file_cut_anywhere_ends_with_a_capture_error(name, tmp_path):
+    data = (CAPTURES_DIR / f"{name}.pcap").read_bytes()
+    starts = record_offsets(data)
+    compressed = gzip.compress(data)
+    cuts = sorted(set(range(0, len(compressed), 97)) | set(range(len(compressed) - 9, len(compressed))))
+    path = tmp_path / "cut.pcap.gz"
+    for cut in cuts:
+        path.write_bytes(compressed[:cut])
+        out, _ = read_all(path)
+        # The reader gets what the compressed bytes at hand decompress to, and names where that ends.
+        decompressed = zlib.decompressobj(wbits=31).decompress(compressed[:cut])
+        if len(decompressed) < 24:
+            assert [ex.status for ex in out] == [CAPTURE_ERROR]
+            continue
+        record = max(s for s in starts + [len(data)] if s <= len(decompressed))
+        assert_ends_with_capture_error(out, data[:record], len(decompressed))
+        assert next(ex for ex in out if ex.status == CAPTURE_ERROR).error.startswith(f"{path}: ")
+
+
+def test_an_empty_file():
+    out, stats = read_all(io.BytesIO(b""))
+    assert [(ex.status, ex.error_offset) for ex in out] == [(CAPTURE_ERROR, 0)]
+    assert "not a pcap or pcapng file" in out[0].error
+    assert (stats.packets, stats.connections, stats.error) == (0, 0, out[0].error)
+
+
+# -- impossible lengths ------------------------------------------------------------------------------------------
+
+
+def small_conversation(exchanges=4):
+    tcp = Tcp()
+    segs = tcp.handshake()
+    for correlation_id in range(1, exchanges + 1):
+        segs += metadata_round(tcp, correlation_id)
+    return segs + tcp.close()
+
+
+def pcapng_blocks(segs):
+    """A pcapng file of the segments, and the offset of each packet's block."""
+    head = cf.section_header() + cf.interface_description(LINKTYPE_ETHERNET, 9)
+    blocks = [cf.enhanced_packet(0, T0 + i * 1000, wire_frame(seg)[0]) for i, seg in enumerate(segs)]
+    offsets, at = [], len(head)
+    for b in blocks:
+        offsets.append(at)
+        at += len(b)
+    return head + b"".join(blocks), offsets
+
+
+@pytest.mark.parametrize("length", [0xFFFFFFFF, 0xFFFFFFFC, (64 << 20) + 4, 2_000_000_000, 13, 8, 0],
+                         ids=lambda n: f"{n:#x}")
+@pytest.mark.parametrize("both_ends", [False, True], ids=["start", "both-ends"])
+def test_pcapng_bogus_block_length(length, both_ends):
+    segs = small_conversation()
+    data, offsets = pcapng_blocks(segs)
+    k = len(segs) // 2
+    damaged = bytearray(data)
+    struct.pack_into("<I", damaged, offsets[k] + 4, length)
+    if both_ends:  # the trailing copy agrees with the bogus length, where it would fall inside the file
+        end = offsets[k] + length - 4
+        if offsets[k] + 12 <= end + 4 <= len(damaged):
+            struct.pack_into("<I", damaged, end, length)
+    out, stats, peak = peak_memory(io.BytesIO(bytes(damaged)))
+    assert peak < 4 << 20, f"{peak} bytes allocated for a block that declares {length}"
+    intact = cf.pcapng([(0, T0 + i * 1000, wire_frame(seg)[0]) for i, seg in enumerate(segs[:k])],
+                       interfaces=((LINKTYPE_ETHERNET, 9),))
+    assert_ends_with_capture_error(out, intact, offsets[k])
+    assert stats.packets == k
+
+
+@pytest.mark.parametrize("caplen", [0xFFFFFFFF, 0x80000000, 4 << 20])
+def test_pcap_record_length_beyond_the_limit(caplen, tmp_path):
+    segs = small_conversation()
+    data = pcap_bytes(segs)
+    offsets = record_offsets(data)
+    k = len(segs) // 2
+    damaged = bytearray(data)
+    struct.pack_into("<I", damaged, offsets[k] + 8, caplen)
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(damaged)
+    out, stats, peak = peak_memory(path)
+    assert peak < 4 << 20, f"{peak} bytes allocated for a record that declares {caplen}"
+    assert_ends_with_capture_error(out, data[:offsets[k]], offsets[k])
+    assert f"declares {caplen} captured bytes" in stats.error
+
+
+def test_pcap_record_longer_than_the_file(tmp_path):
+    """A length the format allows (1 MiB) that the file does not hold: read up to the end, no further."""
+    segs = small_conversation()
+    data = pcap_bytes(segs)
+    offsets = record_offsets(data)
+    k = len(segs) - 3
+    damaged = bytearray(data)
+    struct.pack_into("<I", damaged, offsets[k] + 8, 1 << 20)
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(damaged)
+    out, _, peak = peak_memory(path)
+    assert peak < 4 << 20
+    assert_ends_with_capture_error(out, data[:offsets[k]], offsets[k])
+
+
+PCAP_HEAD = cf.pcap([])
+PCAPNG_HEAD = cf.section_header() + cf.interface_description(LINKTYPE_ETHERNET, 6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(head=st.sampled_from([b"", PCAP_HEAD, PCAPNG_HEAD, gzip.compress(PCAP_HEAD)[:-8]]),
+       body=st.binary(max_size=3000))
+def test_random_bytes(head, body):
+    out, stats = read_all(io.BytesIO(head + body), seconds=10)
+    errors = [ex for ex in out if ex.status == CAPTURE_ERROR]
+    assert len(errors) <= 1
+    assert (stats.error is None) == (not errors)
+    if errors:
+        assert errors[0].error == stats.error and isinstance(errors[0].error_offset, int)
+
+
+def mutated(rng, data, starts):
+    """A real capture with bytes of its packets changed (link, IP and TCP headers, Kafka sizes, payloads) and
+    now and then a timestamp (time jumping back, or far ahead past idle_ns). Record lengths are left alone, so
+    that every packet is still read."""
+    out = bytearray(data)
+    ends = starts[1:] + [len(data)]
+    for _ in range(rng.choice([1, 4, 16, 64])):
+        record = rng.randrange(len(starts))
+        if rng.random() < 0.1:
+            out[starts[record] + rng.randrange(8)] = rng.randrange(256)  # seconds or microseconds
+            continue
+        at = starts[record] + 16 + rng.randrange(min(120, ends[record] - starts[record] - 16))
+        if rng.random() < 0.3:
+            value = rng.choice([b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\x00\x00\x00\x00", b"\x06\x40\x00\x01"])
+            n = min(4, ends[record] - at)  # within the packet, and the file keeps its length
+            out[at:at + n] = value[:n]
+        else:
+            out[at] = rng.randrange(256)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("name", ["kafka-python", "java-3.9.2"])
+def test_mutated_real_captures(name):
+    data = (CAPTURES_DIR / f"{name}.pcap").read_bytes()
+    starts = record_offsets(data)
+    rng = random.Random(name)
+    seen = Counter()
+    for _ in range(150):
+        out, stats = read_all(io.BytesIO(mutated(rng, data, starts)), seconds=10)
+        assert stats.error is None and stats.packets == len(starts)
+        seen.update(ex.status for ex in out)
+    assert seen[OK] > 0 and len(seen) > 2, seen  # the damage showed, and most of the traffic still read
+
+
+# -- Kafka size prefixes that cannot be right ----------------------------------------------------------------
+
+
+def traffic_with_bogus_size(side, size, junk=b"\x01" * 100):
+    """Metadata 1 and 2, then ``size`` as a size prefix and ``junk`` on one side, then Metadata 3 and 4."""
+    tcp = Tcp()
+    segs = tcp.handshake() + metadata_round(tcp, 1) + metadata_round(tcp, 2)
+    from_client = side == "client"
+    segs += tcp.send(True, request_frame(MetadataRequest, 12, 3, MetadataRequest(topics=[])))
+    segs += tcp.send(from_client, struct.pack(">i", size) + junk)
+    segs += tcp.send(False, response_frame(12, 3, MetadataResponse()))
+    return segs + metadata_round(tcp, 4) + tcp.close()
+
+
+@pytest.mark.parametrize("size", [0x7FFFFFFF, MAX_FRAME + 1, -1, -0x80000000], ids=lambda n: f"{n:#x}")
+@pytest.mark.parametrize("side", ["client", "broker"])
+def test_impossible_size_prefix(tmp_path, side, size):
+    path = tmp_path / "bogus.pcap"
+    path.write_bytes(pcap_bytes(traffic_with_bogus_size(side, size)))
+    out, stats, peak = peak_memory(path)
+    assert peak < 2 << 20, f"{peak} bytes allocated for a frame of {size}"  # 1 MiB of it is the file reader's chunk
+    gaps = [ex for ex in out if ex.status == GAP]
+    assert len(gaps) == 1 and f"a frame size of {size} " in gaps[0].error and side in gaps[0].error, gaps
+    assert gaps[0].correlation_id is None and gaps[0].api_key is None
+    # The stream finds its footing again right after: every real exchange is read, and only the 104 bytes of
+    # nonsense are lost.
+    assert sorted(ex.correlation_id for ex in out if ex.status == OK) == [1, 2, 3, 4]
+    assert "104 bytes skipped" in gaps[0].error and stats.gap_bytes == 0
+
+
+@pytest.mark.parametrize("junk", ["random", "zeros"])
+def test_impossible_size_prefix_then_megabytes_of_junk(tmp_path, junk):
+    """Past a bad size, the search for the next frame holds at most about 1 MiB, however much junk follows."""
+    size = 3 << 20 if junk == "random" else 256 << 10  # zeros are slow to search (each byte is a candidate)
+    filler = random.Random(5).randbytes(size) if junk == "random" else bytes(size)
+    path = tmp_path / "junk.pcap"
+    path.write_bytes(pcap_bytes(traffic_with_bogus_size("client", 0x7FFFFFFF, filler)))
+    out, _, peak = peak_memory(path, seconds=60)
+    assert peak < 6 << 20, peak
+    assert sorted(ex.correlation_id for ex in out if ex.status == OK) == [1, 2, 3, 4]
+
+
+def test_a_size_that_fits_but_never_arrives(tmp_path):
+    """A size prefix of exactly the limit, then the connection ends: memory follows the bytes that came, not the
+    size, and the frame is reported cut."""
+    tcp = Tcp()
+    segs = tcp.handshake() + metadata_round(tcp, 1)
+    segs += tcp.send(True, struct.pack(">i", MAX_FRAME) + request_frame(MetadataRequest, 12, 2,
+                                                                           MetadataRequest(topics=[])))
+    segs += tcp.close()
+    path = tmp_path / "big.pcap"
+    path.write_bytes(pcap_bytes(segs))
+    out, _, peak = peak_memory(path)
+    assert peak < 2 << 20
+    assert statuses(out)[0] == (OK, 1)
+    (cut,) = [ex for ex in out if ex.status == GAP]
+    assert cut.request_size == MAX_FRAME and "lost" in cut.error
+
+
+# -- very many connections -------------------------------------------------------------------------------------
+
+# 1,000,000 connections take one to two minutes per reading on a shared 2-core machine (50 to 140 µs per new
+# connection, measured), and showing the bound takes two readings; 100,000 show the same bound (the bounded
+# reading's memory does not grow with the count: 38 MiB at both sizes) in a tenth of the time.
+# KAFKAPROTO_MANY_CONNECTIONS=1000000 runs the full size.
+MANY = int(os.environ.get("KAFKAPROTO_MANY_CONNECTIONS", "100000"))
+
+
+def write_many_connections(path, count):
+    """A capture of ``count`` connections of one packet each, written as it is generated (never whole in memory):
+    even ones a SYN alone, odd ones a small ApiVersions request from a client the capture joined late."""
+    request = request_frame(ApiVersionsRequest, 3, 1, ApiVersionsRequest(client_software_name="a",
+                                                                         client_software_version="1"))
+    syn = bytearray(wire_frame(Tcp().handshake()[0])[0])
+    data = bytearray(wire_frame(Tcp().send(True, request)[0])[0])
+    record = struct.Struct("<IIII")
+    with open(path, "wb") as f:
+        f.write(cf.pcap([]))
+        for i in range(count):
+            frame = data if i % 2 else syn
+            # A client address and port of its own (10.a.b.c : port): every packet is a new connection. The
+            # reader checks no checksums, so they are left as they are.
+            struct.pack_into(">BBB", frame, 27, (i >> 16) & 0xFF, (i >> 8) & 0xFF, i & 0xFF)
+            struct.pack_into(">H", frame, 34, 1024 + (i >> 24))
+            stamp = T0 // 1000 + i  # a microsecond apart: no connection goes idle
+            f.write(record.pack(stamp // 1_000_000, stamp % 1_000_000, len(frame), len(frame)))
+            f.write(frame)
+
+
+# Reads a capture in a fresh process and reports its peak resident memory, so that one reading's memory is not
+# mixed with another's (or with pytest's).
+READER = textwrap.dedent("""
+    import json, resource, sys, time
+    from collections import Counter
+    from kafkaproto.capture import read_capture
+    path, options = sys.argv[1], json.loads(sys.argv[2])
+    start = time.perf_counter()
+    reader = read_capture(path, **options)
+    seen = Counter(ex.status for ex in reader)
+    print(json.dumps({"seconds": time.perf_counter() - start, "statuses": seen,
+                      "connections": reader.stats.connections, "packets": reader.stats.packets,
+                      "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+""")
+
+
+def read_in_subprocess(path, **options):
+    done = subprocess.run([sys.executable, "-c", READER, str(path), json.dumps(options)], capture_output=True,
+                          text=True, timeout=600, check=True, cwd=path.parent)
+    return json.loads(done.stdout)
+
+
+def test_very_many_tiny_connections(tmp_path):
+    path = tmp_path / "many.pcap"
+    write_many_connections(path, MANY)
+    empty = tmp_path / "none.pcap"
+    empty.write_bytes(cf.pcap([]))
+    baseline = read_in_subprocess(empty)  # the interpreter and kafkaproto alone
+    bounded = read_in_subprocess(path, max_connections=1000)
+    # Every connection was counted, and every request was reported when its connection was pushed out.
+    assert bounded["packets"] == bounded["connections"] == MANY
+    assert bounded["statuses"] == {"unmatched request": MANY // 2}
+    assert bounded["rss_mib"] - baseline["rss_mib"] < 64, bounded
+    default = read_in_subprocess(path)  # max_connections=100_000: at this size, every connection stays open
+    assert default["statuses"] == bounded["statuses"] and default["connections"] == MANY
+    # Holding them all costs far more: the bound is what kept the first reading small.
+    assert default["rss_mib"] - baseline["rss_mib"] > 3 * max(8, bounded["rss_mib"] - baseline["rss_mib"]), \
+        (bounded, default)
+    print(f"\n{MANY} connections: {bounded['seconds']:.1f} s and {bounded['rss_mib']:.0f} MiB with "
+          f"max_connections=1000, {default['seconds']:.1f} s and {default['rss_mib']:.0f} MiB with the default "
+          f"(baseline {baseline['rss_mib']:.0f} MiB)")
+
+
+# -- what is not Kafka ------------------------------------------------------------------------------------------
+
+HTTP_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: broker:9092\r\nAccept: */*\r\n\r\n"
+HTTP_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+CLIENT_HELLO = bytes.fromhex("16030100c8010000c40303") + bytes(range(32)) + bytes.fromhex("00") + \
+    bytes.fromhex("0004130113020100") + bytes.fromhex("0097") + bytes(0x97)
+SERVER_HELLO = bytes.fromhex("160303005a020000560303") + bytes(86)
+APPLICATION_DATA = bytes.fromhex("1703030040") + bytes(64)
+
+
+def conversation_of(client_bytes, broker_bytes, *, syn=True, rounds=2):
+    tcp = Tcp()
+    segs = tcp.handshake() if syn else []
+    for _ in range(rounds):
+        segs += tcp.send(True, client_bytes) + tcp.send(False, broker_bytes)
+    return segs + tcp.close()
+
+
+@pytest.mark.parametrize("syn", [True, False], ids=["from-syn", "joined-late"])
+@pytest.mark.parametrize("ports", [None, [9092]], ids=["detected", "ports"])
+def test_http_is_not_read_as_kafka(syn, ports):
+    segs = conversation_of(HTTP_REQUEST, HTTP_RESPONSE, syn=syn)
+    out, stats = read_all(io.BytesIO(pcap_bytes(segs)), ports=ports)
+    assert all(ex.api_key is None and ex.correlation_id is None and ex.status != OK for ex in out), out
+    assert stats.gap_bytes == 0
+    if not syn and ports is None:  # nothing says it is Kafka, and nothing in it reads as Kafka
+        # Counted up to the first FIN, which ends the connection; the peer's FIN then belongs to none.
+        assert out == [] and stats.skipped == {"no Kafka request found in the connection": len(segs) - 1}
+    elif syn:  # seen from its start, the first bytes cannot begin a Kafka frame: one exchange says so
+        assert [ex.status for ex in out] == [UNSUPPORTED] and "not Kafka" in out[0].error, out
+        assert "GET /metrics" in out[0].error
+    else:  # joined late on a broker's port: no frame start is ever found in either direction
+        assert [ex.status for ex in out] == [GAP, GAP] and all("unreadable" in ex.error for ex in out), out
+
+
+@pytest.mark.parametrize("syn", [True, False], ids=["from-syn", "joined-late"])
+@pytest.mark.parametrize("ports", [None, [9092]], ids=["detected", "ports"])
+def test_tls_is_reported_encrypted(syn, ports):
+    segs = conversation_of(CLIENT_HELLO, SERVER_HELLO, syn=syn, rounds=1)
+    tcp_tail = segs[-2:]
+    segs = segs[:-2] + conversation_of(APPLICATION_DATA, APPLICATION_DATA, syn=False)[:-2] + tcp_tail
+    out, stats = read_all(io.BytesIO(pcap_bytes(segs)), ports=ports)
+    assert [(ex.status, ex.api_key) for ex in out] == [(UNSUPPORTED, None)]
+    assert "TLS" in out[0].error and out[0].client_port == 40000 and out[0].broker_port == 9092
+    assert stats.skipped == {}
+
+
+def test_tls_joined_after_the_handshake_is_skipped():
+    """No SYN, no ClientHello, no ports: only encrypted records. Nothing says which side is the broker."""
+    segs = conversation_of(APPLICATION_DATA, APPLICATION_DATA, syn=False, rounds=3)
+    out, stats = read_all(io.BytesIO(pcap_bytes(segs)))
+    assert out == []
+    assert stats.skipped == {"TLS (encrypted)": len(segs) - 1}  # the last FIN comes after the connection ended
+    out, _ = read_all(io.BytesIO(pcap_bytes(segs)), ports=[9092])
+    assert [(ex.status, "TLS" in ex.error) for ex in out] == [(UNSUPPORTED, True)]
+
+
+@pytest.mark.parametrize("mechanism, token_rounds", [("PLAIN", 1), ("SCRAM-SHA-256", 2), ("GSSAPI", 3)])
+def test_raw_sasl_tokens_after_sasl_handshake_v0(mechanism, token_rounds):
+    tcp = Tcp()
+    segs = tcp.handshake()
+    segs += tcp.send(True, request_frame(SaslHandshakeRequest, 0, 1, SaslHandshakeRequest(mechanism=mechanism)))
+    segs += tcp.send(False, response_frame(0, 1, SaslHandshakeResponse(error_code=0, mechanisms=[mechanism])))
+    for _ in range(token_rounds):
+        # Raw tokens: a size and bytes, no Kafka header. Some look like the start of a request on purpose.
+        token = b"\x00admin\x00secret" if mechanism == "PLAIN" else b"\x00\x03\x00\x01" + bytes(range(60))
+        segs += tcp.send(True, struct.pack(">i", len(token)) + token)
+        answer = b"" if mechanism == "PLAIN" else b"\x00\x00\x00\x02" + bytes(26)  # as a response: correlation 2
+        segs += tcp.send(False, struct.pack(">i", len(answer)) + answer)
+    segs += metadata_round(tcp, 2) + tcp.close()
+    out, _ = read_all(io.BytesIO(pcap_bytes(segs)))
+    tokens = [("client" if ex.request_size is not None else "broker") for ex in out if ex.status == UNSUPPORTED]
+    assert [(ex.status, ex.api_name) for ex in out if ex.status != UNSUPPORTED] == \
+        [(OK, "SaslHandshake"), (OK, "Metadata")]
+    assert tokens == ["client", "broker"] * token_rounds
+    assert all("raw SASL token" in ex.error and ex.api_key is None for ex in out if ex.status == UNSUPPORTED)
+    (metadata,) = [ex for ex in out if ex.api_name == "Metadata"]
+    assert metadata.correlation_id == 2 and metadata.response.throttle_time_ms == 2
+
+
+def raw_request(api_key, version, correlation_id, client_id=b"probe", body=b"\x00\x01\x02\x03"):
+    """A request frame by hand: header v1 fields (key, version, correlation id, client id), then a body."""
+    payload = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+@pytest.mark.parametrize("api_key, version", [(999, 0), (-2, 1), (3, 99), (18, 99), (0, 32767)],
+                         ids=["key-999", "key-negative", "metadata-v99", "apiversions-v99", "produce-v32767"])
+def test_unknown_api_or_version_is_unsupported_and_still_paired(api_key, version):
+    tcp = Tcp()
+    segs = tcp.handshake() + metadata_round(tcp, 1)
+    segs += tcp.send(True, raw_request(api_key, version, 7))
+    segs += tcp.send(False, struct.pack(">ii", 10, 7) + b"opaque")
+    segs += metadata_round(tcp, 8) + tcp.close()
+    out, _ = read_all(io.BytesIO(pcap_bytes(segs)))
+    assert statuses(out) == [(OK, 1), (UNSUPPORTED, 7), (OK, 8)]
+    ex = out[1]
+    assert (ex.api_key, ex.api_version, ex.client_id) == (api_key, version, "probe")
+    assert ex.request_size == 4 + 10 + 5 and ex.response_size == 10 and ex.response_packet is not None
+    assert ex.latency_ns > 0 and ex.request is None and ex.response is None and ex.error
+
+
+def test_a_known_request_that_does_not_decode_is_a_decode_error_still_paired():
+    tcp = Tcp()
+    good = request_frame(MetadataRequest, 12, 7, MetadataRequest(topics=[]))
+    broken = struct.pack(">i", len(good) - 4 + 3) + good[4:] + b"\xff\xff\xff"  # three bytes too many
+    segs = tcp.handshake() + tcp.send(True, broken)
+    segs += tcp.send(False, response_frame(12, 7, MetadataResponse())) + metadata_round(tcp, 8) + tcp.close()
+    out, _ = read_all(io.BytesIO(pcap_bytes(segs)))
+    assert statuses(out) == [(DECODE_ERROR, 7), (OK, 8)]
+    assert out[0].api_name == "Metadata" and out[0].response_packet is not None and out[0].error
+
+
+def test_a_response_nobody_asked_for_is_unmatched():
+    tcp = Tcp()
+    segs = tcp.handshake()
+    segs += tcp.send(True, request_frame(MetadataRequest, 12, 5, MetadataRequest(topics=[])))
+    segs += tcp.send(False, response_frame(12, 99, MetadataResponse()))  # no request had 99
+    segs += tcp.send(False, response_frame(12, 5, MetadataResponse()))
+    segs += tcp.close()
+    out, _ = read_all(io.BytesIO(pcap_bytes(segs)))
+    assert statuses(out) == [(UNMATCHED_RESPONSE, 99), (OK, 5)]
+    stray = out[0]
+    assert stray.api_key is None and stray.response_size == len(response_frame(12, 99, MetadataResponse())) - 4
+    assert stray.response_packet is not None and stray.request_packet is None
+
+
+def test_tiny_frames_on_both_sides():
+    """Frames too short to hold a header: each one is reported, and the stream goes on after it."""
+    tcp = Tcp()
+    segs = tcp.handshake() + tcp.send(True, struct.pack(">i", 3) + b"abc") + metadata_round(tcp, 1)
+    segs += tcp.send(True, request_frame(MetadataRequest, 12, 2, MetadataRequest(topics=[])))
+    segs += tcp.send(False, struct.pack(">i", 2) + b"xy")
+    segs += tcp.send(False, response_frame(12, 2, MetadataResponse())) + tcp.close()
+    out, _ = read_all(io.BytesIO(pcap_bytes(segs)))
+    assert statuses(out) == [(DECODE_ERROR, None), (OK, 1), (DECODE_ERROR, None), (OK, 2)]
+    assert "correlation id" in out[2].error
+
+
+def test_every_kind_of_trouble_fits_the_exchanges_table(tmp_path):
+    """Exchanges of every status, from the cases above, make a valid table that Parquet takes."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from kafkaproto.capture import tables
+
+    tcp = Tcp()
+    unknown = tcp.handshake() + tcp.send(True, raw_request(999, 0, 7)) + tcp.send(False, struct.pack(">ii", 10, 7) +
+                                                                                    b"opaque")
+    unknown += tcp.send(False, response_frame(12, 99, MetadataResponse())) + tcp.close()
+    cases = [pcap_bytes(unknown), pcap_bytes(traffic_with_bogus_size("client", 0x7FFFFFFF)),
+             pcap_bytes(conversation_of(CLIENT_HELLO, SERVER_HELLO)), pcap_bytes(small_conversation())[:-10], b""]
+    exchanges = [ex for data in cases for ex in read_all(io.BytesIO(data))[0]]
+    assert {ex.status for ex in exchanges} == {OK, UNSUPPORTED, GAP, UNMATCHED_RESPONSE, CAPTURE_ERROR}
+    table = tables.exchanges_table(exchanges, file="trouble.pcap")
+    table.validate(full=True)
+    pq.write_table(table, tmp_path / "trouble.parquet")
+    back = pq.read_table(tmp_path / "trouble.parquet")
+    assert back.equals(table) and back.num_rows == len(exchanges)
+    assert back.column("api_key").to_pylist() == [ex.api_key for ex in exchanges]
