@@ -104,6 +104,8 @@ class Exchange:
     @property
     def partition_errors(self):
         """(topic name or Uuid, partition, error code) for each partition the response reports an error for."""
+        if self._walked is None and self.response is None:
+            return []  # nothing to walk: no need to read the request's topics
         return self._walk()[1]
 
     @property
@@ -207,12 +209,27 @@ def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
             walk(item, topics, errors, topic, records, topic_id)
 
 
+def _holds_records(cls, seen=None):
+    """Whether a message class has a records field at any depth (cached: most have none)."""
+    holds = _record_holders.get(cls)
+    if holds is None:
+        seen = seen or set()
+        seen.add(cls)
+        holds = any(f.kind == "records" or (f.struct is not None and f.struct not in seen
+                                            and _holds_records(f.struct, seen)) for f in cls._fields)
+        _record_holders[cls] = holds
+    return holds
+
+
+_record_holders = {}
+
+
 def records_fields(ex):
     """(side, time_ns, topic name, topic id, partition, records bytes) for each records field an exchange's
     request and response carry (Produce requests, Fetch and ShareFetch responses)."""
     for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
                                 ("response", ex.response, ex.response_time_ns)):
-        if body is not None:
+        if body is not None and _holds_records(type(body)):
             found = []
             walk(body, {}, [], records=found)
             for topic, topic_id, partition, data in found:

@@ -301,30 +301,46 @@ class _Csv(_Rows):
 
 
 class _Parquet:
+    """Rows gathered into row groups of about ROWS rows: one small row group per records field would make the
+    file's metadata, and the writer's memory, grow with every batch."""
+
+    ROWS = 65536
+
     def __init__(self, path, out, records):
         import pyarrow.parquet as pq
         self.records = records
-        schema = tables.record_schema() if records else tables.exchange_schema()
-        self.writer = pq.ParquetWriter(path, schema)
-        self.pending = []
+        self.schema = tables.record_schema() if records else tables.exchange_schema()
+        self.writer = pq.ParquetWriter(path, self.schema)
+        self.pending = []  # exchanges not yet turned into rows
+        self.batches, self.rows = [], 0  # rows not yet written
 
     def write(self, path, ex):
         self.pending.append((path, ex))
         if len(self.pending) >= 4096:
-            self._flush()
+            self._rows()
 
-    def _flush(self):
+    def _rows(self):
         by_file = defaultdict(list)
         for path, ex in self.pending:
             by_file[path].append(ex)
         for path, exs in by_file.items():
             batches = tables.record_batches(exs, file=path) if self.records else tables.exchange_batches(exs, path)
             for batch in batches:
-                self.writer.write_batch(batch)
+                self.batches.append(batch)
+                self.rows += batch.num_rows
+                if self.rows >= self.ROWS:
+                    self._write()
         self.pending = []
 
+    def _write(self):
+        import pyarrow as pa
+        if self.batches:
+            self.writer.write_table(pa.Table.from_batches(self.batches, schema=self.schema))
+        self.batches, self.rows = [], 0
+
     def close(self):
-        self._flush()
+        self._rows()
+        self._write()
         self.writer.close()
 
 
