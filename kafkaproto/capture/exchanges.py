@@ -941,17 +941,6 @@ def _plausible_request(buf, at, table, max_frame):
     return info.request_header_version(version) == 0 or -1 <= client_id_length <= size - 10
 
 
-def _find_request(buf, table, max_frame):
-    """Index of the first plausible request start in buf, or None."""
-    last = len(buf) - _HEAD_BYTES
-    for match in _REQUEST_CANDIDATE.finditer(buf):
-        if match.start() > last:
-            break
-        if _plausible_request(buf, match.start(), table, max_frame):
-            return match.start()
-    return None
-
-
 def _reads_as_request(payload):
     try:
         decode_request(payload)
