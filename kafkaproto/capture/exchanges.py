@@ -11,6 +11,11 @@ that frame (its header is still read when it was captured); a hole across a fram
 boundary, or a size that cannot be right, loses the stream's footing until a
 plausible frame start turns up again (a request header whose API and version
 exist, or a response whose correlation id is pending).
+
+kafkaproto.connection.Observer is the tap for whole streams; this module keeps
+its own pairing because a capture also needs what a live connection never has:
+frames cut by holes, times and packet numbers per frame, and requests whose
+answers were lost. It shares the rules that matter (acks=0, the SASL switch).
 """
 
 import re
