@@ -43,7 +43,9 @@ def extensions(modules):
     if os.environ.get("KAFKAPROTO_PURE_BUILD") == "1":
         return []
     exts = [Extension("kafkaproto._core", ["kafkaproto/_core.pyx"], extra_compile_args=FLAGS),
-            Extension("kafkaproto.records._crecords", ["kafkaproto/records/_crecords.pyx"], extra_compile_args=FLAGS)]
+            Extension("kafkaproto.records._crecords", ["kafkaproto/records/_crecords.pyx"], extra_compile_args=FLAGS),
+            Extension("kafkaproto.capture._cpackets", ["kafkaproto/capture/_cpackets.pyx"],
+                      extra_compile_args=FLAGS)]
     exts += [Extension(f"kafkaproto._generated.{m}", [f"{GENERATED.as_posix()}/{m}.pyx"], extra_compile_args=FLAGS)
              for m in modules]
     return exts

@@ -683,6 +683,41 @@ def test_a_conversation_in_any_file_reads_as_fed_directly(scratch, data, seed, i
         assert reader.stats.gap_bytes == 0
 
 
+def read_generally(path, **options):
+    """read_capture with every packet taking the general (Python) path, the compiled one for plain packets off."""
+    saved = kafkaproto.capture.steady_packet
+    kafkaproto.capture.steady_packet = None
+    try:
+        reader = read_capture(path, **options)
+        return list(reader), reader.stats
+    finally:
+        kafkaproto.capture.steady_packet = saved
+
+
+@pytest.mark.skipif(kafkaproto.capture.steady_packet is None, reason="the compiled packet path is not built")
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(seed=st.integers(0, 2**32 - 1), damage=DAMAGE, spacing_ns=st.sampled_from([1_234_567, 400_000_000]),
+       options=st.sampled_from([{}, {"idle_ns": 10**9}, {"max_connections": 1}, {"partition": (1, 2)},
+                                {"max_frame": 300}, {"decode": False}]))
+def test_the_compiled_packet_path_reads_as_the_general_one(scratch, seed, damage, spacing_ns, options):
+    """Plain packets (Ethernet, IPv4, a connection under way) take a compiled path; whatever the damage, the
+    spacing (idle connections swept) and the options, every exchange and count is what the general path gives."""
+    rng = random.Random(seed)
+    conns = conversation(rng, connections=rng.randint(1, 3), exchanges=(1, 5))
+    sent = segments(rng, conns, damage)
+    segs = [s.segment for s in sent]
+    assume(all(len(s.payload) + s.missing <= MAX_TCP_PAYLOAD for s in segs))
+    times = [T0 + i * spacing_ns + rng.randrange(1000) for i in range(len(segs))]
+    path = scratch / "plain.pcap"
+    path.write_bytes(write_classic(segs, times, "ethernet", big_endian=False, nanos=True)[0])
+    reader = read_capture(path, **options)
+    found = list(reader)
+    general, stats = read_generally(path, **options)
+    assert dicts(found) == dicts(general)
+    assert reader.stats.to_dict() == stats.to_dict()
+
+
 CONTAINERS = {  # name: layout for a link, as file_layouts draws them
     "pcap-little-us": lambda link: ("pcap", link, False, False),
     "pcap-big-ns": lambda link: ("pcap", link, True, True),

@@ -20,6 +20,7 @@ that could be read from it; so does one that cannot be opened or read.
 
 from collections import Counter
 
+from .._impl import COMPILED
 from . import link
 from .exchanges import (
     CAPTURE_ERROR,
@@ -36,6 +37,11 @@ from .exchanges import (
     walk,
 )
 from .pcap import CaptureFormatError, read_packets
+
+if COMPILED:
+    from ._cpackets import steady_packet
+else:
+    steady_packet = None
 
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
@@ -84,10 +90,19 @@ class CaptureReader:
         tcp_segment = link.tcp_segment
         skipped = stats.skipped
         packet_fn = exchanges.packet
+        steady = steady_packet
         try:
             for number, packet in enumerate(read_packets(self.source, self.name), 1):
                 stats.packets = number
                 stats.bytes += len(packet.data)
+                if steady is not None:  # most packets: the compiled path, which leaves the rest to the one below
+                    out = steady(exchanges, packet.link_type, packet.data, packet.timestamp_ns, number)
+                    if out is not None:
+                        stats.tcp_segments += 1
+                        if out:
+                            stats.exchanges += len(out)
+                            yield from out
+                        continue
                 seg = tcp_segment(packet.link_type, packet.data)
                 if type(seg) is str:
                     skipped[seg] += 1

@@ -1,0 +1,205 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+# The common packet, compiled. Most packets of a capture belong to a connection already under way and change it in
+# the plainest way: an ACK that gives up nothing, bytes that arrive in order and cut into frames, a FIN. steady_packet
+# does exactly what Exchanges.packet would do for such a packet, on the same objects, and hands each frame it cuts to
+# the same Exchanges._request / _response. Any other packet (or link layer, or state) it leaves alone, having
+# changed nothing, and returns None: the caller then takes the general path, which decides everything else.
+
+from libc.stdint cimport int32_t, uint32_t
+
+from .exchanges import _foreign
+
+DEF MASK = 0xFFFFFFFF
+DEF HALF = 0x80000000
+DEF FIN = 1
+DEF SYN = 2
+DEF RST = 4
+DEF ACK = 16
+
+
+cdef inline unsigned int _u16(const unsigned char *p) noexcept nogil:
+    return (p[0] << 8) | p[1]
+
+
+cdef inline uint32_t _u32(const unsigned char *p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
+
+
+cdef struct Framing:
+    # A _Framer's state while it reads a synced stream (see exchanges._Framer._feed).
+    long long need       # payload bytes still owed to the current frame; -1 while reading a size prefix
+    long long size       # the current frame's size
+    long long offset     # stream offset of the data being fed
+    long long frame_offset
+    Py_ssize_t held      # bytes in the framer's buffer (a size prefix's first bytes, or a frame's)
+
+
+cdef bint _cut(Framing *f, const unsigned char *held, const unsigned char *data, Py_ssize_t n,
+               long long max_frame, bytes packet, Py_ssize_t at, object framer, list events) except -1:
+    """Cut data into frames from state f, as _Framer._feed does while synced. With events None it only checks:
+    False when a frame size is out of range (the framer would lose its footing: the general path's business).
+    With events, it appends the frames to them and keeps what is not yet whole in the framer's buffer; held is
+    that buffer's first bytes, for a size prefix split between packets. data is packet's bytes from at on."""
+    cdef Py_ssize_t pos = 0, take
+    buf = framer.buf if events is not None else None
+    cdef unsigned char prefix[4]
+    cdef Py_ssize_t i
+    cdef long long size
+    while pos < n:
+        if f.need < 0:
+            if f.held == 0 and n - pos >= 4:
+                f.frame_offset = f.offset + pos
+                size = <int32_t>_u32(data + pos)
+                pos += 4
+            else:
+                if f.held == 0:
+                    f.frame_offset = f.offset + pos
+                take = min(4 - f.held, n - pos)
+                if events is not None:
+                    buf += packet[at + pos:at + pos + take]
+                f.held += take
+                pos += take
+                if f.held < 4:
+                    break
+                # The prefix: the held bytes, then what this data gave.
+                for i in range(4 - take):
+                    prefix[i] = held[i]
+                for i in range(take):
+                    prefix[4 - take + i] = data[pos - take + i]
+                size = <int32_t>_u32(prefix)
+                if events is not None:
+                    del buf[:]
+                f.held = 0
+            if size < 0 or size > max_frame:
+                return False
+            f.size = f.need = size
+            if size == 0:
+                if events is not None:
+                    events.append(("frame", b"", 0, False, f.frame_offset))
+                f.need = -1
+            continue
+        if f.held == 0 and n - pos >= f.need:
+            if events is not None:
+                events.append(("frame", packet[at + pos:at + pos + f.need], f.need, False, f.frame_offset))
+            pos += f.need
+            f.need = -1
+            continue
+        take = min(f.need, n - pos)
+        if events is not None:
+            buf += packet[at + pos:at + pos + take]
+        f.held += take
+        pos += take
+        f.need -= take
+        if f.need == 0:
+            if events is not None:
+                events.append(("frame", bytes(buf), f.size, False, f.frame_offset))
+                framer.buf = buf = bytearray()  # a new one: a large frame's memory goes with it
+            f.held = 0
+            f.need = -1
+    f.offset += n
+    return True
+
+
+def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
+    """The exchanges this packet completes, as Exchanges.packet gives them; None (and nothing changed) when the
+    packet is not a plain one of a connection under way."""
+    cdef const unsigned char *p = data
+    cdef Py_ssize_t size = len(data)
+    cdef unsigned int total_length, offset_flags, flags, sport, dport
+    cdef Py_ssize_t ip_end, payload_at, n
+    cdef uint32_t seq, ack, ahead
+    cdef bint from_client
+    cdef Framing f, trial
+    # Ethernet, IPv4 without options, TCP, not a fragment, captured whole.
+    if link_type != 1 or size < 54 or p[12] != 0x08 or p[13] != 0x00 or p[14] != 0x45 or p[23] != 6:
+        return None
+    total_length = _u16(p + 16)
+    if _u16(p + 20) & 0x3FFF or total_length < 40:
+        return None
+    ip_end = 14 + total_length
+    offset_flags = _u16(p + 46)
+    payload_at = 34 + ((offset_flags >> 12) << 2)
+    if ip_end > size or payload_at < 54 or payload_at > ip_end:
+        return None
+    flags = offset_flags & 0x1FF
+    if flags & (SYN | RST) or not flags & ACK:
+        return None
+    if time_ns - exchanges._sweep_ns > 1000000000:
+        return None  # idle connections are due to be swept
+    seq = _u32(p + 38)
+    ack = _u32(p + 42)
+    n = ip_end - payload_at
+
+    a = (data[26:30], _u16(p + 34))
+    b = (data[30:34], _u16(p + 36))
+    key = (a, b) if a <= b else (b, a)
+    conns = exchanges.connections
+    conn = conns.get(key)
+    if conn is None:
+        # The last ACK of a connection already closed, or a keep-alive of one never seen; another partition's
+        # connections are the general path's to tell.
+        return [] if not n and exchanges.partition is None else None
+    if conn.up is None or conn.foreign:
+        return None
+    from_client = a == conn.client_key
+    stream, other = (conn.up, conn.down) if from_client else (conn.down, conn.up)
+
+    # The ACK: nothing held beyond a hole, and no bytes acknowledged that the capture lacks.
+    if other.next_seq is None or other.pending:
+        return None
+    end_seq = other.end_seq
+    if end_seq is not None and 0 < ((ack - <uint32_t>end_seq) & MASK) < HALF:
+        ack = end_seq  # the FIN takes a sequence number of its own
+    ahead = (ack - <uint32_t>other.next_seq) & MASK
+    if 1 < ahead < HALF:
+        return None
+
+    events = None
+    if n:
+        if stream.pending or stream.next_seq != seq:
+            return None
+        framer = conn.up_frames if from_client else conn.down_frames
+        if not framer.synced or framer.damaged:
+            return None  # lost its footing, or cut by a hole
+        if framer.offset == 0:  # the stream's first bytes: they may be TLS, or not Kafka at all
+            foreign = _foreign(data[payload_at:ip_end], from_client, exchanges.max_frame, True)
+            if foreign:
+                return None
+        buf = framer.buf
+        f.need = framer.need
+        f.size = framer.size
+        f.offset = framer.offset
+        f.frame_offset = framer.frame_offset
+        f.held = len(buf)
+        if f.need < 0 and f.held >= 4:
+            return None  # not a state the framer leaves
+        trial = f
+        held = bytes(buf) if f.need < 0 else b""
+        if not _cut(&trial, held, p + payload_at, n, exchanges.max_frame, None, 0, None, None):
+            return None
+        # From here on the packet is ours.
+        if framer.offset == 0:
+            conn.foreign = foreign
+        events = []
+        _cut(&f, held, p + payload_at, n, exchanges.max_frame, data, payload_at, framer, events)
+        framer.need = f.need
+        framer.size = f.size
+        framer.offset = f.offset
+        framer.frame_offset = f.frame_offset
+        stream.next_seq = (seq + <uint32_t>n) & MASK
+        stream.delivered += n
+
+    conns.move_to_end(key)
+    conn.last_ns = time_ns
+    out = []
+    if events:
+        handle = exchanges._request if from_client else exchanges._response
+        for event in events:
+            handle(conn, event, time_ns, number, out)
+    if flags & FIN:
+        conn.fin |= 1 if from_client else 2
+        if stream.next_seq is not None and stream.end_seq is None:
+            stream.end_seq = (seq + <uint32_t>n) & MASK
+        if conn.fin == 3:
+            exchanges._close(key, out)
+    return out
