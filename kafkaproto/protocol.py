@@ -163,19 +163,30 @@ def read_request_header(frame):
     read, so that traffic newer than kafkaproto still shows who asked what. Raises
     DecodeError when even those are not there.
     """
-    if len(memoryview(frame)) < 8:
-        raise DecodeError("a request header needs at least 8 bytes", len(memoryview(frame)))
+    size = len(frame) if type(frame) is bytes else len(memoryview(frame))
+    if size < 8:
+        raise DecodeError("a request header needs at least 8 bytes", size)
     api_key, version = _HEAD.unpack_from(frame, 0)
     try:
         header_version = api(api_key).request_header_version(version)
     except (KeyError, UnsupportedVersionError):
         header_version = 1
-    classes = registry.classes(_impl.IMPL)
-    if _impl.COMPILED:
-        from ._core import Reader
-    else:
-        from ._pycore import Reader
-    return classes["RequestHeader"].read_from(Reader(frame), header_version)
+    return registry.message_class("RequestHeader").read_from(_reader()(frame), header_version)
+
+
+def _reader():
+    """The Reader class of the implementation in use (imported on first use: _core needs the registry built)."""
+    global _reader_class
+    if _reader_class is None:
+        if _impl.COMPILED:
+            from ._core import Reader
+        else:
+            from ._pycore import Reader
+        _reader_class = Reader
+    return _reader_class
+
+
+_reader_class = None
 
 
 class FrameError(KafkaProtoError, ValueError):

@@ -156,6 +156,11 @@ def spec(name):
     return _specs[name]
 
 
+def message_class(name):
+    """The class of a spec name ("FetchRequest", "RequestHeader") in the implementation in use."""
+    return _classes[name]
+
+
 def classes(impl=None):
     """{spec name: class} of every registered package, in one implementation (by default the one in use)."""
     if impl is None or impl == _impl.IMPL:

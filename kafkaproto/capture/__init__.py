@@ -39,9 +39,9 @@ from .exchanges import (
 from .pcap import CaptureFormatError, read_packets
 
 if COMPILED:
-    from ._cpackets import steady_packet
+    from ._cpackets import read_exchanges as compiled_loop
 else:
-    steady_packet = None
+    compiled_loop = None
 
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
@@ -87,31 +87,9 @@ class CaptureReader:
     def __iter__(self):
         stats = self.stats = CaptureStats()
         exchanges = Exchanges(self.ports, partition=self.partition, decode=self.decode, **self.limits)
-        tcp_segment = link.tcp_segment
-        skipped = stats.skipped
-        packet_fn = exchanges.packet
-        steady = steady_packet
+        loop = compiled_loop or read_exchanges
         try:
-            for number, packet in enumerate(read_packets(self.source, self.name), 1):
-                stats.packets = number
-                stats.bytes += len(packet.data)
-                if steady is not None:  # most packets: the compiled path, which leaves the rest to the one below
-                    out = steady(exchanges, packet.link_type, packet.data, packet.timestamp_ns, number)
-                    if out is not None:
-                        stats.tcp_segments += 1
-                        if out:
-                            stats.exchanges += len(out)
-                            yield from out
-                        continue
-                seg = tcp_segment(packet.link_type, packet.data)
-                if type(seg) is str:
-                    skipped[seg] += 1
-                    continue
-                stats.tcp_segments += 1
-                out = packet_fn(seg, packet.timestamp_ns, number)
-                if out:
-                    stats.exchanges += len(out)
-                    yield from out
+            yield from loop(read_packets(self.source, self.name), exchanges, stats, link.tcp_segment)
         except (CaptureFormatError, OSError) as e:  # a damaged file, or one that cannot be read (to its end)
             stats.error = str(e)
             damaged = Exchange(CAPTURE_ERROR)
@@ -123,8 +101,27 @@ class CaptureReader:
         stats.connections = exchanges.count
         stats.gap_bytes = exchanges.gap_bytes
         for reason, count in exchanges.skipped.items():
-            skipped[reason] += count
+            stats.skipped[reason] += count
         yield from out
+
+
+def read_exchanges(packets, exchanges, stats, tcp_segment):
+    """CaptureReader's loop: the exchanges of packets (pcap.Packet), counted in stats as they go.
+    _cpackets.read_exchanges is its compiled twin, with a compiled path for plain packets."""
+    skipped = stats.skipped
+    general = exchanges.packet
+    for number, packet in enumerate(packets, stats.packets + 1):
+        stats.packets = number
+        stats.bytes += len(packet.data)
+        seg = tcp_segment(packet.link_type, packet.data)
+        if type(seg) is str:
+            skipped[seg] += 1
+            continue
+        stats.tcp_segments += 1
+        out = general(seg, packet.timestamp_ns, number)
+        if out:
+            stats.exchanges += len(out)
+            yield from out
 
 
 def read_capture(source, *, ports=None, name=None, partition=None, decode=True, **limits):

@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 # The common packet, compiled. Most packets of a capture belong to a connection already under way and change it in
-# the plainest way: an ACK that gives up nothing, bytes that arrive in order and cut into frames, a FIN. steady_packet
+# the plainest way: an ACK that gives up nothing, bytes that arrive in order and cut into frames, a FIN. _steady
 # does exactly what Exchanges.packet would do for such a packet, on the same objects, and hands each frame it cuts to
 # the same Exchanges._request / _response. Any other packet (or link layer, or state) it leaves alone, having
-# changed nothing, and returns None: the caller then takes the general path, which decides everything else.
+# changed nothing, and returns None: the loop then takes the general path, which decides everything else.
 
 from libc.stdint cimport int32_t, uint32_t
 
@@ -100,7 +100,55 @@ cdef bint _cut(Framing *f, const unsigned char *held, const unsigned char *data,
     return True
 
 
-def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
+cdef class _Reader:
+    """What the packet path needs of one Exchanges, looked up once."""
+    cdef object exchanges, connections, move_to_end, request, response, close
+    cdef long long max_frame
+    cdef bint partitioned
+
+    def __cinit__(self, exchanges):
+        self.exchanges = exchanges
+        self.connections = exchanges.connections  # the same dict for the Exchanges' life
+        self.move_to_end = self.connections.move_to_end
+        self.request = exchanges._request
+        self.response = exchanges._response
+        self.close = exchanges._close
+        self.max_frame = exchanges.max_frame
+        self.partitioned = exchanges.partition is not None
+
+
+def read_exchanges(packets, exchanges, stats, tcp_segment):
+    """CaptureReader's loop: the exchanges of packets (pcap.Packet), counted in stats as they go. Plain packets
+    take the compiled path; the rest, tcp_segment and exchanges.packet."""
+    cdef _Reader reader = _Reader(exchanges)
+    cdef long long number = stats.packets, size = stats.bytes, segments = stats.tcp_segments
+    cdef long long count = stats.exchanges
+    skipped = stats.skipped
+    general = exchanges.packet
+    try:
+        for packet in packets:
+            number += 1
+            time_ns = packet[0]
+            link_type = packet[1]
+            data = packet[2]
+            size += len(data)
+            out = _steady(reader, link_type, data, time_ns, number) if type(data) is bytes else None
+            if out is None:
+                seg = tcp_segment(link_type, data)
+                if type(seg) is str:
+                    skipped[seg] += 1
+                    continue
+                out = general(seg, time_ns, number)
+            segments += 1
+            if out:
+                count += len(out)
+                stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
+                yield from out
+    finally:
+        stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
+
+
+cdef object _steady(_Reader reader, int link_type, bytes data, time_ns, number):
     """The exchanges this packet completes, as Exchanges.packet gives them; None (and nothing changed) when the
     packet is not a plain one of a connection under way."""
     cdef const unsigned char *p = data
@@ -124,6 +172,7 @@ def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
     flags = offset_flags & 0x1FF
     if flags & (SYN | RST) or not flags & ACK:
         return None
+    exchanges = reader.exchanges
     if time_ns - exchanges._sweep_ns > 1000000000:
         return None  # idle connections are due to be swept
     seq = _u32(p + 38)
@@ -133,12 +182,11 @@ def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
     a = (data[26:30], _u16(p + 34))
     b = (data[30:34], _u16(p + 36))
     key = (a, b) if a <= b else (b, a)
-    conns = exchanges.connections
-    conn = conns.get(key)
+    conn = reader.connections.get(key)
     if conn is None:
         # The last ACK of a connection already closed, or a keep-alive of one never seen; another partition's
         # connections are the general path's to tell.
-        return [] if not n and exchanges.partition is None else None
+        return [] if not n and not reader.partitioned else None
     if conn.up is None or conn.foreign:
         return None
     from_client = a == conn.client_key
@@ -162,7 +210,7 @@ def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
         if not framer.synced or framer.damaged:
             return None  # lost its footing, or cut by a hole
         if framer.offset == 0:  # the stream's first bytes: they may be TLS, or not Kafka at all
-            foreign = _foreign(data[payload_at:ip_end], from_client, exchanges.max_frame, True)
+            foreign = _foreign(data[payload_at:ip_end], from_client, reader.max_frame, True)
             if foreign:
                 return None
         buf = framer.buf
@@ -175,13 +223,13 @@ def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
             return None  # not a state the framer leaves
         trial = f
         held = bytes(buf) if f.need < 0 else b""
-        if not _cut(&trial, held, p + payload_at, n, exchanges.max_frame, None, 0, None, None):
+        if not _cut(&trial, held, p + payload_at, n, reader.max_frame, None, 0, None, None):
             return None
         # From here on the packet is ours.
         if framer.offset == 0:
             conn.foreign = foreign
         events = []
-        _cut(&f, held, p + payload_at, n, exchanges.max_frame, data, payload_at, framer, events)
+        _cut(&f, held, p + payload_at, n, reader.max_frame, data, payload_at, framer, events)
         framer.need = f.need
         framer.size = f.size
         framer.offset = f.offset
@@ -189,11 +237,11 @@ def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
         stream.next_seq = (seq + <uint32_t>n) & MASK
         stream.delivered += n
 
-    conns.move_to_end(key)
+    reader.move_to_end(key)
     conn.last_ns = time_ns
     out = []
     if events:
-        handle = exchanges._request if from_client else exchanges._response
+        handle = reader.request if from_client else reader.response
         for event in events:
             handle(conn, event, time_ns, number, out)
     if flags & FIN:
@@ -201,5 +249,5 @@ def steady_packet(exchanges, int link_type, bytes data, time_ns, number):
         if stream.next_seq is not None and stream.end_seq is None:
             stream.end_seq = (seq + <uint32_t>n) & MASK
         if conn.fin == 3:
-            exchanges._close(key, out)
+            reader.close(key, out)
     return out

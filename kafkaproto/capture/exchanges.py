@@ -70,7 +70,7 @@ class Exchange:
                  "request_time_ns", "response_time_ns", "request_packet", "response_packet",
                  "api_key", "api_version", "correlation_id", "client_id", "request_size", "response_size",
                  "request_header", "request", "response_header", "response", "error", "error_offset",
-                 "_walked")
+                 "_topics", "_response_parts")
 
     def __init__(self, status, conn=None):
         self.status = status
@@ -86,7 +86,7 @@ class Exchange:
         self.request_size = self.response_size = None
         self.request_header = self.request = self.response_header = self.response = None
         self.error = self.error_offset = None
-        self._walked = None
+        self._topics = self._response_parts = None
 
     @property
     def api_name(self):
@@ -109,23 +109,31 @@ class Exchange:
     @property
     def partition_errors(self):
         """(topic name or Uuid, partition, error code) for each partition the response reports an error for."""
-        if self._walked is None and self.response is None:
-            return []  # nothing to walk: no need to read the request's topics
-        return self._walk()[1]
+        return self._response_walk()[0]
 
     @property
     def topics(self):
         """Topic names and topic ids (Uuid) the request and response name, in order of appearance."""
-        return self._walk()[0]
-
-    def _walk(self):
-        if self._walked is None:
-            topics, errors = {}, []
+        if self._topics is None:
+            topics = {}
             for body in (self.request, self.response):
                 if body is not None:
-                    walk(body, topics, errors)
-            self._walked = (tuple(topics), errors)
-        return self._walked
+                    walk(body, topics, [])
+            self._topics = tuple(topics)
+        return self._topics
+
+    def _response_walk(self):
+        """(partition errors, records fields) of the response, walked once for both: only responses carry
+        error codes (no request spec has one)."""
+        parts = self._response_parts
+        if parts is None:
+            errors, found = [], None
+            body = self.response
+            if body is not None:
+                found = [] if _holds_records(type(body)) else None
+                walk(body, {}, errors, records=found)
+            parts = self._response_parts = (errors, found or ())
+        return parts
 
     def to_dict(self):
         """Plain values: the bodies as dicts (to_dict()), topic ids as Uuid."""
@@ -157,8 +165,9 @@ _PARTITION_FIELDS = ("PartitionIndex", "Partition", "PartitionId", "Index")  # I
 _plans = {}
 
 
-def _plan(cls):
-    """Which of a class's fields name a topic, a partition, an error, records, or hold structs."""
+def _plan(cls, seen=()):
+    """Which of a class's fields name a topic, a partition, an error, records, or hold structs that do (structs
+    with none of these at any depth, such as ApiVersions' list of APIs, are not walked)."""
     plan = _plans.get(cls)
     if plan is None:
         names, ids, structs, records = [], [], [], []
@@ -174,16 +183,20 @@ def _plan(cls):
                 error = f.attr
             elif f.kind == "records":
                 records.append(f.attr)
-            if f.struct is not None:
+            if f.struct is not None and f.struct not in seen and f.struct is not cls \
+                    and _plan(f.struct, (*seen, cls))[6]:
                 structs.append((f.attr, f.array))
-        plan = _plans[cls] = (names, ids, partition, error, records, structs)
+        useful = bool(names or ids or records or structs or (partition is not None and error is not None))
+        plan = (names, ids, partition, error, records, structs, useful)
+        if not seen:  # a plan made inside a cycle may have left out the way back: only the outermost is kept
+            _plans[cls] = plan
     return plan
 
 
 def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
     """Collect from a message: topics ({name or Uuid: None}, ordered), (topic, partition, code) for nonzero
     partition error codes, and (topic name, topic id, partition, records) for records fields."""
-    names, ids, partition, error, record_attrs, structs = _plan(type(obj))
+    names, ids, partition, error, record_attrs, structs, _ = _plans.get(type(obj)) or _plan(type(obj))
     for attr, is_array in names:
         value = getattr(obj, attr)
         if is_array:
@@ -232,13 +245,14 @@ _record_holders = {}
 def records_fields(ex):
     """(side, time_ns, topic name, topic id, partition, records bytes) for each records field an exchange's
     request and response carry (Produce requests, Fetch and ShareFetch responses)."""
-    for side, body, time_ns in (("request", ex.request, ex.request_time_ns),
-                                ("response", ex.response, ex.response_time_ns)):
-        if body is not None and _holds_records(type(body)):
-            found = []
-            walk(body, {}, [], records=found)
-            for topic, topic_id, partition, data in found:
-                yield side, time_ns, topic, topic_id, partition, data
+    body = ex.request
+    if body is not None and _holds_records(type(body)):
+        found = []
+        walk(body, {}, [], records=found)
+        for topic, topic_id, partition, data in found:
+            yield "request", ex.request_time_ns, topic, topic_id, partition, data
+    for topic, topic_id, partition, data in ex._response_walk()[1]:
+        yield "response", ex.response_time_ns, topic, topic_id, partition, data
 
 
 # ---- one direction's frames ------------------------------------------------------------------------------------

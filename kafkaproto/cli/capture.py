@@ -60,9 +60,13 @@ def run(args):
         for path in args.files:
             reader = read_capture(path, ports=ports)
             progress.start(path, reader)
-            for ex in reader:
-                progress.tick()
-                if keep(ex):
+            if progress.enabled or keep is not None:
+                for ex in reader:
+                    progress.tick()
+                    if keep is None or keep(ex):
+                        yield path, ex
+            else:  # the common case, kept lean: this loop runs once per exchange
+                for ex in reader:
                     yield path, ex
             progress.done()
 
@@ -90,6 +94,9 @@ def _format_of(path):
 
 
 def _filter(args):
+    """A test of which exchanges to keep, or None to keep all."""
+    if not (args.api or args.topic or args.client_id or args.errors_only):
+        return None
     apis = None
     if args.api:
         apis = set()
@@ -153,23 +160,29 @@ class Summary:
         self.clients = {}  # client id -> {"requests": n, "software": set}
         self.problems = []  # (file, exchange) for everything not ok
         self.problem_count = 0
+        self._names = {}  # api key -> name
 
     def add(self, path, ex):
         self.by_status[ex.status] += 1
-        name = ex.api_name or (f"api key {ex.api_key}" if ex.api_key is not None else None)
-        if name is not None:
+        key = ex.api_key
+        name = None
+        if key is not None:
+            name = self._names.get(key)
+            if name is None:
+                name = self._names[key] = ex.api_name or f"api key {key}"
             self.by_api[(name, ex.api_version)] += 1
-            if ex.latency_ns is not None:
-                self.latency[name].add(ex.latency_ns)
+            if ex.response_time_ns is not None and ex.request_time_ns is not None:
+                self.latency[name].add(ex.response_time_ns - ex.request_time_ns)
         if ex.status != OK:
             self.problem_count += 1
             if len(self.problems) < 50:
                 self.problems.append((path, ex))
-        code = ex.error_code
-        if code:
-            self.error_codes[(name, code)] += 1
-        for _, _, code in ex.partition_errors:
-            self.error_codes[(name, code)] += 1
+        if ex.response is not None:
+            code = ex.error_code
+            if code:
+                self.error_codes[(name, code)] += 1
+            for _, _, code in ex.partition_errors:
+                self.error_codes[(name, code)] += 1
         if ex.client_id is not None or ex.api_key is not None:
             client = self.clients.setdefault(ex.client_id, {"requests": 0, "software": set()})
             client["requests"] += 1
