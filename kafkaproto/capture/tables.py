@@ -136,36 +136,74 @@ def exchanges_table(exchanges, file=None, bodies=True):
     return pa.Table.from_batches(list(exchange_batches(exchanges, file, bodies=bodies)), schema=exchange_schema())
 
 
-def record_batches(exchanges, file=None, validate=True):
-    """pyarrow RecordBatches of the record schema: one per records field, the record columns built in
-    compiled code by kafkaproto.records.to_arrow."""
+def record_batches(exchanges, file=None, validate=True, rows=65536):
+    """pyarrow RecordBatches of the record schema, of up to about ``rows`` rows each: the record columns built in
+    compiled code by kafkaproto.records.to_arrow, the fields' records gathered so that a field of one record does
+    not cost a batch of its own."""
     import pyarrow as pa
     schema = record_schema()
+    gathered = _Gathered(schema)
     for ex in exchanges:
         if ex.status == CAPTURE_ERROR:  # the file's damage leaves a trace here too
+            yield from gathered.flush()
             yield pa.RecordBatch.from_pylist([{"file": file, "error": f"capture error: {ex.error}"}], schema=schema)
             continue
         for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
-            context = {"file": file, "connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name,
-                       "side": side, "time": time_ns, "topic": topic,
-                       "topic_id": None if topic_id is None else str(topic_id), "partition": partition}
+            context = (file, ex.connection, ex.api_key, ex.api_name, side, time_ns, topic,
+                       None if topic_id is None else str(topic_id), partition)
             try:
                 table = _records.to_arrow(data, validate=validate, allow_partial=True)
             except _records.RecordsError as e:
-                yield pa.RecordBatch.from_pylist([dict(context, error=str(e))], schema=schema)
+                yield from gathered.flush()
+                row = dict(zip(_CONTEXT, context), error=str(e))
+                yield pa.RecordBatch.from_pylist([row], schema=schema)
                 continue
-            n = table.num_rows
-            if not n:
-                continue
-            columns = []
-            for field in schema:
-                if field.name in context:
-                    columns.append(pa.array([context[field.name]] * n, type=field.type))
-                elif field.name == "error":
-                    columns.append(pa.nulls(n, type=field.type))
-                else:
-                    columns.append(table.column(field.name).combine_chunks())
-            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+            if table.num_rows:
+                gathered.add(context, table)
+                if gathered.rows >= rows:
+                    yield from gathered.flush()
+    yield from gathered.flush()
+
+
+_CONTEXT = tuple(name for name, _, _ in RECORD_CONTEXT if name != "error")  # the order record_batches gives them
+
+
+class _Gathered:
+    """Records fields' tables and where each came from, until they make one batch."""
+
+    def __init__(self, schema):
+        self.schema = schema
+        self.tables = []
+        self.contexts = []  # one per table
+        self.rows = 0
+
+    def add(self, context, table):
+        self.tables.append(table)
+        self.contexts.append(context)
+        self.rows += table.num_rows
+
+    def flush(self):
+        if not self.rows:
+            return
+        import pyarrow as pa
+        records = pa.concat_tables(self.tables).combine_chunks()
+        # Each context column: one value per field, repeated over the field's rows by a take.
+        which = []
+        for i, table in enumerate(self.tables):
+            which.extend([i] * table.num_rows)
+        which = pa.array(which, type=pa.int32())
+        context = dict(zip(_CONTEXT, zip(*self.contexts)))
+        columns = []
+        for field in self.schema:
+            if field.name in context:
+                columns.append(pa.array(context[field.name], type=field.type).take(which))
+            elif field.name == "error":
+                columns.append(pa.nulls(self.rows, type=field.type))
+            else:
+                columns.append(records.column(field.name).combine_chunks())
+        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
+        self.tables, self.contexts, self.rows = [], [], 0
+        yield batch
 
 
 def records_table(exchanges, file=None, validate=True):

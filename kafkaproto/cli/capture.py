@@ -12,8 +12,10 @@ Everything streams: a capture larger than memory is fine, and so is the summary
 import base64
 import csv
 import datetime
+import itertools
 import json
 import math
+import operator
 import os
 import sys
 import time
@@ -81,8 +83,7 @@ def run(args):
     out = sys.stdout if not args.output or args.output == "-" else None
     writer = _WRITERS[fmt](args.output, out, args.records)
     try:
-        for path, ex in exchanges():
-            writer.write(path, ex)
+        writer.write_all(exchanges())
     finally:
         writer.close()
     return 0
@@ -265,6 +266,10 @@ class _Rows:
         self.records = records
         self.json_bodies = json_bodies
 
+    def write_all(self, items):
+        for path, ex in items:
+            self.write(path, ex)
+
     def rows(self, path, ex):
         if self.records:
             for batch in tables.record_batches([ex], file=path):
@@ -324,26 +329,19 @@ class _Parquet:
         self.records = records
         self.schema = tables.record_schema() if records else tables.exchange_schema()
         self.writer = pq.ParquetWriter(path, self.schema)
-        self.pending = []  # exchanges not yet turned into rows
         self.batches, self.rows = [], 0  # rows not yet written
 
-    def write(self, path, ex):
-        self.pending.append((path, ex))
-        if len(self.pending) >= 4096:
-            self._rows()
-
-    def _rows(self):
-        by_file = defaultdict(list)
-        for path, ex in self.pending:
-            by_file[path].append(ex)
-        for path, exs in by_file.items():
+    def write_all(self, items):
+        """Streams: each exchange is let go once its rows are built (holding thousands of decoded bodies would
+        only give the cyclic garbage collector more to walk)."""
+        for path, group in itertools.groupby(items, key=operator.itemgetter(0)):
+            exs = (ex for _, ex in group)
             batches = tables.record_batches(exs, file=path) if self.records else tables.exchange_batches(exs, path)
             for batch in batches:
                 self.batches.append(batch)
                 self.rows += batch.num_rows
                 if self.rows >= self.ROWS:
                     self._write()
-        self.pending = []
 
     def _write(self):
         import pyarrow as pa
@@ -352,7 +350,6 @@ class _Parquet:
         self.batches, self.rows = [], 0
 
     def close(self):
-        self._rows()
         self._write()
         self.writer.close()
 

@@ -1,5 +1,6 @@
 """What the compiled and pure-Python record codecs share: constants, enums, control markers."""
 
+import functools
 import operator
 import struct
 from collections import namedtuple
@@ -144,6 +145,7 @@ def read_committed(batches, aborted_transactions):
         yield batch, "control" if batch.is_control else None
 
 
+@functools.cache  # built once: to_arrow asks for it on every call
 def arrow_schema():
     import pyarrow as pa
 
