@@ -251,3 +251,56 @@ cdef object _steady(_Reader reader, int link_type, bytes data, time_ns, number):
         if conn.fin == 3:
             reader.close(key, out)
     return out
+
+
+# ---- what a message names (exchanges.walk, compiled) -------------------------------------------------------------
+
+from ..uuid import Uuid
+from .exchanges import _plan, _plans
+
+cdef object _ZERO = Uuid.ZERO
+
+
+def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
+    """exchanges.walk, compiled: the same results in the same order."""
+    _walk(obj, topics, errors, topic, records, topic_id)
+
+
+cdef int _walk(obj, topics, errors, topic, records, topic_id) except -1:
+    cdef tuple plan = _plans.get(type(obj))
+    if plan is None:
+        plan = _plan(type(obj))
+    names, ids, partition, error, record_attrs, structs = plan[0], plan[1], plan[2], plan[3], plan[4], plan[5]
+    for attr, is_array in names:
+        value = getattr(obj, attr)
+        if is_array:
+            if value:
+                for name in value:
+                    topics[name] = None
+        elif value:
+            topics[value] = None
+            topic = value
+    for attr in ids:
+        value = getattr(obj, attr)
+        if value is not None and value != _ZERO:
+            topics[value] = None
+            topic_id = value
+    if partition is not None and error is not None:
+        code = getattr(obj, error)
+        if code:
+            errors.append((topic if topic is not None else topic_id, getattr(obj, partition), code))
+    if records is not None:
+        for attr in record_attrs:
+            data = getattr(obj, attr)
+            if data is not None and len(data):
+                records.append((topic, topic_id, None if partition is None else getattr(obj, partition), data))
+    for attr, is_array in structs:
+        value = getattr(obj, attr)
+        if value is None:
+            continue
+        if is_array:
+            for item in value:
+                _walk(item, topics, errors, topic, records, topic_id)
+        else:
+            _walk(value, topics, errors, topic, records, topic_id)
+    return 0

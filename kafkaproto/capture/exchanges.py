@@ -22,6 +22,7 @@ import re
 import struct
 from collections import OrderedDict
 
+from .._impl import COMPILED
 from ..connection import SASL_ROUNDS, expects_response
 from ..exceptions import KafkaProtoError, UnsupportedVersionError
 from ..messages import ApiKey
@@ -1025,3 +1026,8 @@ def _stable_hash(key):
     import zlib
     (a, pa), (b, pb) = key
     return zlib.crc32(a + pa.to_bytes(2, "big") + b + pb.to_bytes(2, "big"))
+
+
+python_walk = walk
+if COMPILED:  # the same walk, compiled (it reads the plans above)
+    from ._cpackets import walk  # noqa: E402, F811

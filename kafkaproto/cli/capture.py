@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from .. import errors
 from ..capture import OK, read_capture, records_fields, tables
 from ..jsonview import to_json
+from ..messages import ApiKey
 from ..registry import api
 from ..uuid import Uuid
 
@@ -184,12 +185,15 @@ class Summary:
                 self.error_codes[(name, code)] += 1
             for _, _, code in ex.partition_errors:
                 self.error_codes[(name, code)] += 1
-        if ex.client_id is not None or ex.api_key is not None:
-            client = self.clients.setdefault(ex.client_id, {"requests": 0, "software": set()})
+        if ex.client_id is not None or key is not None:
+            client = self.clients.get(ex.client_id)
+            if client is None:
+                client = self.clients[ex.client_id] = {"requests": 0, "software": set()}
             client["requests"] += 1
-            software = getattr(ex.request, "client_software_name", None)
-            if software:
-                client["software"].add(f"{software} {getattr(ex.request, 'client_software_version', '')}".strip())
+            if key == ApiKey.API_VERSIONS and ex.request is not None:
+                software = getattr(ex.request, "client_software_name", None)
+                if software:
+                    client["software"].add(f"{software} {ex.request.client_software_version or ''}".strip())
         for side, _, topic, topic_id, _, data in records_fields(ex):
             bucket = self.produced if side == "request" else self.fetched
             bucket[topic if topic is not None else str(topic_id)] += len(data)
