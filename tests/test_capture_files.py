@@ -110,6 +110,65 @@ def test_empty_pcap_has_no_packets():
     assert read_bytes(cf.pcap([])) == []
 
 
+class Trickle:
+    """A stream that gives at most ``step`` bytes a read, so that records straddle every read."""
+
+    def __init__(self, data, step):
+        self.data, self.pos, self.step = data, 0, step
+
+    def read(self, n=-1):
+        n = self.step if n < 0 else min(n, self.step)
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += len(chunk)
+        return chunk
+
+    def seekable(self):
+        return False
+
+
+def python_read_all(source):
+    """read_all of a classic pcap, by the pure-Python reader whatever is built."""
+    saved = pcap.compiled_pcap
+    pcap.compiled_pcap = None
+    try:
+        return read_all(source)
+    finally:
+        pcap.compiled_pcap = saved
+
+
+def same_reading(data, step=None):
+    """The compiled and the Python reader give the same packets and the same error (message and offset)."""
+    source = (lambda: Trickle(data, step)) if step else (lambda: io.BytesIO(data))
+    compiled, compiled_error = read_all(source())
+    python, python_error = python_read_all(source())
+    assert compiled == python
+    assert (str(compiled_error), getattr(compiled_error, "offset", None)) == \
+        (str(python_error), getattr(python_error, "offset", None))
+    return compiled, compiled_error
+
+
+@pytest.mark.skipif(pcap.compiled_pcap is None, reason="the compiled pcap reader is not built")
+@pytest.mark.parametrize("path", CAPTURES, ids=[p.stem for p in CAPTURES])
+def test_the_compiled_pcap_reader_reads_as_the_python_one(path):
+    """Whole, cut anywhere (inside a record's header or its bytes), a length made too large, swapped to the
+    other byte order, and read a few bytes at a time."""
+    data = path.read_bytes()
+    packets, error = same_reading(data)
+    assert packets and error is None
+    for step in (1, 7, 1000):
+        assert same_reading(data, step) == (packets, None)
+    rng = random.Random(path.name)
+    for cut in sorted(rng.sample(range(len(data)), 40)) + [24, 24 + 8, 24 + 16, len(data) - 1]:
+        same_reading(data[:cut])
+    for record in rng.sample([p.offset for p in packets], 10):
+        damaged = bytearray(data)
+        damaged[record + 8:record + 12] = struct.pack("<I", rng.choice([len(data), pcap.MAX_PCAP_CAPLEN + 1]))
+        assert same_reading(bytes(damaged))[1] is not None
+    swapped = cf.pcap([(p.timestamp_ns, p.data, p.original_length) for p in packets], big_endian=True, nanos=True,
+                      link_type=packets[0].link_type)
+    assert same_reading(swapped) == (packets, None)
+
+
 # -- pcapng -------------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,10 @@
 # the same Exchanges._request / _response. Any other packet (or link layer, or state) it leaves alone, having
 # changed nothing, and returns None: the loop then takes the general path, which decides everything else.
 
+from cpython.bytes cimport PyBytes_AS_STRING
 from libc.stdint cimport int32_t, uint32_t
+
+from ._cpcap cimport PcapRecords
 
 from .exchanges import _foreign
 
@@ -118,41 +121,67 @@ cdef class _Reader:
 
 
 def read_exchanges(packets, exchanges, stats, tcp_segment):
-    """CaptureReader's loop: the exchanges of packets (pcap.Packet), counted in stats as they go. Plain packets
-    take the compiled path; the rest, tcp_segment and exchanges.packet."""
+    """CaptureReader's loop: the exchanges of packets (pcap.Packet, or a classic pcap's PcapRecords, read in
+    place), counted in stats as they go. Plain packets take the compiled path; the rest, tcp_segment and
+    exchanges.packet."""
     cdef _Reader reader = _Reader(exchanges)
     cdef long long number = stats.packets, size = stats.bytes, segments = stats.tcp_segments
     cdef long long count = stats.exchanges
+    cdef PcapRecords records
     skipped = stats.skipped
     general = exchanges.packet
     try:
-        for packet in packets:
-            number += 1
-            time_ns = packet[0]
-            link_type = packet[1]
-            data = packet[2]
-            size += len(data)
-            out = _steady(reader, link_type, data, time_ns, number) if type(data) is bytes else None
-            if out is None:
-                seg = tcp_segment(link_type, data)
-                if type(seg) is str:
-                    skipped[seg] += 1
+        if type(packets) is PcapRecords:
+            records = <PcapRecords>packets
+            while records.next_record():
+                number += 1
+                size += records.stop - records.start
+                out = _packet(reader, records.link_type, records.buf, records.start, records.stop, records.time_ns,
+                              number, tcp_segment, general, skipped)
+                if out is None:
                     continue
-                out = general(seg, time_ns, number)
-            segments += 1
-            if out:
-                count += len(out)
-                stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
-                yield from out
+                segments += 1
+                if out:
+                    count += len(out)
+                    stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
+                    yield from out
+        else:
+            for packet in packets:
+                number += 1
+                data = packet[2]
+                size += len(data)
+                if type(data) is not bytes:
+                    data = bytes(data)
+                out = _packet(reader, packet[1], data, 0, len(data), packet[0], number, tcp_segment, general, skipped)
+                if out is None:
+                    continue
+                segments += 1
+                if out:
+                    count += len(out)
+                    stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
+                    yield from out
     finally:
         stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
 
 
-cdef object _steady(_Reader reader, int link_type, bytes data, time_ns, number):
-    """The exchanges this packet completes, as Exchanges.packet gives them; None (and nothing changed) when the
-    packet is not a plain one of a connection under way."""
-    cdef const unsigned char *p = data
-    cdef Py_ssize_t size = len(data)
+cdef object _packet(_Reader reader, int link_type, bytes buf, Py_ssize_t at, Py_ssize_t stop, time_ns, number,
+                    tcp_segment, general, skipped):
+    """The exchanges of the packet buf[at:stop]; None when it holds no TCP segment (counted in skipped)."""
+    out = _steady(reader, link_type, buf, at, stop, time_ns, number)
+    if out is None:
+        seg = tcp_segment(link_type, buf[at:stop] if at or stop != len(buf) else buf)
+        if type(seg) is str:
+            skipped[seg] += 1
+            return None
+        out = general(seg, time_ns, number)
+    return out
+
+
+cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py_ssize_t stop, time_ns, number):
+    """The exchanges the packet data[at:stop] completes, as Exchanges.packet gives them; None (and nothing changed)
+    when the packet is not a plain one of a connection under way."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data) + at
+    cdef Py_ssize_t size = stop - at
     cdef unsigned int total_length, offset_flags, flags, sport, dport
     cdef Py_ssize_t ip_end, payload_at, n
     cdef uint32_t seq, ack, ahead
@@ -179,8 +208,8 @@ cdef object _steady(_Reader reader, int link_type, bytes data, time_ns, number):
     ack = _u32(p + 42)
     n = ip_end - payload_at
 
-    a = (data[26:30], _u16(p + 34))
-    b = (data[30:34], _u16(p + 36))
+    a = (data[at + 26:at + 30], _u16(p + 34))
+    b = (data[at + 30:at + 34], _u16(p + 36))
     key = (a, b) if a <= b else (b, a)
     conn = reader.connections.get(key)
     if conn is None:
@@ -210,7 +239,7 @@ cdef object _steady(_Reader reader, int link_type, bytes data, time_ns, number):
         if not framer.synced or framer.damaged:
             return None  # lost its footing, or cut by a hole
         if framer.offset == 0:  # the stream's first bytes: they may be TLS, or not Kafka at all
-            foreign = _foreign(data[payload_at:ip_end], from_client, reader.max_frame, True)
+            foreign = _foreign(data[at + payload_at:at + ip_end], from_client, reader.max_frame, True)
             if foreign:
                 return None
         buf = framer.buf
@@ -229,7 +258,7 @@ cdef object _steady(_Reader reader, int link_type, bytes data, time_ns, number):
         if framer.offset == 0:
             conn.foreign = foreign
         events = []
-        _cut(&f, held, p + payload_at, n, reader.max_frame, data, payload_at, framer, events)
+        _cut(&f, held, p + payload_at, n, reader.max_frame, data, at + payload_at, framer, events)
         framer.need = f.need
         framer.size = f.size
         framer.offset = f.offset

@@ -25,6 +25,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
+from kafkaproto._impl import COMPILED
 from kafkaproto.exceptions import KafkaProtoError
 
 __all__ = ["CaptureFormatError", "Packet", "open_capture", "read_packets"]
@@ -127,6 +128,8 @@ def read_packets(source, name=None):
         if magic == _PCAPNG_MAGIC:
             packets = _pcapng_packets(data)
         elif magic in _PCAP_MAGICS:
+            if compiled_pcap is not None:  # the same packets; it reads the file header itself
+                return compiled_pcap(data, *_PCAP_MAGICS[magic])
             packets = _pcap_packets(data, *_PCAP_MAGICS[magic])
         else:
             raise data.error(f"not a pcap or pcapng file (it starts with {magic.hex() or 'nothing'}"
@@ -533,3 +536,8 @@ def _truncated_block(data, layout, have):
             return data.error(f"truncated: section header block at byte {offset} has {have} bytes", offset)
         length = _LAYOUTS[order].u32.unpack_from(data.buf, data.pos + 4)[0]
     return data.error(f"truncated: block at byte {offset} declares {length} bytes; {have} are left", offset)
+
+
+compiled_pcap = None
+if COMPILED:  # classic pcap records, compiled: the capture loop reads them in place
+    from ._cpcap import PcapRecords as compiled_pcap  # noqa: E402
