@@ -306,7 +306,7 @@ def expected_record_rows(ex):
                        "error": None}
 
 
-@pytest.mark.skipif(capture_exchanges.walk is capture_exchanges.python_walk, reason="the compiled walk is not built")
+@pytest.mark.skipif(capture_exchanges.walk is capture_exchanges.python_walk, reason="the compiled walk is not in use")
 def test_the_compiled_walk_finds_what_the_python_one_does(capture):
     walked = 0
     for ex in capture[3]:
@@ -709,7 +709,7 @@ def read_generally(path, **options):
         kafkaproto.capture.compiled_loop = saved
 
 
-@pytest.mark.skipif(kafkaproto.capture.compiled_loop is None, reason="the compiled packet path is not built")
+@pytest.mark.skipif(kafkaproto.capture.compiled_loop is None, reason="the compiled packet path is not in use")
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(seed=st.integers(0, 2**32 - 1), damage=DAMAGE, spacing_ns=st.sampled_from([1_234_567, 400_000_000]),

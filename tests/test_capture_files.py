@@ -147,7 +147,7 @@ def same_reading(data, step=None):
     return compiled, compiled_error
 
 
-@pytest.mark.skipif(pcap.compiled_pcap is None, reason="the compiled pcap reader is not built")
+@pytest.mark.skipif(pcap.compiled_pcap is None, reason="the compiled pcap reader is not in use")
 @pytest.mark.parametrize("path", CAPTURES, ids=[p.stem for p in CAPTURES])
 def test_the_compiled_pcap_reader_reads_as_the_python_one(path):
     """Whole, cut anywhere (inside a record's header or its bytes), a length made too large, swapped to the

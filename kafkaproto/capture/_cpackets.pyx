@@ -1,9 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 # The common packet, compiled. Most packets of a capture belong to a connection already under way and change it in
-# the plainest way: an ACK that gives up nothing, bytes that arrive in order and cut into frames, a FIN. _steady
-# does exactly what Exchanges.packet would do for such a packet, on the same objects, and hands each frame it cuts to
-# the same Exchanges._request / _response. Any other packet (or link layer, or state) it leaves alone, having
-# changed nothing, and returns None: the loop then takes the general path, which decides everything else.
+# the plainest way: an ACK that gives up nothing, bytes that arrive in order and cut into frames, a FIN, a bare
+# SYN-ACK. _steady does exactly what Exchanges.packet would do for such a packet, on the same objects, and hands
+# each frame it cuts to the same Exchanges._request / _response. Any other packet (or link layer, or state) it
+# leaves alone, having changed nothing, and returns None: the loop then takes the general path, which decides
+# everything else.
 
 from cpython.bytes cimport PyBytes_AS_STRING
 from libc.stdint cimport int32_t, uint32_t
@@ -103,6 +104,9 @@ cdef bint _cut(Framing *f, const unsigned char *held, const unsigned char *data,
     return True
 
 
+cdef tuple _NOTHING = ()
+
+
 cdef class _Reader:
     """What the packet path needs of one Exchanges, looked up once."""
     cdef object exchanges, connections, move_to_end, request, response, close
@@ -118,6 +122,14 @@ cdef class _Reader:
         self.close = exchanges._close
         self.max_frame = exchanges.max_frame
         self.partitioned = exchanges.partition is not None
+
+
+cdef int _start(framer) except -1:
+    """_Framer.start: a stream seen from its SYN starts at a frame boundary."""
+    if not framer.offset and not framer.buf:
+        framer.synced = True
+        framer.lost_at = framer.lost_reason = None
+    return 0
 
 
 def read_exchanges(packets, exchanges, stats, tcp_segment):
@@ -199,14 +211,15 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
     if ip_end > size or payload_at < 54 or payload_at > ip_end:
         return None
     flags = offset_flags & 0x1FF
-    if flags & (SYN | RST) or not flags & ACK:
-        return None
+    n = ip_end - payload_at
+    syn = flags & SYN
+    if flags & RST or not flags & ACK or (syn and (n or flags & FIN)):
+        return None  # a SYN-ACK is taken only bare
     exchanges = reader.exchanges
     if time_ns - exchanges._sweep_ns > 1000000000:
         return None  # idle connections are due to be swept
     seq = _u32(p + 38)
     ack = _u32(p + 42)
-    n = ip_end - payload_at
 
     a = (data[at + 26:at + 30], _u16(p + 34))
     b = (data[at + 30:at + 34], _u16(p + 36))
@@ -215,19 +228,21 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
     if conn is None:
         # The last ACK of a connection already closed, or a keep-alive of one never seen; another partition's
         # connections are the general path's to tell.
-        return [] if not n and not reader.partitioned else None
+        return _NOTHING if not n and not syn and not reader.partitioned else None
     if conn.up is None or conn.foreign:
         return None
     from_client = a == conn.client_key
     stream, other = (conn.up, conn.down) if from_client else (conn.down, conn.up)
 
-    # The ACK: nothing held beyond a hole, and no bytes acknowledged that the capture lacks.
-    if other.next_seq is None or other.pending:
+    # The ACK (of a SYN-ACK too: the peer's SYN was seen): nothing held beyond a hole, and no bytes acknowledged
+    # that the capture lacks.
+    other_next = other.next_seq
+    if other_next is None or other.pending:
         return None
     end_seq = other.end_seq
     if end_seq is not None and 0 < ((ack - <uint32_t>end_seq) & MASK) < HALF:
         ack = end_seq  # the FIN takes a sequence number of its own
-    ahead = (ack - <uint32_t>other.next_seq) & MASK
+    ahead = (ack - <uint32_t>other_next) & MASK
     if 1 < ahead < HALF:
         return None
 
@@ -266,8 +281,13 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
         stream.next_seq = (seq + <uint32_t>n) & MASK
         stream.delivered += n
 
+    if syn and stream.next_seq is None:  # the packet is ours: the sender's stream starts after its SYN
+        stream.next_seq = (seq + 1) & MASK
+        _start(conn.up_frames if from_client else conn.down_frames)
     reader.move_to_end(key)
     conn.last_ns = time_ns
+    if not events and not flags & FIN:
+        return _NOTHING  # most packets: an ACK, or part of a frame
     out = []
     if events:
         handle = reader.request if from_client else reader.response
