@@ -131,7 +131,7 @@ class Exchange:
             errors, found = [], None
             body = self.response
             if body is not None:
-                found = [] if _holds_records(type(body)) else None
+                found = [] if holds_records(type(body)) else None
                 walk(body, {}, errors, records=found)
             parts = self._response_parts = (errors, found or ())
         return parts
@@ -228,14 +228,15 @@ def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
             walk(item, topics, errors, topic, records, topic_id)
 
 
-def _holds_records(cls, seen=None):
-    """Whether a message class has a records field at any depth (cached: most have none)."""
+def holds_records(cls, seen=None):
+    """Whether a message class has a records field at any depth (cached: most have none), so that callers
+    skip looking for records in the rest."""
     holds = _record_holders.get(cls)
     if holds is None:
         seen = seen or set()
         seen.add(cls)
         holds = any(f.kind == "records" or (f.struct is not None and f.struct not in seen
-                                            and _holds_records(f.struct, seen)) for f in cls._fields)
+                                            and holds_records(f.struct, seen)) for f in cls._fields)
         _record_holders[cls] = holds
     return holds
 
@@ -247,7 +248,7 @@ def records_fields(ex):
     """(side, time_ns, topic name, topic id, partition, records bytes) for each records field an exchange's
     request and response carry (Produce requests, Fetch and ShareFetch responses)."""
     body = ex.request
-    if body is not None and _holds_records(type(body)):
+    if body is not None and holds_records(type(body)):
         found = []
         walk(body, {}, [], records=found)
         for topic, topic_id, partition, data in found:

@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 
 from .. import errors
 from ..capture import OK, read_capture, records_fields, tables
+from ..capture.exchanges import holds_records
 from ..jsonview import to_json
 from ..messages import ApiKey
 from ..registry import api
@@ -127,16 +128,36 @@ class LatencyHistogram:
     """Latencies in buckets 2% apart: percentiles within 2% in constant memory, however many exchanges."""
 
     STEP = math.log(1.02)
+    HELD = 4096  # latencies held before they are put in buckets, all at once
 
     def __init__(self):
         self.counts = Counter()
-        self.total = 0
-        self.max = 0
+        self.held = []
+        self._total = 0
+        self._max = 0
 
     def add(self, ns):
-        self.counts[int(math.log(ns) / self.STEP) if ns > 0 else -1] += 1
-        self.total += 1
-        self.max = max(self.max, ns)
+        self.held.append(ns)
+        if len(self.held) >= self.HELD:
+            self._fold()
+
+    def _fold(self):
+        held, log, step = self.held, math.log, self.STEP
+        if held:
+            self.counts.update(int(log(ns) / step) if ns > 0 else -1 for ns in held)
+            self._total += len(held)
+            self._max = max(self._max, max(held))
+            self.held = []
+
+    @property
+    def total(self):
+        self._fold()
+        return self._total
+
+    @property
+    def max(self):
+        self._fold()
+        return self._max
 
     def percentile(self, q):
         target = q * self.total
@@ -179,8 +200,9 @@ class Summary:
             self.problem_count += 1
             if len(self.problems) < 50:
                 self.problems.append((path, ex))
-        if ex.response is not None:
-            code = ex.error_code
+        response = ex.response
+        if response is not None:
+            code = getattr(response, "error_code", None)
             if code:
                 self.error_codes[(name, code)] += 1
             for _, _, code in ex.partition_errors:
@@ -194,9 +216,12 @@ class Summary:
                 software = getattr(ex.request, "client_software_name", None)
                 if software:
                     client["software"].add(f"{software} {ex.request.client_software_version or ''}".strip())
-        for side, _, topic, topic_id, _, data in records_fields(ex):
-            bucket = self.produced if side == "request" else self.fetched
-            bucket[topic if topic is not None else str(topic_id)] += len(data)
+        request = ex.request
+        if (request is not None and holds_records(type(request))) or \
+                (response is not None and holds_records(type(response))):
+            for side, _, topic, topic_id, _, data in records_fields(ex):
+                bucket = self.produced if side == "request" else self.fetched
+                bucket[topic if topic is not None else str(topic_id)] += len(data)
 
     def print(self, out, top=10):
         w = out.write
