@@ -120,7 +120,7 @@ cdef class _Reader:
         self.request = exchanges._request
         self.response = exchanges._response
         self.close = exchanges._close
-        self.max_frame = exchanges.max_frame
+        self.max_frame = min(exchanges.max_frame, 1 << 62)  # frame sizes are int32: any more is the same
         self.partitioned = exchanges.partition is not None
 
 
@@ -194,7 +194,7 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
     when the packet is not a plain one of a connection under way."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data) + at
     cdef Py_ssize_t size = stop - at
-    cdef unsigned int total_length, offset_flags, flags, sport, dport
+    cdef unsigned int total_length, offset_flags, flags
     cdef Py_ssize_t ip_end, payload_at, n
     cdef uint32_t seq, ack, ahead
     cdef bint from_client
