@@ -24,6 +24,7 @@ The run is deterministic for a given --seed, --inputs and --jobs.
 """
 
 import argparse
+import contextlib
 import itertools
 import json
 import multiprocessing
@@ -253,11 +254,11 @@ def damaged_inside(rng, batch):
     return bytes(out)
 
 
-def inputs(seed, count, seeds):
-    """count (target, data) pairs, the same for the same seed."""
+def inputs(seed, count, seeds, kinds=None):
+    """count (target, data) pairs, the same for the same seed; kinds: only these (default all, weighted)."""
     rng = random.Random(seed)
-    names = [kind for kind, _ in KINDS]
-    weights = [w for _, w in KINDS]
+    names = [kind for kind, _ in KINDS if kinds is None or kind in kinds]
+    weights = [w for kind, w in KINDS if kinds is None or kind in kinds]
     donors = {kind: [d for _, d in items] for kind, items in seeds.items()}
     for _ in range(count):
         kind = rng.choices(names, weights)[0]
@@ -331,16 +332,32 @@ class Decoders:
                 out += buf.feed(data[at:at + step])
                 at += step
             return (tuple(out), buf.pending)
-        if kind == "capture":  # the reader is one for both: it runs the decoders in use
+        if kind == "capture":  # the decoders in use, with the compiled capture path or its Python twin
             import io
 
             from kafkaproto import capture
-            reader = capture.read_capture(io.BytesIO(data), name="fuzz")
-            out = tuple((ex.status, ex.api_key, ex.api_version, ex.correlation_id, ex.request_size,
-                         ex.response_size, ex.error, ex.topics, tuple(ex.partition_errors)) for ex in reader)
-            rows = tuple(tuple(sorted(row)) for row in capture.records(capture.read_capture(io.BytesIO(data))))
-            return (out, len(rows), reader.stats.packets)
+            with capture_path(impl):
+                reader = capture.read_capture(io.BytesIO(data), name="fuzz")
+                out = tuple((ex.status, ex.api_key, ex.api_version, ex.correlation_id, ex.request_size,
+                             ex.response_size, ex.error, ex.error_offset, ex.topics, tuple(ex.partition_errors))
+                            for ex in reader)
+                rows = tuple(tuple(sorted(row)) for row in capture.records(capture.read_capture(io.BytesIO(data))))
+                return (out, len(rows), reader.stats.to_dict())
         raise AssertionError(kind)
+
+
+@contextlib.contextmanager
+def capture_path(impl):
+    """The capture reader's compiled parts (pcap records, the packet loop, walk) off for impl "python"."""
+    from kafkaproto import capture
+    from kafkaproto.capture import exchanges, pcap
+    saved = capture.compiled_loop, pcap.compiled_pcap, exchanges.walk
+    if impl == "python":
+        capture.compiled_loop, pcap.compiled_pcap, exchanges.walk = None, None, exchanges.python_walk
+    try:
+        yield
+    finally:
+        capture.compiled_loop, pcap.compiled_pcap, exchanges.walk = saved
 
 
 def plain(msg, version):
@@ -461,14 +478,14 @@ class Worker:
 
 
 def run(count, seed=1, jobs=2, timeout=10.0, memory_factor=256, out=None, extra=(), selftest=False,
-        log=lambda line: None):
+        log=lambda line: None, kinds=None):
     """Fuzz count inputs (plus extra (target, data) pairs first); returns the summary dict."""
     started = time.monotonic()
     ctx = multiprocessing.get_context("spawn")
     limit = 8 << 30
     workers = [Worker(ctx, limit, selftest) for _ in range(jobs)]  # before the parent grows
     seeds = build_seeds(seed)
-    stream = itertools.chain(extra, inputs(seed, count, seeds))
+    stream = itertools.chain(extra, inputs(seed, count, seeds, kinds))
     summary = {"inputs": 0, "decoded": 0, "refused": 0, "seed": seed,
                "seeds": {k: len(v) for k, v in seeds.items()}, "findings": Counter(),
                "by_kind": Counter(), "slowest": [], "most_memory": [], "cap": CAP, "memory_factor": memory_factor}
@@ -578,6 +595,7 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds one input may take")
     parser.add_argument("--memory-factor", type=int, default=256)
     parser.add_argument("--out", default=".fuzz")
+    parser.add_argument("--kinds", help="comma-separated kinds to fuzz: " + ", ".join(k for k, _ in KINDS))
     parser.add_argument("--replay", metavar="FINDING.json", help="run one finding's input here and show the result")
     args = parser.parse_args(argv)
     if args.replay:
@@ -587,8 +605,11 @@ def main(argv=None):
         for impl in decoders.impls:
             print(impl, str(decoders.outcome(impl, target, data))[:2000])
         return 0
+    kinds = set(args.kinds.split(",")) if args.kinds else None
+    if kinds and not kinds <= {k for k, _ in KINDS}:
+        parser.error(f"--kinds: unknown {sorted(kinds - {k for k, _ in KINDS})}")
     summary = run(args.inputs, args.seed, args.jobs, args.timeout, args.memory_factor, args.out,
-                  log=lambda line: print(line, flush=True))
+                  log=lambda line: print(line, flush=True), kinds=kinds)
     brief = {k: v for k, v in summary.items() if k != "finding_list"}
     print(json.dumps(brief, indent=1))
     return 1 if summary["findings"] else 0
