@@ -139,39 +139,36 @@ def read_exchanges(packets, exchanges, stats, tcp_segment):
     cdef _Reader reader = _Reader(exchanges)
     cdef long long number = stats.packets, size = stats.bytes, segments = stats.tcp_segments
     cdef long long count = stats.exchanges
-    cdef PcapRecords records
+    cdef PcapRecords records = packets if type(packets) is PcapRecords else None
+    cdef Py_ssize_t start, stop
     skipped = stats.skipped
     general = exchanges.packet
+    others = iter(packets) if records is None else None
     try:
-        if type(packets) is PcapRecords:
-            records = <PcapRecords>packets
-            while records.next_record():
-                number += 1
-                size += records.stop - records.start
-                out = _packet(reader, records.link_type, records.buf, records.start, records.stop, records.time_ns,
-                              number, tcp_segment, general, skipped)
-                if out is None:
-                    continue
-                segments += 1
-                if out:
-                    count += len(out)
-                    stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
-                    yield from out
-        else:
-            for packet in packets:
-                number += 1
-                data = packet[2]
-                size += len(data)
-                if type(data) is not bytes:
-                    data = bytes(data)
-                out = _packet(reader, packet[1], data, 0, len(data), packet[0], number, tcp_segment, general, skipped)
-                if out is None:
-                    continue
-                segments += 1
-                if out:
-                    count += len(out)
-                    stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
-                    yield from out
+        while True:
+            if records is not None:  # a classic pcap: the record is read where it lies
+                if not records.next_record():
+                    break
+                link_type, buf, start, stop, time_ns = (records.link_type, records.buf, records.start, records.stop,
+                                                        records.time_ns)
+            else:
+                packet = next(others, None)
+                if packet is None:
+                    break
+                time_ns, link_type, buf = packet[0], packet[1], packet[2]
+                if type(buf) is not bytes:
+                    buf = bytes(buf)
+                start, stop = 0, len(buf)
+            number += 1
+            size += stop - start
+            out = _packet(reader, link_type, buf, start, stop, time_ns, number, tcp_segment, general, skipped)
+            if out is None:
+                continue
+            segments += 1
+            if out:
+                count += len(out)
+                stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
+                yield from out
     finally:
         stats.packets, stats.bytes, stats.tcp_segments, stats.exchanges = number, size, segments, count
 
