@@ -1,0 +1,5 @@
+import sys
+
+from .embedded import main
+
+sys.exit(main())

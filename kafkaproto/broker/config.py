@@ -1,0 +1,203 @@
+"""The broker's settings, under Apache Kafka's own server.properties keys.
+
+    config = BrokerConfig.load("server.properties", overrides={"num.partitions": "3"})
+    BrokerConfig()   # 127.0.0.1:9092, data in ./kafkaproto-data
+
+Keys this broker does not use are kept (DescribeConfigs shows them) and
+named once in the log; a value that does not parse is an error naming the key.
+"""
+
+import logging
+from dataclasses import dataclass
+
+log = logging.getLogger("kafkaproto.broker")
+
+
+class ConfigError(ValueError):
+    """A setting is missing, unreadable or out of range; the message names the key and where it came from."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    kind: type
+    default: object
+    topic_key: str = None  # the per-topic config this broker setting is the default of
+    doc: str = ""
+
+
+HOURS = 3600 * 1000
+
+SETTINGS = {
+    "node.id": Setting(int, 1, doc="this broker's id; also the controller's and every coordinator's"),
+    "listeners": Setting(str, "PLAINTEXT://127.0.0.1:9092", doc="where to accept connections (port 0: any free one)"),
+    "advertised.listeners": Setting(str, None, doc="the addresses clients are told to use (default: listeners)"),
+    "listener.security.protocol.map": Setting(str, "PLAINTEXT:PLAINTEXT"),
+    "log.dirs": Setting(str, None, doc="the data directory (one; the first of a list)"),
+    "log.dir": Setting(str, "kafkaproto-data"),
+    "num.partitions": Setting(int, 1, doc="partitions of a topic created without a count"),
+    "default.replication.factor": Setting(int, 1),
+    "auto.create.topics.enable": Setting(bool, True),
+    "log.segment.bytes": Setting(int, 1 << 30, "segment.bytes"),
+    "log.index.interval.bytes": Setting(int, 4096, "index.interval.bytes"),
+    "log.retention.hours": Setting(int, 168),
+    "log.retention.minutes": Setting(int, None),
+    "log.retention.ms": Setting(int, None, "retention.ms"),
+    "log.retention.bytes": Setting(int, -1, "retention.bytes"),
+    "log.cleanup.policy": Setting(str, "delete", "cleanup.policy"),
+    "log.message.timestamp.type": Setting(str, "CreateTime", "message.timestamp.type"),
+    "compression.type": Setting(str, "producer", "compression.type"),
+    "min.insync.replicas": Setting(int, 1, "min.insync.replicas"),
+    "message.max.bytes": Setting(int, 1048588, "max.message.bytes"),
+    "socket.request.max.bytes": Setting(int, 104857600),
+    "connections.max.idle.ms": Setting(int, 600000),
+    "max.connections": Setting(int, 2147483647),
+    "group.initial.rebalance.delay.ms": Setting(int, 3000),
+    "group.min.session.timeout.ms": Setting(int, 6000),
+    "group.max.session.timeout.ms": Setting(int, 1800000),
+    "offsets.retention.minutes": Setting(int, 10080),
+    "transaction.max.timeout.ms": Setting(int, 900000),
+    "transactional.id.expiration.ms": Setting(int, 604800000),
+    "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
+    "delete.topic.enable": Setting(bool, True),
+}
+
+# Per-topic configs with no broker-wide setting behind them.
+TOPIC_ONLY = {"segment.ms": "604800000", "max.compaction.lag.ms": "9223372036854775807",
+              "min.compaction.lag.ms": "0", "delete.retention.ms": "86400000", "message.timestamp.after.max.ms":
+              "3600000", "message.timestamp.before.max.ms": "9223372036854775807"}
+
+
+def _parse(key, text, kind, where):
+    text = text.strip()
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"{where}: {key}={text!r} is not true or false")
+        return text.lower() == "true"
+    if kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{where}: {key}={text!r} is not an integer") from None
+    return text
+
+
+def read_properties(text, where):
+    """{key: value} from Java .properties text (comments, key=value or key: value, line continuations)."""
+    out = {}
+    lines = iter(text.splitlines())
+    for number, line in enumerate(lines, 1):
+        line = line.strip()
+        while line.endswith("\\"):
+            line = line[:-1] + next(lines, "").strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep <= 0:
+            raise ConfigError(f"{where}, line {number}: {line!r} is not key=value")
+        out[line[:sep].strip()] = line[sep + 1:].strip()
+    return out
+
+
+class Listener:
+    """One listener: its name, security protocol, host and port (port 0 until bound, when asked for any)."""
+
+    def __init__(self, name, host, port, protocol):
+        self.name, self.host, self.port, self.protocol = name, host, port, protocol
+
+    def __repr__(self):
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def parse_listeners(text, protocols, key):
+    out = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, address = item.partition("://")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not port.isdigit():
+            raise ConfigError(f"{key}: {item!r} is not NAME://host:port")
+        protocol = protocols.get(name.upper(), name.upper())
+        out.append(Listener(name.upper(), host.strip("[]") or "0.0.0.0", int(port), protocol))
+    if not out:
+        raise ConfigError(f"{key} names no listener")
+    return out
+
+
+class BrokerConfig:
+    """Every setting, parsed; ``values`` keeps them by Kafka key, including keys this broker does not use."""
+
+    def __init__(self, values=None, where="configuration"):
+        values = dict(values or {})
+        self.where = where
+        self.values = {}
+        unknown = sorted(k for k in values if k not in SETTINGS)
+        if unknown:
+            log.info("%s: not used by this broker: %s", where, ", ".join(unknown))
+        for key, setting in SETTINGS.items():
+            raw = values.get(key)
+            self.values[key] = setting.default if raw is None else _parse(key, str(raw), setting.kind, where)
+        self.extra = {k: values[k] for k in unknown}
+        get = self.values.__getitem__
+        self.node_id = get("node.id")
+        protocols = {}
+        for pair in filter(None, (p.strip() for p in get("listener.security.protocol.map").split(","))):
+            name, _, protocol = pair.partition(":")
+            protocols[name.strip().upper()] = protocol.strip().upper()
+        self.listeners = parse_listeners(get("listeners"), protocols, "listeners")
+        for listener in self.listeners:
+            if listener.protocol != "PLAINTEXT":
+                raise ConfigError(f"{where}: listener {listener!r} uses {listener.protocol}; this broker serves "
+                                  "PLAINTEXT listeners only so far")
+        advertised = get("advertised.listeners")
+        self.advertised = parse_listeners(advertised, protocols, "advertised.listeners") if advertised else None
+        self.log_dir = (get("log.dirs") or get("log.dir")).split(",")[0].strip()
+        self.file_delete_delay_ms = get("file.delete.delay.ms")
+        self.cluster_id = None
+        for key in ("num.partitions", "message.max.bytes", "socket.request.max.bytes", "log.segment.bytes"):
+            if get(key) <= 0:
+                raise ConfigError(f"{where}: {key}={get(key)} must be positive")
+        if get("default.replication.factor") != 1:
+            raise ConfigError(f"{where}: default.replication.factor={get('default.replication.factor')}; a one-node "
+                              "cluster can only keep 1 replica")
+
+    def __getitem__(self, key):
+        return self.values[key]
+
+    @classmethod
+    def load(cls, path=None, overrides=None):
+        """From a server.properties file (optional), then key=value overrides on top."""
+        values = {}
+        where = "defaults"
+        if path is not None:
+            try:
+                with open(path) as f:
+                    text = f.read()
+            except OSError as e:
+                raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+            values = read_properties(text, path)
+            where = str(path)
+        values.update(overrides or {})
+        return cls(values, where)
+
+    def retention_ms(self):
+        for key, scale in (("log.retention.ms", 1), ("log.retention.minutes", 60000), ("log.retention.hours", HOURS)):
+            if self.values[key] is not None:
+                return self.values[key] * scale
+        return 168 * HOURS
+
+    def topic_defaults(self):
+        """{topic config: default value as text}, as DescribeConfigs shows them."""
+        out = dict(TOPIC_ONLY)
+        for key, setting in SETTINGS.items():
+            if setting.topic_key and self.values[key] is not None:
+                value = self.values[key]
+                out[setting.topic_key] = str(value).lower() if isinstance(value, bool) else str(value)
+        out["retention.ms"] = str(self.retention_ms())
+        return out
+
+    def describe(self):
+        """{broker config: value as text or None} for DescribeConfigs."""
+        out = {}
+        for key, value in {**self.values, **self.extra}.items():
+            out[key] = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+

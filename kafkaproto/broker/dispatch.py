@@ -1,0 +1,80 @@
+"""Which API each handler answers, at which versions; ApiVersions is built from this table.
+
+    @handles(ApiKey.FETCH, versions=range(4, 19))
+    def fetch(ctx, request): ...            # -> a FetchResponse, or Wait(ms) to be asked again later
+
+A handler takes the decoded request and a Context (the broker's state, the
+request header, the time) and returns the response body. It does no I/O.
+The version ranges are Apache Kafka 4.3's, for the APIs implemented here.
+"""
+
+from typing import NamedTuple
+
+from ..messages import ApiKey
+from ..registry import api
+
+
+class Handler(NamedTuple):
+    api_key: int
+    versions: range
+    advertised_min: int  # what ApiVersions says; below versions.start for Produce, as Kafka does
+    function: object
+
+
+HANDLERS = {}
+
+
+def handles(api_key, versions, advertised_min=None):
+    """Register the decorated function as the handler of api_key at versions."""
+    known = api(api_key).valid_versions
+    if versions.start < known.start or versions.stop > known.stop:
+        raise ValueError(f"{api(api_key).name} versions {versions} are not all known ({known})")
+
+    def register(function):
+        HANDLERS[int(api_key)] = Handler(int(api_key), versions,
+                                         versions.start if advertised_min is None else advertised_min, function)
+        return function
+
+    return register
+
+
+class Wait(NamedTuple):
+    """Ask again when data arrives or after ms (a Fetch short of min_bytes); then ctx.final is True."""
+    ms: int
+
+
+class Context:
+    """What a handler knows besides the request: the state, the header, and whether it may still wait."""
+
+    __slots__ = ("state", "header", "version", "final", "principal")
+
+    def __init__(self, state, header, final=False, principal="User:ANONYMOUS"):
+        self.state = state
+        self.header = header
+        self.version = header.request_api_version
+        self.final = final
+        self.principal = principal
+
+
+def advertised():
+    """[(api key, min version, max version)] for ApiVersions."""
+    return [(h.api_key, h.advertised_min, h.versions.stop - 1) for h in sorted(HANDLERS.values())]
+
+
+class NotHandled(Exception):
+    """A request this broker has no handler for at its version (the server answers UNSUPPORTED_VERSION or closes)."""
+
+
+def dispatch(ctx, body):
+    handler = HANDLERS.get(ctx.header.request_api_key)
+    if handler is None or ctx.version not in handler.versions:
+        raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
+    return handler.function(ctx, body)
+
+
+def load_handlers():
+    """Import every handler module, so that each registers itself."""
+    from . import handlers  # noqa: F401
+
+
+__all__ = ["ApiKey", "Context", "HANDLERS", "Handler", "NotHandled", "Wait", "advertised", "dispatch", "handles"]

@@ -1,0 +1,202 @@
+"""Running the broker: ``serve`` on an event loop, ``Broker`` in a thread or a subprocess, and the command line."""
+
+import argparse
+import asyncio
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+from .config import BrokerConfig, ConfigError
+from .server import Server
+from .state import BrokerState
+
+log = logging.getLogger("kafkaproto.broker")
+STARTED = re.compile(r"started on (\S+):(\d+) ")
+
+
+async def serve(config, ready=None, stop=None):
+    """Serve until stop (an asyncio.Event) is set; ready(server) is called once listening."""
+    state = BrokerState(config)
+    server = Server(state)
+    try:
+        await server.start()
+        host, port = state.endpoint
+        log.info("kafkaproto broker started on %s:%d (cluster id %s, node id %d, data in %s)", host, port,
+                 state.cluster.cluster_id, state.node_id, os.path.abspath(config.log_dir))
+        if ready is not None:
+            ready(server)
+        await (stop or asyncio.Event()).wait()
+    finally:
+        await server.stop()
+        state.close()
+        log.info("kafkaproto broker stopped")
+
+
+def _event_loop_policy():
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.EventLoopPolicy()
+
+
+class Broker:
+    """A broker on a free port of 127.0.0.1 with its data in a temporary directory (or log_dir), for tests.
+
+        with Broker() as broker:
+            KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+
+    subprocess=True runs it as ``python -m kafkaproto.broker`` (so it can be killed);
+    otherwise it runs on an event loop in a thread of this process.
+    """
+
+    def __init__(self, overrides=None, *, log_dir=None, subprocess=False):
+        self.overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0",
+                          **(overrides or {})}
+        self._tmp = None
+        if log_dir is None and "log.dirs" not in self.overrides:
+            self._tmp = tempfile.TemporaryDirectory(prefix="kafkaproto-broker-")
+            log_dir = self._tmp.name
+        if log_dir is not None:
+            self.overrides["log.dirs"] = str(log_dir)
+        self.log_dir = self.overrides["log.dirs"]
+        self.subprocess = subprocess
+        self.host = self.port = None
+        self.process = None
+        self._thread = self._loop = self._stop = None
+
+    @property
+    def bootstrap_servers(self):
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout=30):
+        if self.subprocess:
+            self._start_process(timeout)
+        else:
+            self._start_thread(timeout)
+        return self
+
+    def _start_thread(self, timeout):
+        config = BrokerConfig(self.overrides, "Broker()")
+        started = threading.Event()
+        failure = []
+
+        def ready(server):
+            self.host, self.port = server.state.endpoint
+            started.set()
+
+        def run():
+            self._loop = asyncio.new_event_loop()
+            self._stop = asyncio.Event()
+            try:
+                self._loop.run_until_complete(serve(config, ready, self._stop))
+            except BaseException as e:  # reported to start()
+                failure.append(e)
+                started.set()
+            finally:
+                self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="kafkaproto-broker", daemon=True)
+        self._thread.start()
+        if not started.wait(timeout) or failure:
+            raise RuntimeError(f"the broker did not start: {failure[0] if failure else 'timed out'}") from (
+                failure[0] if failure else None)
+
+    def _start_process(self, timeout):
+        args = [sys.executable, "-m", "kafkaproto.broker"]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        self.process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        lines = []
+        timer = threading.Timer(timeout, self.process.kill)
+        timer.start()
+        try:
+            for line in self.process.stderr:
+                lines.append(line)
+                found = STARTED.search(line)
+                if found:
+                    self.host, self.port = found.group(1), int(found.group(2))
+                    break
+        finally:
+            timer.cancel()
+        if self.port is None:
+            self.process.kill()
+            raise RuntimeError("the broker did not start:\n" + "".join(lines[-20:]))
+        # keep draining its log so the pipe never fills
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()
+
+    def kill(self):
+        """SIGKILL the subprocess (no clean shutdown), as a crash would."""
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self):
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGINT)
+                try:
+                    self.process.wait(30)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            self.process = None
+        if self._thread is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(30)
+            self._thread = None
+
+    def cleanup(self):
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.cleanup()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="kafkaproto broker", description=(
+        "A single-node Kafka broker. Settings use Apache Kafka's server.properties keys; with none it serves "
+        "127.0.0.1:9092 with its data in ./kafkaproto-data."))
+    parser.add_argument("properties", nargs="?", help="a server.properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting on top of the file (repeatable)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    overrides = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--override {item!r} is not KEY=VALUE")
+        overrides[key.strip()] = value
+    try:
+        config = BrokerConfig.load(args.properties, overrides)
+    except ConfigError as e:
+        print(f"kafkaproto broker: {e}", file=sys.stderr)
+        return 2
+    policy = _event_loop_policy()
+    if policy is not None:
+        asyncio.set_event_loop_policy(policy)
+
+    async def run():
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(config, stop=stop)
+
+    try:
+        asyncio.run(run())
+    except OSError as e:
+        print(f"kafkaproto broker: {e}", file=sys.stderr)
+        return 1
+    return 0

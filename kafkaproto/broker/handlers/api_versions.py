@@ -1,0 +1,32 @@
+"""ApiVersions: the APIs and versions this broker serves, from the handler table.
+
+v3+ clients name their software; a name or version that breaks Kafka's
+pattern is INVALID_REQUEST. A request at a version above 4 never reaches
+here: the server answers it at v0 with UNSUPPORTED_VERSION and the table,
+so the client can retry at a version both know.
+"""
+
+import re
+
+from ... import errors
+from ...messages import ApiKey, ApiVersionsResponse
+from ..dispatch import advertised, handles
+
+SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def table():
+    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
+            for key, low, high in advertised()]
+
+
+def response(error=errors.NONE):
+    return ApiVersionsResponse(error_code=error.code, api_keys=table(), throttle_time_ms=0)
+
+
+@handles(ApiKey.API_VERSIONS, versions=range(0, 5))
+def api_versions(ctx, request):
+    if ctx.version >= 3 and not (SOFTWARE.fullmatch(request.client_software_name)
+                                 and SOFTWARE.fullmatch(request.client_software_version)):
+        return ApiVersionsResponse(error_code=errors.INVALID_REQUEST.code, throttle_time_ms=0)
+    return response()

@@ -1,0 +1,82 @@
+"""CreateTopics: each new topic gets a fresh random topic ID (returned from v7) and its partition directories.
+
+num_partitions -1 takes num.partitions (v4+); the replication factor must be
+1 or -1, and explicit assignments may name this broker only. Configs must be
+topic configs this broker knows. validate_only checks without creating.
+From v5 the result carries the partition count, replication factor and the
+topic's effective configs.
+"""
+
+from ... import errors
+from ...messages import ApiKey, CreateTopicsResponse
+from ...uuid import Uuid
+from ..dispatch import handles
+from ..state import topic_name_error
+
+Result = CreateTopicsResponse.CreatableTopicResult
+DEFAULT_CONFIG, TOPIC_CONFIG = 5, 1  # DescribeConfigs config sources
+
+
+def _error(name, error, message=None):
+    return Result(name=name, topic_id=Uuid.ZERO, error_code=error.code, error_message=message or error.message,
+                  num_partitions=-1, replication_factor=-1, configs=None)
+
+
+def _check(state, node, item, seen):
+    """(error, message) for a topic that cannot be created, or None."""
+    if item.name in seen:
+        return errors.INVALID_REQUEST, f"{item.name!r} is named twice in the request"
+    why = topic_name_error(item.name)
+    if why:
+        return errors.INVALID_TOPIC_EXCEPTION, why
+    if item.name in state.cluster.topics:
+        return errors.TOPIC_ALREADY_EXISTS, f"topic {item.name!r} already exists"
+    if item.assignments:
+        if item.num_partitions != -1 or item.replication_factor != -1:
+            return errors.INVALID_REQUEST, "give either assignments or a partition count and replication factor"
+        indexes = sorted(a.partition_index for a in item.assignments)
+        if indexes != list(range(len(indexes))):
+            return errors.INVALID_REPLICA_ASSIGNMENT, "assignments must cover partitions 0 to n-1 once each"
+        if any(a.broker_ids != [node] for a in item.assignments):
+            return errors.INVALID_REPLICA_ASSIGNMENT, f"the only broker is {node}"
+        return None
+    if item.num_partitions == 0 or item.num_partitions < -1:
+        return errors.INVALID_PARTITIONS, f"{item.num_partitions} partitions"
+    if item.replication_factor not in (-1, 1):
+        return errors.INVALID_REPLICATION_FACTOR, (f"replication factor {item.replication_factor} is larger than "
+                                                   "the one available broker" if item.replication_factor > 1
+                                                   else f"replication factor {item.replication_factor}")
+    known = state.config.topic_defaults()
+    for config in item.configs:
+        if config.name not in known:
+            return errors.INVALID_CONFIG, f"unknown topic config {config.name!r}"
+    return None
+
+
+@handles(ApiKey.CREATE_TOPICS, versions=range(2, 8))
+def create_topics(ctx, request):
+    state = ctx.state
+    node = state.node_id
+    results = []
+    seen = set()
+    for item in request.topics:
+        problem = _check(state, node, item, seen)
+        seen.add(item.name)
+        if problem:
+            results.append(_error(item.name, *problem))
+            continue
+        count = len(item.assignments) if item.assignments else (
+            item.num_partitions if item.num_partitions != -1 else state.config["num.partitions"])
+        configs = {c.name: c.value for c in item.configs if c.value is not None}
+        if request.validate_only:
+            topic_id, effective = Uuid.ZERO, {**state.config.topic_defaults(), **configs}
+        else:
+            topic = state.cluster.create_topic(item.name, count, configs)
+            topic_id, effective = topic.topic_id, state.cluster.topic_config(topic)
+        results.append(Result(
+            name=item.name, topic_id=topic_id, error_code=errors.NONE.code, num_partitions=count,
+            replication_factor=1,
+            configs=[CreateTopicsResponse.CreatableTopicConfigs(
+                name=k, value=v, read_only=False, config_source=TOPIC_CONFIG if k in configs else DEFAULT_CONFIG,
+                is_sensitive=False) for k, v in sorted(effective.items())]))
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)

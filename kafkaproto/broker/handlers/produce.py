@@ -1,0 +1,73 @@
+"""Produce: append record batches to partition logs, by topic name or (v13) by topic ID.
+
+Each partition's data must be whole magic-2 batches with good CRCs
+(CORRUPT_MESSAGE otherwise), each within the topic's max.message.bytes
+(MESSAGE_TOO_LARGE). Idempotent batches pass the producer sequence checks
+first: a retry of one of the last five batches is acknowledged with the
+offset it got the first time, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER. acks 0, 1
+and -1 all append before answering (there are no followers to wait for); with
+acks 0 the server sends no response. Versions 0-2 are advertised but refused
+with UNSUPPORTED_VERSION, as Kafka 4 does for old librdkafka.
+"""
+
+from ... import errors
+from ...exceptions import RecordsError
+from ...messages import ApiKey, ProduceResponse
+from ..dispatch import handles
+from ..state.log import parse_batches
+
+PartitionResult = ProduceResponse.PartitionProduceResponse
+
+
+def _result(index, error, base_offset=-1, log_start_offset=-1, message=None):
+    return PartitionResult(index=index, error_code=error.code, base_offset=base_offset, log_append_time_ms=-1,
+                           log_start_offset=log_start_offset, record_errors=[], error_message=message)
+
+
+def produce_partition(state, topic, index, records, transactional_id):
+    partition, error = state.partition(topic, index)
+    if partition is None:
+        return _result(index, error)
+    max_bytes = int(state.cluster.topic_config(topic)["max.message.bytes"])
+    try:
+        batches = parse_batches(records if records is not None else b"", max_batch_bytes=max_bytes)
+    except RecordsError as e:
+        error = errors.MESSAGE_TOO_LARGE if "over the limit" in str(e) else errors.CORRUPT_MESSAGE
+        return _result(index, error, message=str(e))
+    if transactional_id is None and any(b.is_transactional for b in batches):
+        return _result(index, errors.INVALID_RECORD, message="transactional batches from a request with no "
+                                                             "transactional id")
+    producers = state.producers[partition]
+    duplicate = None
+    for batch in batches:
+        error, duplicate = producers.check(batch)
+        if error is not errors.NONE:
+            return _result(index, error, log_start_offset=partition.log.log_start_offset)
+    if duplicate is not None and len(batches) == 1:
+        return _result(index, errors.NONE, duplicate, partition.log.log_start_offset)
+    offset = state.append(partition, records, batches)
+    return _result(index, errors.NONE, offset, partition.log.log_start_offset)
+
+
+@handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)
+def produce(ctx, request):
+    state = ctx.state
+    if request.acks not in (-1, 0, 1):
+        error = errors.INVALID_REQUIRED_ACKS
+        return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
+    out = []
+    for item in request.topic_data:
+        by_id = ctx.version >= 13
+        topic, error = state.topic(None if by_id else item.name, item.topic_id if by_id else None)
+        if topic is None:
+            out.append((item, [_result(p.index, error) for p in item.partition_data]))
+            continue
+        out.append((item, [produce_partition(state, topic, p.index, p.records, request.transactional_id)
+                           for p in item.partition_data]))
+    return _response(out)
+
+
+def _response(results):
+    return ProduceResponse(responses=[
+        ProduceResponse.TopicProduceResponse(name=item.name, topic_id=item.topic_id, partition_responses=partitions)
+        for item, partitions in results], throttle_time_ms=0)

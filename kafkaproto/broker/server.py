@@ -1,0 +1,161 @@
+"""The network side: asyncio listeners, one task per connection, requests answered in order.
+
+Each connection reads bytes into a kafkaproto ServerConnection (framing,
+size limits before any allocation, correlation ids, the ApiVersions
+fallback), hands each request to dispatch, and writes the response. As in
+Kafka, a connection's requests are handled one at a time, so its responses
+leave in order; a Fetch waiting for data holds only its own connection.
+A connection that sends what cannot be read, stays idle past
+connections.max.idle.ms, or goes over max.connections is closed with a log line.
+"""
+
+import asyncio
+import logging
+import socket
+
+from .. import errors
+from ..connection import ProtocolError, ServerConnection
+from ..exceptions import KafkaProtoError
+from ..registry import api
+from .config import Listener
+from .dispatch import Context, NotHandled, Wait, dispatch, load_handlers
+from .handlers import api_versions
+
+log = logging.getLogger("kafkaproto.broker")
+READ_SIZE = 1 << 16
+HOUSEKEEPING_SECONDS = 1.0
+
+
+class Server:
+    """Serves a BrokerState on the configured listeners, on the running event loop."""
+
+    def __init__(self, state):
+        load_handlers()
+        self.state = state
+        self.config = state.config
+        self.listeners = []  # bound Listener objects (ports resolved)
+        self._servers = []
+        self._connections = set()
+        self._tasks = set()
+        self._data = asyncio.Event()
+        self._housekeeping = None
+        state.on_append = self._data_arrived
+
+    def _data_arrived(self):
+        self._data.set()
+        self._data = asyncio.Event()
+
+    async def start(self):
+        for listener in self.config.listeners:
+            server = await asyncio.start_server(self._serve, listener.host, listener.port, limit=READ_SIZE,
+                                                reuse_address=True)
+            port = server.sockets[0].getsockname()[1]
+            self._servers.append(server)
+            self.listeners.append(Listener(listener.name, listener.host, port, listener.protocol))
+        advertised = []
+        for i, listener in enumerate(self.config.advertised or self.listeners):
+            bound = self.listeners[min(i, len(self.listeners) - 1)]
+            host = listener.host if listener.host not in ("0.0.0.0", "::", "") else socket.gethostname()
+            advertised.append(Listener(listener.name, host, listener.port or bound.port, listener.protocol))
+        self.state.advertised = advertised
+        self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
+
+    async def _housekeep(self):
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_SECONDS)
+            try:
+                self.state.cluster.delete_due()
+            except OSError as e:
+                log.error("housekeeping: %s", e)
+
+    async def stop(self):
+        for server in self._servers:
+            server.close()
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+
+    async def _serve(self, reader, writer):
+        peer = writer.get_extra_info("peername")
+        where = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if len(self._connections) >= self.config["max.connections"]:
+            log.warning("%s: refused, max.connections=%d reached", where, self.config["max.connections"])
+            writer.close()
+            return
+        self._connections.add(writer)
+        self._tasks.add(asyncio.current_task())
+        connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
+        idle = self.config["connections.max.idle.ms"] / 1000
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(reader.read(READ_SIZE), idle)
+                except asyncio.TimeoutError:
+                    log.info("%s: closed after %.0f s idle (connections.max.idle.ms)", where, idle)
+                    return
+                if not data:
+                    return
+                try:
+                    events = connection.receive_data(data)
+                except ProtocolError as e:
+                    if e.header is None:
+                        log.warning("%s: closing the connection: %s", where, e)
+                        return
+                    writer.write(connection.send_response(e.header, api_versions.response(errors.UNSUPPORTED_VERSION),
+                                                          version=0))
+                    await writer.drain()
+                    continue
+                for event in events:
+                    response = await self._answer(event, where)
+                    if response is None:
+                        return
+                    if event.expects_response:
+                        writer.write(connection.send_response(event, response))
+                await writer.drain()
+        except (ConnectionError, OSError) as e:
+            log.info("%s: connection lost: %s", where, e)
+        finally:
+            self._connections.discard(writer)
+            self._tasks.discard(asyncio.current_task())
+            writer.close()
+
+    async def _answer(self, event, where):
+        """The response to a request, or None to close the connection."""
+        ctx = Context(self.state, event.header)
+        loop = asyncio.get_running_loop()
+        deadline = None
+        try:
+            while True:
+                response = dispatch(ctx, event.body)
+                if not isinstance(response, Wait):
+                    return response
+                if deadline is None:
+                    deadline = loop.time() + response.ms / 1000
+                try:
+                    await asyncio.wait_for(self._data.wait(), max(deadline - loop.time(), 0))
+                except asyncio.TimeoutError:
+                    ctx.final = True
+        except NotHandled as e:
+            return self._error_response(event, errors.UNSUPPORTED_VERSION, where, str(e))
+        except (KafkaProtoError, OSError, ValueError, TypeError, KeyError) as e:
+            log.exception("%s: %s v%d failed", where, type(event.body).__name__, event.version)
+            return self._error_response(event, errors.UNKNOWN_SERVER_ERROR, where, str(e))
+
+    @staticmethod
+    def _error_response(event, error, where, reason):
+        """A response with only a top-level error code, where the response has one at that version; else None."""
+        response_class = api(event.header.request_api_key).response
+        try:
+            body = response_class(error_code=error.code)
+            if response_class.decode(body.encode(event.version), event.version).error_code == error.code:
+                log.warning("%s: %s: answered %s", where, reason, error.name)
+                return body
+        except (TypeError, KafkaProtoError):
+            pass
+        log.warning("%s: %s; closing the connection (no error field to answer with)", where, reason)
+        return None

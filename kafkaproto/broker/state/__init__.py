@@ -1,0 +1,103 @@
+"""Everything the broker knows, split by domain: cluster metadata, partition logs, producers.
+
+Handlers read and change it; nothing here touches a socket.
+"""
+
+import re
+import time
+
+from ... import errors
+from .cluster import Cluster
+from .producers import PartitionProducers, rebuild
+
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_LENGTH = 249
+
+
+def topic_name_error(name):
+    """Why name cannot be a topic's (Kafka's rules), or None."""
+    if not name:
+        return "the topic name is empty"
+    if name in (".", ".."):
+        return f"{name!r} is not a legal topic name"
+    if len(name) > MAX_TOPIC_LENGTH:
+        return f"the topic name is {len(name)} characters long; at most {MAX_TOPIC_LENGTH} are allowed"
+    if not LEGAL_TOPIC.fullmatch(name):
+        return f"{name!r} holds characters other than ASCII letters and digits, '.', '_' and '-'"
+    return None
+
+
+class BrokerState:
+    """The cluster (topics, partitions, configs), the partition logs, and producer state."""
+
+    def __init__(self, config):
+        self.config = config
+        self.producers = {}  # Partition -> PartitionProducers
+        self.transactional_ids = {}  # transactional id -> [producer id, epoch]
+        self.advertised = []  # Listener objects clients are told about, once bound
+        self.on_append = None  # called after any partition append (the server wakes waiting fetches)
+        self.cluster = Cluster(config)
+        for topic in self.cluster.topics.values():
+            for partition in topic.partitions:
+                if partition.log is not None:
+                    self.producers[partition] = rebuild(partition.log)
+        self.cluster.on_partition_log = self._log_opened
+
+    def _log_opened(self, partition):
+        self.producers[partition] = PartitionProducers()
+
+    @property
+    def node_id(self):
+        return self.cluster.node_id
+
+    @property
+    def endpoint(self):
+        """(host, port) clients are told to use."""
+        listener = self.advertised[0]
+        return listener.host, listener.port
+
+    def now_ms(self):
+        return int(time.time() * 1000)
+
+    def topic(self, name=None, topic_id=None):
+        """(Topic or None, error): by id when one is given (UNKNOWN_TOPIC_ID), else by name."""
+        if topic_id is not None and topic_id.int:
+            topic = self.cluster.by_id.get(topic_id)
+            if topic is None or (name and topic.name != name):
+                return None, errors.UNKNOWN_TOPIC_ID
+            return topic, errors.NONE
+        topic = self.cluster.topics.get(name) if name is not None else None
+        return topic, (errors.NONE if topic is not None else errors.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def partition(self, topic, index):
+        """(Partition or None, error) of a partition to read or write."""
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None, errors.UNKNOWN_TOPIC_OR_PARTITION
+        partition = topic.partitions[index]
+        if partition.error is not errors.NONE:
+            return None, partition.error
+        return partition, errors.NONE
+
+    def auto_create(self, name):
+        """Create a topic a client asked for, when auto.create.topics.enable allows; the Topic or None."""
+        if not self.config["auto.create.topics.enable"] or topic_name_error(name):
+            return None
+        return self.cluster.create_topic(name, self.config["num.partitions"])
+
+    def append(self, partition, data, batches):
+        """Append produced batches that passed the checks; the first offset."""
+        offset = partition.log.append(data, batches)
+        producers = self.producers[partition]
+        for batch in batches:
+            producers.appended(batch)
+        if self.on_append is not None:
+            self.on_append()
+        return offset
+
+    def delete_topic(self, topic):
+        for partition in topic.partitions:
+            self.producers.pop(partition, None)
+        self.cluster.delete_topic(topic)
+
+    def close(self):
+        self.cluster.close()

@@ -1,0 +1,325 @@
+"""Topics and partitions, kept as a log of KRaft metadata records and replayed on start.
+
+Every change (a topic created, deleted or grown, a config set, producer ids
+handed out) is one batch of metadata records appended to
+``__cluster_metadata-0`` before it takes effect, framed as Kafka frames them;
+the state in memory is what replaying that log gives.
+"""
+
+import base64
+import logging
+import os
+import shutil
+import time
+import uuid as _uuid
+
+from ... import errors
+from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
+                         decode_record, encode_record)
+from ...records import RecordBatchBuilder, iter_batches
+from ...uuid import Uuid
+from .log import LogError, PartitionLog
+
+log = logging.getLogger("kafkaproto.broker")
+
+METADATA_DIR = "__cluster_metadata-0"
+TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
+BROKER_RESOURCE = 4
+PRODUCER_ID_BLOCK = 1000
+
+
+class Partition:
+    """One partition this broker leads: its log, or why it cannot be served."""
+
+    __slots__ = ("topic", "index", "log", "error", "leader_epoch")
+
+    def __init__(self, topic, index):
+        self.topic = topic
+        self.index = index
+        self.log = None
+        self.error = errors.NONE  # INCONSISTENT_TOPIC_ID when the directory holds another topic's data
+        self.leader_epoch = 0
+
+
+class Topic:
+    __slots__ = ("name", "topic_id", "partitions", "configs")
+
+    def __init__(self, name, topic_id):
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = []
+        self.configs = {}
+
+    @property
+    def is_internal(self):
+        return self.name in ("__consumer_offsets", "__transaction_state")
+
+
+def partition_dir_name(name, index):
+    return f"{name}-{index}"
+
+
+def write_partition_metadata(directory, topic_id):
+    """partition.metadata, as Kafka writes it: to a temporary file, synced, then renamed into place."""
+    path = os.path.join(directory, "partition.metadata")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(f"version: 0\ntopic_id: {topic_id}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _sync_dir(directory)
+
+
+def read_partition_metadata(directory):
+    """The topic id in a partition directory's partition.metadata; None without one; raises ValueError."""
+    path = os.path.join(directory, "partition.metadata")
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    if fields.get("version", "").strip() != "0":
+        raise ValueError(f"{path}: version {fields.get('version', '').strip()!r} (only 0 is known)")
+    try:
+        return Uuid.from_string(fields["topic_id"].strip())
+    except (KeyError, ValueError) as e:
+        raise ValueError(f"{path}: no readable topic_id ({e})") from None
+
+
+def _sync_dir(directory):
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Cluster:
+    """The topics, partitions, configs and producer-id blocks of a one-node cluster, on disk in log_dir."""
+
+    def __init__(self, config):
+        self.config = config
+        self.log_dir = config.log_dir
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.node_id = config.node_id
+        self.cluster_id = self._meta_properties()
+        self.topics = {}  # name -> Topic
+        self.by_id = {}  # Uuid -> Topic
+        self.next_producer_id = 0  # the first id of the next block to hand out
+        self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
+        self.configs = {}  # broker-level dynamic configs
+        self.pending_deletes = []  # (monotonic time due, path) of renamed-away partition directories
+        clean = os.path.exists(self._clean_marker)
+        if clean:
+            os.unlink(self._clean_marker)
+        self.metadata = PartitionLog(os.path.join(self.log_dir, METADATA_DIR), recover=not clean)
+        self._replay()
+        self._open_partitions(recover=not clean)
+        self.on_partition_log = None
+
+    # --- start-up
+
+    @property
+    def _clean_marker(self):
+        return os.path.join(self.log_dir, ".kafka_cleanshutdown")
+
+    def _meta_properties(self):
+        path = os.path.join(self.log_dir, "meta.properties")
+        if os.path.exists(path):
+            with open(path) as f:
+                props = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line and line[0] != "#")
+            if props.get("node.id") and int(props["node.id"]) != self.node_id:
+                raise LogError(f"{path}: node.id {props['node.id']} is not the configured {self.node_id}")
+            return props["cluster.id"]
+        cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(_uuid.uuid4().bytes).decode().rstrip("=")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return cluster_id
+
+    def _replay(self):
+        for segment in self.metadata.segments:
+            data = segment.read(0, segment.size)
+            for batch in iter_batches(data):
+                for record in batch:
+                    self._apply(decode_record(record.value)[0])
+
+    def _apply(self, record):
+        kind = type(record).__name__
+        if kind == "TopicRecord":
+            topic = Topic(record.name, record.topic_id)
+            self.topics[topic.name] = topic
+            self.by_id[topic.topic_id] = topic
+        elif kind == "PartitionRecord":
+            topic = self.by_id[record.topic_id]
+            while len(topic.partitions) <= record.partition_id:
+                topic.partitions.append(Partition(topic, len(topic.partitions)))
+            topic.partitions[record.partition_id].leader_epoch = record.leader_epoch
+        elif kind == "RemoveTopicRecord":
+            topic = self.by_id.pop(record.topic_id)
+            del self.topics[topic.name]
+        elif kind == "ConfigRecord":
+            if record.resource_type == TOPIC_RESOURCE:
+                target = self.topics[record.resource_name].configs
+            else:
+                target = self.configs
+            if record.value is None:
+                target.pop(record.name, None)
+            else:
+                target[record.name] = record.value
+        elif kind == "ProducerIdsRecord":
+            self.next_producer_id = record.next_producer_id
+
+    def _open_partitions(self, recover):
+        """Open each known partition's log; set aside directories no known topic owns."""
+        known = {}
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                known[partition_dir_name(topic.name, partition.index)] = partition
+        for name in sorted(os.listdir(self.log_dir)):
+            path = os.path.join(self.log_dir, name)
+            if not os.path.isdir(path) or name == METADATA_DIR:
+                continue
+            if name.endswith("-delete"):
+                self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, path))
+                continue
+            if name.endswith("-stray"):
+                continue
+            partition = known.pop(name, None)
+            try:
+                on_disk = read_partition_metadata(path)
+            except ValueError as e:
+                log.error("%s", e)
+                on_disk = None
+            if partition is None:
+                self._set_aside(path, "no topic in the metadata log owns it")
+                continue
+            if on_disk is not None and on_disk != partition.topic.topic_id:
+                log.error("%s holds topic id %s, but the metadata log gives %s %s: INCONSISTENT_TOPIC_ID, "
+                          "the partition is not served", path, on_disk, partition.topic.name,
+                          partition.topic.topic_id)
+                partition.error = errors.INCONSISTENT_TOPIC_ID
+                continue
+            if on_disk is None:
+                write_partition_metadata(path, partition.topic.topic_id)
+            self._open_log(partition, path, recover)
+        for partition in known.values():  # created in the metadata log, directory not made yet
+            self._create_log(partition)
+
+    def _set_aside(self, path, why):
+        stray = f"{path}.{_uuid.uuid4().hex}-stray"
+        log.warning("%s: %s; moved aside to %s (not served, not deleted)", path, why, os.path.basename(stray))
+        os.rename(path, stray)
+
+    def _open_log(self, partition, path, recover=False):
+        config = self.topic_config(partition.topic)
+        partition.log = PartitionLog(path, segment_bytes=int(config["segment.bytes"]),
+                                     index_interval=int(config["index.interval.bytes"]), recover=recover)
+        if self.on_partition_log is not None:
+            self.on_partition_log(partition)
+
+    def _create_log(self, partition):
+        path = os.path.join(self.log_dir, partition_dir_name(partition.topic.name, partition.index))
+        os.makedirs(path, exist_ok=True)
+        write_partition_metadata(path, partition.topic.topic_id)
+        self._open_log(partition, path)
+
+    # --- changes, each a batch in the metadata log first
+
+    def _commit(self, records):
+        builder = RecordBatchBuilder()
+        now = int(time.time() * 1000)
+        for record in records:
+            builder.append(None, encode_record(record), timestamp=now)
+        data = builder.build()
+        from .log import parse_batches
+        self.metadata.append(data, parse_batches(data))
+        for record in records:
+            self._apply(record)
+
+    def create_topic(self, name, partitions, configs=None):
+        topic_id = Uuid.random()
+        while topic_id in self.by_id:
+            topic_id = Uuid.random()
+        node = self.node_id
+        records = [TopicRecord(name=name, topic_id=topic_id)]
+        records += [PartitionRecord(partition_id=i, topic_id=topic_id, replicas=[node], isr=[node], leader=node,
+                                    leader_epoch=0, partition_epoch=0) for i in range(partitions)]
+        records += [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=name, name=k, value=v)
+                    for k, v in (configs or {}).items()]
+        self._commit(records)
+        topic = self.by_id[topic_id]
+        for partition in topic.partitions:
+            self._create_log(partition)
+        return topic
+
+    def create_partitions(self, topic, count):
+        node = self.node_id
+        start = len(topic.partitions)
+        self._commit([PartitionRecord(partition_id=i, topic_id=topic.topic_id, replicas=[node], isr=[node],
+                                      leader=node, leader_epoch=0, partition_epoch=0) for i in range(start, count)])
+        for partition in topic.partitions[start:]:
+            self._create_log(partition)
+
+    def delete_topic(self, topic):
+        """Remove the topic, and rename its directories away, to be deleted after file.delete.delay.ms."""
+        self._commit([RemoveTopicRecord(topic_id=topic.topic_id)])
+        for partition in topic.partitions:
+            if partition.log is not None:
+                partition.log.close()
+            path = os.path.join(self.log_dir, partition_dir_name(topic.name, partition.index))
+            if os.path.isdir(path):
+                gone = f"{path}.{_uuid.uuid4().hex}-delete"
+                os.rename(path, gone)
+                self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, gone))
+            partition.log = None
+            partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def set_configs(self, resource_type, resource_name, changes):
+        """changes: {name: value or None (back to the default)}."""
+        self._commit([ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=k, value=v)
+                      for k, v in changes.items()])
+
+    def allocate_producer_id(self):
+        first, end = self.producer_id_block
+        if first >= end:
+            first = self.next_producer_id
+            self._commit([ProducerIdsRecord(broker_id=self.node_id, broker_epoch=0,
+                                            next_producer_id=first + PRODUCER_ID_BLOCK)])
+            end = first + PRODUCER_ID_BLOCK
+        self.producer_id_block = (first + 1, end)
+        return first
+
+    def delete_due(self, now=None):
+        """Delete the renamed-away directories whose delay is over."""
+        now = time.monotonic() if now is None else now
+        keep = []
+        for due, path in self.pending_deletes:
+            if due <= now:
+                shutil.rmtree(path, ignore_errors=True)
+                log.info("deleted %s", path)
+            else:
+                keep.append((due, path))
+        self.pending_deletes = keep
+
+    # --- lookups
+
+    def topic_config(self, topic):
+        """The topic's effective configs: its own, else the broker's defaults."""
+        out = dict(self.config.topic_defaults())
+        out.update(topic.configs)
+        return out
+
+    def close(self):
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                if partition.log is not None:
+                    partition.log.close()
+        self.metadata.close()
+        with open(self._clean_marker, "w"):
+            pass

@@ -1,0 +1,312 @@
+"""A partition's log on disk: segment files of record batches, each with a sparse offset index.
+
+Layout (Kafka's): ``<topic>-<partition>/`` holds ``partition.metadata`` and, per
+segment, ``<base offset, 20 digits>.log`` with the batches as they arrived
+(base offsets filled in) and ``.index`` with an 8-byte entry (offset relative
+to the segment, byte position) every ``index_interval`` bytes.
+
+Appends are written straight to the file before they are acknowledged, so a
+killed process loses nothing that was acknowledged. After an unclean stop the
+last segment is read back batch by batch and cut at the first batch whose
+length or CRC is wrong (a torn write). On every start the indexes are rebuilt
+from the batch headers (the files are written for tools that read them).
+"""
+
+import bisect
+import logging
+import os
+import struct
+
+from ...records import RecordsError, iter_batches
+
+log = logging.getLogger("kafkaproto.broker")
+
+# The batch header fields the log needs (magic 2): base offset, length, leader epoch, magic, crc,
+# attributes, last offset delta, base timestamp, max timestamp, producer id, epoch, base sequence, count.
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+OVERHEAD = 12  # base offset and length precede the length's bytes
+INDEX_ENTRY = struct.Struct(">ii")
+
+
+class LogError(Exception):
+    """A log cannot be opened or appended to (names the file)."""
+
+
+class Batch:
+    """What the log keeps of a batch: where it is and the header fields appends and reads need."""
+
+    __slots__ = ("base_offset", "last_offset", "position", "size", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "record_count", "attributes")
+
+    def __init__(self, header, position):
+        (self.base_offset, length, _epoch, _magic, _crc, self.attributes, last_delta, _base_ts,
+         self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
+         self.record_count) = header
+        self.last_offset = self.base_offset + last_delta
+        self.position = position
+        self.size = length + OVERHEAD
+
+    @property
+    def is_transactional(self):
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self):
+        return bool(self.attributes & 0x20)
+
+
+def parse_batches(data, max_batch_bytes=None):
+    """[Batch] of produced record data (magic 2 only), each CRC-checked; raises RecordsError naming the byte."""
+    out = []
+    for batch in iter_batches(data):
+        if batch.magic != 2:
+            raise RecordsError(f"magic {batch.magic} record data; this broker takes magic 2 batches only",
+                               batch.position + 16)
+        size = batch.batch_length + OVERHEAD
+        if max_batch_bytes is not None and size > max_batch_bytes:
+            raise RecordsError(f"a batch of {size} bytes is over the limit of {max_batch_bytes}", batch.position)
+        if batch.record_count != batch.last_offset_delta + 1 and not batch.is_control:
+            raise RecordsError(f"record count {batch.record_count} does not match last offset delta "
+                               f"{batch.last_offset_delta}", batch.position + 23)
+        out.append(Batch(HEADER.unpack_from(data, batch.position), batch.position))
+    if not out:
+        raise RecordsError("no record batch in the data", 0)
+    return out
+
+
+class Segment:
+    """One .log file and its index."""
+
+    def __init__(self, directory, base_offset, index_interval):
+        self.base_offset = base_offset
+        self.path = os.path.join(directory, f"{base_offset:020d}.log")
+        self.index_path = self.path[:-4] + ".index"
+        self.index_interval = index_interval
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.index_offsets = []  # relative offsets of the indexed batches' first offsets
+        self.index_positions = []
+        self.since_index = 0
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.created = os.fstat(self.fd).st_mtime
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def read(self, position, size):
+        return os.pread(self.fd, size, position)
+
+    def batches(self, position=0, stop=None):
+        """The batch headers from position on, read from the file in large chunks."""
+        stop = self.size if stop is None else stop
+        chunk = b""
+        chunk_at = position
+        while position + OVERHEAD <= stop:
+            if position + HEADER_SIZE > chunk_at + len(chunk):
+                chunk = self.read(position, max(1 << 20, HEADER_SIZE))
+                chunk_at = position
+            if position + HEADER_SIZE > chunk_at + len(chunk):
+                return
+            batch = Batch(HEADER.unpack_from(chunk, position - chunk_at), position)
+            if batch.size < HEADER_SIZE or position + batch.size > stop:
+                return
+            yield batch
+            position += batch.size
+
+    def note(self, batch):
+        """Index a batch just written (or found on load)."""
+        if not self.index_positions or self.since_index >= self.index_interval:
+            self.index_offsets.append(batch.base_offset - self.base_offset)
+            self.index_positions.append(batch.position)
+            self.since_index = 0
+        self.since_index += batch.size
+
+    def seen(self, batch):
+        self.next_offset = batch.last_offset + 1
+        if batch.max_timestamp > self.max_timestamp:
+            self.max_timestamp = batch.max_timestamp
+
+    def position_of(self, offset):
+        """The position of an indexed batch at or before offset (the scan for it starts there)."""
+        i = bisect.bisect_right(self.index_offsets, offset - self.base_offset) - 1
+        return self.index_positions[i] if i >= 0 else 0
+
+    def write_index(self):
+        data = b"".join(INDEX_ENTRY.pack(o, p) for o, p in zip(self.index_offsets, self.index_positions))
+        tmp = self.index_path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, self.index_path)
+
+
+class PartitionLog:
+    """The batches of one partition, in segments; offsets are assigned here."""
+
+    def __init__(self, directory, *, segment_bytes=1 << 30, index_interval=4096, recover=False):
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.index_interval = index_interval
+        os.makedirs(directory, exist_ok=True)
+        bases = sorted(int(name[:-4]) for name in os.listdir(directory)
+                       if name.endswith(".log") and name[:-4].isdigit())
+        self.segments = [Segment(directory, base, index_interval) for base in bases or [0]]
+        self.log_start_offset = self.segments[0].base_offset
+        for i, segment in enumerate(self.segments):
+            self._load(segment, recover=recover and i == len(self.segments) - 1)
+        self.appended = None  # called after each append (the server wakes waiting fetches)
+
+    def _load(self, segment, recover):
+        """Index the segment and find its end offset; on recovery, first cut a torn or corrupt tail."""
+        if recover:
+            good = self._valid_prefix(segment)
+            if good < segment.size:
+                log.warning("%s: %d bytes after position %d are not whole, valid batches; truncated",
+                            segment.path, segment.size - good, good)
+                os.ftruncate(segment.fd, good)
+                segment.size = good
+        last = None
+        for batch in segment.batches():
+            segment.note(batch)
+            segment.seen(batch)
+            last = batch
+        if last is not None and last.position + last.size < segment.size:
+            raise LogError(f"{segment.path}: {segment.size - last.position - last.size} bytes after the last "
+                           "whole batch (an unclean stop leaves these; the log is recovered on the next start)")
+
+    def _valid_prefix(self, segment):
+        position = 0
+        while position < segment.size:
+            head = segment.read(position, HEADER_SIZE)
+            if len(head) < HEADER_SIZE:
+                break
+            size = struct.unpack_from(">i", head, 8)[0] + OVERHEAD
+            if size < HEADER_SIZE or position + size > segment.size:
+                break
+            try:
+                for _ in iter_batches(segment.read(position, size)):
+                    pass
+            except RecordsError:
+                break
+            position += size
+        return position
+
+    @property
+    def log_end_offset(self):
+        return self.segments[-1].next_offset
+
+    @property
+    def size_bytes(self):
+        return sum(s.size for s in self.segments)
+
+    def append(self, data, batches):
+        """Write produced batches (as parse_batches read them), giving them offsets; the first offset."""
+        data = bytearray(data)
+        first = offset = self.log_end_offset
+        for batch in batches:
+            struct.pack_into(">q", data, batch.position, offset)
+            batch.last_offset = offset + (batch.last_offset - batch.base_offset)
+            batch.base_offset = offset
+            offset = batch.last_offset + 1
+        segment = self.segments[-1]
+        if segment.size and segment.size + len(data) > self.segment_bytes:
+            segment = self.roll()
+        start = segment.size
+        written = os.pwrite(segment.fd, data, start)
+        if written != len(data):
+            raise LogError(f"{segment.path}: wrote {written} of {len(data)} bytes")
+        segment.size += len(data)
+        for batch in batches:
+            batch.position += start
+            segment.note(batch)
+            segment.seen(batch)
+        if self.appended is not None:
+            self.appended()
+        return first
+
+    def roll(self):
+        old = self.segments[-1]
+        old.write_index()
+        segment = Segment(self.directory, self.log_end_offset, self.index_interval)
+        segment.next_offset = segment.base_offset
+        self.segments.append(segment)
+        return segment
+
+    def _segment_for(self, offset):
+        i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
+        return self.segments[max(i, 0)]
+
+    def read(self, offset, max_bytes):
+        """Whole batches from the one holding offset, up to max_bytes, but at least that first batch."""
+        if offset < self.log_start_offset or offset >= self.log_end_offset:
+            return b""
+        segment = self._segment_for(offset)
+        start = None
+        end = None
+        for batch in segment.batches(segment.position_of(offset)):
+            if start is None:
+                if batch.last_offset < offset:
+                    continue
+                start = batch.position
+            elif batch.position + batch.size - start > max_bytes:
+                break
+            end = batch.position + batch.size
+        if start is None:
+            return b""
+        return segment.read(start, end - start)
+
+    def batches_from(self, offset):
+        """Batch headers from the one holding offset to the end, across segments."""
+        first = True
+        for segment in self.segments:
+            if segment.next_offset <= offset:
+                continue
+            for batch in segment.batches(segment.position_of(offset) if first else 0):
+                if batch.last_offset >= offset:
+                    yield batch
+            first = False
+
+    def offset_for_timestamp(self, timestamp):
+        """(offset, timestamp) of the first batch with a max timestamp at or after timestamp; None if none."""
+        for segment in self.segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            for batch in segment.batches():
+                if batch.max_timestamp >= timestamp:
+                    return max(batch.base_offset, self.log_start_offset), batch.max_timestamp
+        return None
+
+    def max_timestamp(self):
+        """(offset, timestamp) of the batch with the largest timestamp; None when empty."""
+        best = None
+        for segment in self.segments:
+            for batch in segment.batches():
+                if best is None or batch.max_timestamp > best[1]:
+                    best = (batch.last_offset, batch.max_timestamp)
+        return best
+
+    def delete_segments_before(self, keep):
+        """Drop whole segments before segments[keep] (retention); the new log start offset."""
+        for segment in self.segments[:keep]:
+            segment.close()
+            for path in (segment.path, segment.index_path):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        del self.segments[:keep]
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return self.log_start_offset
+
+    def flush(self):
+        for segment in self.segments:
+            os.fsync(segment.fd)
+
+    def close(self):
+        if self.segments:
+            self.segments[-1].write_index()
+        for segment in self.segments:
+            segment.close()

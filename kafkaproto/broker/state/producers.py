@@ -1,0 +1,74 @@
+"""Idempotent producers: ids, epochs, and the sequence checks each partition makes on append.
+
+As Kafka does: a batch whose sequence range matches one of the producer's last
+five on that partition is a retry, acknowledged with its first append's
+offset and not written again; a batch that does not follow the last one is
+OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is INVALID_PRODUCER_EPOCH; a new
+epoch starts again at sequence 0. The state is rebuilt from the log's batch
+headers on start, so it survives a restart.
+"""
+
+from collections import deque
+
+from ... import errors
+
+KEEP_BATCHES = 5  # Kafka's max.in.flight.requests.per.connection limit for idempotence
+INT32 = 1 << 31
+
+
+def _next_sequence(sequence, count):
+    return (sequence + count) % INT32
+
+
+class ProducerEntry:
+    __slots__ = ("epoch", "batches")
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+        self.batches = deque(maxlen=KEEP_BATCHES)  # (first sequence, last sequence, first offset, last offset)
+
+
+class PartitionProducers:
+    """The producers that wrote to one partition."""
+
+    def __init__(self):
+        self.entries = {}  # producer id -> ProducerEntry
+
+    def check(self, batch):
+        """(error, offset of the duplicate or None) for a batch about to be appended."""
+        if batch.producer_id < 0 or batch.is_control:
+            return errors.NONE, None
+        entry = self.entries.get(batch.producer_id)
+        if entry is None:
+            return errors.NONE, None  # unknown producer: its first sequence is taken as given, as Kafka does
+        if batch.producer_epoch < entry.epoch:
+            return errors.INVALID_PRODUCER_EPOCH, None
+        last_sequence = _next_sequence(batch.base_sequence, batch.record_count - 1)
+        if batch.producer_epoch > entry.epoch:
+            return (errors.NONE if batch.base_sequence == 0 else errors.OUT_OF_ORDER_SEQUENCE_NUMBER), None
+        for first, last, first_offset, _ in entry.batches:
+            if first == batch.base_sequence and last == last_sequence:
+                return errors.NONE, first_offset
+        if entry.batches and batch.base_sequence != _next_sequence(entry.batches[-1][1], 1):
+            return errors.OUT_OF_ORDER_SEQUENCE_NUMBER, None
+        return errors.NONE, None
+
+    def appended(self, batch):
+        """Remember a batch just written (or read back on start)."""
+        if batch.producer_id < 0:
+            return
+        entry = self.entries.get(batch.producer_id)
+        if entry is None or batch.producer_epoch > entry.epoch:
+            entry = self.entries[batch.producer_id] = ProducerEntry(batch.producer_epoch)
+        if batch.is_control:
+            return
+        entry.batches.append((batch.base_sequence, _next_sequence(batch.base_sequence, batch.record_count - 1),
+                              batch.base_offset, batch.last_offset))
+
+
+def rebuild(log):
+    """PartitionProducers from a partition log's batch headers."""
+    producers = PartitionProducers()
+    for batch in log.batches_from(log.log_start_offset):
+        producers.appended(batch)
+    return producers
