@@ -5,6 +5,7 @@
     kafkaproto decode 00000020001200030000...    a request frame, as JSON (hex, base64, a file or stdin)
     kafkaproto decode --response Metadata 12 F   a response frame to a Metadata v12 request
     kafkaproto capture traffic.pcapng            what the Kafka traffic in a capture did
+    kafkaproto broker [server.properties]        a single-node Kafka broker on 127.0.0.1:9092
 """
 
 import argparse
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import kafkaproto
 from kafkaproto import messages, metadata
+from kafkaproto.cli import broker as broker_cli
 from kafkaproto.cli import capture as capture_cli
 from kafkaproto.jsonview import to_json
 
@@ -135,6 +137,8 @@ def main(argv=None):
     cap = sub.add_parser("capture", help="summarise the Kafka traffic in pcap/pcapng files, or write its rows",
                          description=capture_cli.__doc__.splitlines()[0])
     capture_cli.add_arguments(cap)
+    brk = sub.add_parser("broker", help="run a single-node Kafka broker", description=broker_cli.DESCRIPTION)
+    broker_cli.add_arguments(brk)
     args = parser.parse_args(argv)
     try:
         if args.command == "apis":
@@ -143,6 +147,8 @@ def main(argv=None):
             return decode(args)
         if args.command == "capture":
             return capture_cli.run(args)
+        if args.command == "broker":
+            return broker_cli.run(args)
         return summary()
     except BrokenPipeError:
         raise

@@ -163,20 +163,25 @@ class Broker:
         self.cleanup()
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="kafkaproto broker", description=(
-        "A single-node Kafka broker. Settings use Apache Kafka's server.properties keys; with none it serves "
-        "127.0.0.1:9092 with its data in ./kafkaproto-data."))
+DESCRIPTION = ("A single-node Kafka broker. Settings use Apache Kafka's server.properties keys; with none it "
+               "serves 127.0.0.1:9092 with its data in ./kafkaproto-data. Ctrl-C stops it cleanly.")
+
+
+def add_arguments(parser):
     parser.add_argument("properties", nargs="?", help="a server.properties file")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting on top of the file (repeatable)")
-    args = parser.parse_args(argv)
+
+
+def run(args):
+    """Serve until SIGINT or SIGTERM; the exit status."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     overrides = {}
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep:
-            parser.error(f"--override {item!r} is not KEY=VALUE")
+            print(f"kafkaproto broker: --override {item!r} is not KEY=VALUE", file=sys.stderr)
+            return 2
         overrides[key.strip()] = value
     try:
         config = BrokerConfig.load(args.properties, overrides)
@@ -187,7 +192,7 @@ def main(argv=None):
     if policy is not None:
         asyncio.set_event_loop_policy(policy)
 
-    async def run():
+    async def until_signalled():
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -195,8 +200,14 @@ def main(argv=None):
         await serve(config, stop=stop)
 
     try:
-        asyncio.run(run())
+        asyncio.run(until_signalled())
     except OSError as e:
         print(f"kafkaproto broker: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kafkaproto.broker", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -45,6 +45,7 @@ def list_offsets(ctx, request):
             offset, timestamp = _offset(partition.log, p.timestamp)
             partitions.append(Partition(partition_index=p.partition_index, error_code=errors.NONE.code,
                                         timestamp=timestamp, offset=offset,
-                                        leader_epoch=partition.leader_epoch if offset >= 0 else -1))
+                                        leader_epoch=partition.leader_epoch if offset >= 0 and ctx.version >= 4
+                                        else -1))
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=item.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -116,8 +116,8 @@ class Cluster:
             os.unlink(self._clean_marker)
         self.metadata = PartitionLog(os.path.join(self.log_dir, METADATA_DIR), recover=not clean)
         self._replay()
+        self.on_partition_log = None  # called with each partition whose log is opened after start-up
         self._open_partitions(recover=not clean)
-        self.on_partition_log = None
 
     # --- start-up
 

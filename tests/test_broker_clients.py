@@ -1,0 +1,276 @@
+"""The broker with real, unmodified clients: kafka-python, aiokafka and Apache Kafka's Java clients,
+over real sockets; and what it does with clients that misbehave.
+
+One broker (the ``kafkaproto_broker`` fixture the package installs for pytest)
+serves the whole module; each test uses topics of its own.
+"""
+
+import asyncio
+import socket
+import struct
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from kafkaproto import decode_response, encode_request, records
+from kafkaproto.connection import ClientConnection
+from kafkaproto.broker import Broker
+from kafkaproto.messages import ApiVersionsRequest, MetadataRequest, RequestHeader
+
+import kafka_jvm
+
+kafka = pytest.importorskip("kafka")
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka.admin import NewTopic  # noqa: E402
+
+
+def fresh(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def consume_all(bootstrap, topic, partitions, expected, timeout_ms=10000):
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=timeout_ms)
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    got = []
+    for message in consumer:
+        got.append(message)
+        if len(got) >= expected:
+            break
+    consumer.close()
+    return got
+
+
+@pytest.mark.parametrize("acks", [0, 1, "all"])
+def test_kafka_python_produces_and_consumes(kafkaproto_broker, acks):
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("kp")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(topic, 3, 1)])
+    assert topic in admin.list_topics()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, compression_type="gzip", linger_ms=5)
+    futures = [producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % 3,
+                             headers=[("n", str(i).encode())]) for i in range(90)]
+    producer.flush()
+    if acks != 0:
+        offsets = sorted((f.get(10).partition, f.get(10).offset) for f in futures)
+        assert offsets == sorted((p, o) for p in range(3) for o in range(30))
+    producer.close()
+    got = consume_all(bootstrap, topic, 3, 90)
+    assert sorted(m.value for m in got) == sorted(b"v%d" % i for i in range(90))
+    for message in got:
+        assert message.key == b"k" + message.value[1:] and message.headers == [("n", message.value[1:])]
+    by_partition = {}
+    for message in got:
+        by_partition.setdefault(message.partition, []).append(message.offset)
+    assert all(offsets == list(range(30)) for offsets in by_partition.values())
+    admin.delete_topics([topic])
+    assert topic not in admin.list_topics()
+    admin.close()
+
+
+def test_kafka_python_idempotent_producer(kafkaproto_broker):
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("idem")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all")
+    for i in range(50):
+        producer.send(topic, value=b"%d" % i)
+    producer.flush()
+    producer.close()
+    got = consume_all(bootstrap, topic, 1, 50)  # auto-created with num.partitions=1
+    assert [m.value for m in got] == [b"%d" % i for i in range(50)]
+    assert [m.offset for m in got] == list(range(50))
+
+
+def test_aiokafka_produces_and_consumes(kafkaproto_broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("aio")
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True,
+                                             compression_type="zstd")
+        await producer.start()
+        try:
+            for i in range(20):
+                await producer.send_and_wait(topic, value=b"a%d" % i, key=b"k")
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([aiokafka.TopicPartition(topic, 0)])
+            got = []
+            deadline = time.monotonic() + 10
+            while len(got) < 20 and time.monotonic() < deadline:
+                batch = await consumer.getmany(timeout_ms=500)
+                for messages in batch.values():
+                    got += messages
+            return got
+        finally:
+            await consumer.stop()
+
+    got = asyncio.run(run())
+    assert [m.value for m in got] == [b"a%d" % i for i in range(20)]
+
+
+@pytest.fixture(scope="module", params=kafka_jvm.KAFKA_VERSIONS, ids=lambda v: f"java-{v}")
+def java_clients(request):
+    try:
+        classes = kafka_jvm.compiled(request.param, "Clients")
+        cp = kafka_jvm.classpath(request.param, classes)
+    except kafka_jvm.KafkaUnavailable as e:
+        kafka_jvm.unavailable(str(e))
+    return cp
+
+
+def test_java_admin_idempotent_producer_and_delete_by_id(kafkaproto_broker, java_clients):
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("java")
+    for mode in ("admin", "produce"):
+        run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, f"Java {mode} failed:\n{run.stderr[-3000:]}"
+    got = consume_all(bootstrap, topic, 2, 30)
+    assert sorted(m.value for m in got) == sorted(f"value-{i} from the Java producer".encode() for i in range(30))
+    assert all(m.headers == [("trace", b"t" + m.key[4:])] for m in got)
+    run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, "delete", topic], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    assert topic not in admin.list_topics()
+    admin.close()
+
+
+# --- clients that misbehave
+
+
+def raw_connection(broker):
+    return socket.create_connection((broker.host, broker.port), timeout=10)
+
+
+def receive(sock, client):
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return None
+        events = client.receive_data(data)
+        if events:
+            return events[0]
+
+
+def ask(sock, client, body, version, correlation_id=1):
+    header = RequestHeader(request_api_key=body.api_key, request_api_version=version, correlation_id=correlation_id,
+                           client_id="tests")
+    sock.sendall(client.send_request(header, body))
+    return receive(sock, client)
+
+
+def still_serving(broker):
+    with raw_connection(broker) as sock:
+        return ask(sock, ClientConnection(), MetadataRequest(topics=None), 12).body.brokers[0].node_id == 1
+
+
+def closed_by_peer(sock):
+    sock.settimeout(10)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_api_versions_above_the_known_ones_is_answered_at_v0(kafkaproto_broker):
+    with raw_connection(kafkaproto_broker) as sock:
+        frame = bytearray(encode_request(RequestHeader(request_api_key=18, request_api_version=3, correlation_id=9,
+                                                       client_id="x"), ApiVersionsRequest(), 3))
+        struct.pack_into(">h", frame, 6, 99)  # version 99
+        sock.sendall(frame)
+        size = struct.unpack(">i", sock.recv(4))[0]
+        data = b""
+        while len(data) < size:
+            data += sock.recv(size - len(data))
+        response = decode_response(data, 18, 0)
+        assert response.header.correlation_id == 9 and response.body.error_code == 35
+        assert any(k.api_key == 18 and k.max_version == 4 for k in response.body.api_keys)
+
+
+@pytest.mark.parametrize("frame", [
+    struct.pack(">i", 2**30),  # a size far over socket.request.max.bytes, refused before allocating
+    struct.pack(">ihhi", 8, 999, 0, 1),  # an api key nobody knows
+    struct.pack(">i", 12) + b"\x00\x03\x00\x0c" + b"\xff" * 8,  # Metadata v12 that cannot be read
+], ids=["oversized", "unknown-api-key", "garbage"])
+def test_a_bad_frame_closes_only_that_connection(kafkaproto_broker, frame):
+    with raw_connection(kafkaproto_broker) as bystander, raw_connection(kafkaproto_broker) as sock:
+        sock.sendall(frame)
+        assert closed_by_peer(sock)
+        assert ask(bystander, ClientConnection(), MetadataRequest(topics=None), 12).body.controller_id == 1
+
+
+def test_many_idle_connections_do_not_stop_others(kafkaproto_broker):
+    sockets = [raw_connection(kafkaproto_broker) for _ in range(300)]
+    try:
+        for sock in sockets[::50]:
+            sock.sendall(b"\x00\x00")  # half a size prefix, then silence
+        assert still_serving(kafkaproto_broker)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_acknowledged_records_survive_kill_9(tmp_path):
+    """A producer with acks=all is running when the broker is SIGKILLed; after a restart every acknowledged
+    record is there, in order, at the offset it was acknowledged with."""
+    topic = "durable"
+    broker = Broker({"num.partitions": "1"}, log_dir=tmp_path, subprocess=True).start()
+    acked = []
+    stop = threading.Event()
+
+    def load():
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all", linger_ms=1,
+                                 retries=0, max_block_ms=5000, request_timeout_ms=3000)
+        i = 0
+        try:
+            while not stop.is_set():
+                value = b"%08d" % i
+                try:
+                    metadata = producer.send(topic, value=value).get(5)
+                except Exception:
+                    return
+                acked.append((metadata.offset, value))
+                i += 1
+        finally:
+            producer.close(timeout=1)
+
+    worker = threading.Thread(target=load)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while len(acked) < 300 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    broker.kill()
+    stop.set()
+    worker.join(30)
+    assert len(acked) >= 300
+    broker = Broker({"num.partitions": "1"}, log_dir=tmp_path, subprocess=True).start()
+    try:
+        got = consume_all(broker.bootstrap_servers, topic, 1, len(acked) + 1000, timeout_ms=4000)
+    finally:
+        broker.stop()
+    stored = {m.offset: m.value for m in got}
+    assert all(stored.get(offset) == value for offset, value in acked), "an acknowledged record is missing"
+    assert [m.offset for m in got] == list(range(len(got)))
+
+
+def test_records_written_are_batches_kafka_can_read(kafkaproto_broker, tmp_path):
+    """The segment files hold plain record batches with offsets filled in: kafkaproto.records reads them."""
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("files")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i in range(10):
+        producer.send(topic, value=b"f%d" % i).get(10)
+    producer.close()
+    path = f"{kafkaproto_broker.log_dir}/{topic}-0/00000000000000000000.log"
+    with open(path, "rb") as f:
+        stored = records.read_records(f.read())
+    assert [(r.offset, r.value) for r in stored] == [(i, b"f%d" % i) for i in range(10)]

@@ -1,0 +1,384 @@
+"""The broker's protocol logic without sockets: requests go through the codecs to a handler and back.
+
+Each test builds a BrokerState on a temporary directory, so the on-disk rules
+(partition.metadata, renamed directories, stray ones, torn tails) are checked
+on real files.
+"""
+
+import os
+
+import pytest
+
+from kafkaproto import decode_request, encode_request, errors, records
+from kafkaproto.broker import BrokerConfig
+from kafkaproto.broker.dispatch import HANDLERS, Context, Wait, advertised, dispatch, load_handlers
+from kafkaproto.broker.state import BrokerState
+from kafkaproto.broker.state.cluster import read_partition_metadata
+from kafkaproto.broker.config import Listener
+from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
+                                 InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+                                 RequestHeader, api)
+from kafkaproto.uuid import Uuid
+
+load_handlers()
+
+
+def make_state(path, **overrides):
+    config = BrokerConfig({"log.dirs": str(path), **overrides})
+    state = BrokerState(config)
+    state.advertised = [Listener("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")]
+    return state
+
+
+@pytest.fixture
+def state(tmp_path):
+    state = make_state(tmp_path)
+    yield state
+    state.close()
+
+
+def call(state, body, version, final=True):
+    """The response a client would read: the request and the response both go through the codecs."""
+    header = RequestHeader(request_api_key=body.api_key, request_api_version=version, correlation_id=7,
+                           client_id="tests")
+    request = decode_request(encode_request(header, body, version)[4:])
+    response = dispatch(Context(state, request.header, final=final), request.body)
+    if isinstance(response, Wait):
+        return response
+    return type(response).decode(response.encode(version), version)
+
+
+def create(state, name, partitions=1, version=7, **configs):
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1,
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])
+    return call(state, CreateTopicsRequest(topics=[topic], timeout_ms=1000), version).topics[0]
+
+
+def batch(*values, producer_id=-1, epoch=-1, sequence=-1):
+    builder = records.RecordBatchBuilder(producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
+    for value in values:
+        builder.append(b"k", value, timestamp=1_700_000_000_000)
+    return builder.build()
+
+
+def produce(state, data, topic="t", partition=0, version=11, topic_id=Uuid.ZERO, acks=-1):
+    part = ProduceRequest.PartitionProduceData(index=partition, records=data)
+    body = ProduceRequest(acks=acks, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id, partition_data=[part])])
+    return call(state, body, version).responses[0].partition_responses[0]
+
+
+def fetch(state, offset=0, topic="t", partition=0, version=12, topic_id=Uuid.ZERO, max_bytes=1 << 20,
+          min_bytes=1, max_wait_ms=0, final=True):
+    part = FetchRequest.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes)
+    body = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+                        isolation_level=0, session_id=0, session_epoch=-1,
+                        topics=[FetchRequest.FetchTopic(topic=topic, topic_id=topic_id, partitions=[part])])
+    return call(state, body, version, final=final)
+
+
+def values(data):
+    return [r.value for r in records.read_records(data)]
+
+
+def test_api_versions_lists_exactly_the_handlers(state):
+    response = call(state, ApiVersionsRequest(client_software_name="tests", client_software_version="1"), 3)
+    table = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert table == {key: (low, high) for key, low, high in advertised()}
+    assert table[ApiKey.PRODUCE] == (0, 13)  # advertised from 0 for old librdkafka, served from 3
+    assert HANDLERS[ApiKey.PRODUCE].versions.start == 3
+    for key, (low, high) in table.items():
+        assert high < api(key).valid_versions.stop
+
+
+def test_api_versions_refuses_a_malformed_software_name(state):
+    response = call(state, ApiVersionsRequest(client_software_name="-bad", client_software_version="1"), 3)
+    assert response.error_code == errors.INVALID_REQUEST.code
+
+
+def test_create_gives_a_random_topic_id_and_writes_partition_metadata(state, tmp_path):
+    result = create(state, "orders", partitions=3)
+    assert result.error_code == 0 and result.num_partitions == 3
+    assert result.topic_id.int != 0 and not str(result.topic_id).startswith("-")
+    for index in range(3):
+        directory = tmp_path / f"orders-{index}"
+        assert read_partition_metadata(directory) == result.topic_id
+        assert (directory / "partition.metadata").read_text() == f"version: 0\ntopic_id: {result.topic_id}\n"
+    assert create(state, "orders").error_code == errors.TOPIC_ALREADY_EXISTS.code
+    assert create(state, "bad/name").error_code == errors.INVALID_TOPIC_EXCEPTION.code
+    assert create(state, "x", unknown_config="1").error_code == errors.INVALID_CONFIG.code
+
+
+def test_metadata_by_name_and_by_topic_id(state):
+    topic_id = create(state, "t", partitions=2).topic_id
+    by_name = call(state, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t")],
+                                          allow_auto_topic_creation=False), 12)
+    (topic,) = by_name.topics
+    assert (topic.name, topic.topic_id, len(topic.partitions)) == ("t", topic_id, 2)
+    assert by_name.controller_id == 1 and by_name.brokers[0].port == 9092
+    by_id = call(state, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=topic_id)]), 12)
+    assert by_id.topics[0].name == "t"
+    stale = call(state, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=Uuid.random())]), 12)
+    assert stale.topics[0].error_code == errors.UNKNOWN_TOPIC_ID.code and stale.topics[0].name is None
+    missing = call(state, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="nope")],
+                                          allow_auto_topic_creation=False), 12)
+    assert missing.topics[0].error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+
+
+def test_metadata_creates_topics_when_allowed(tmp_path):
+    state = make_state(tmp_path, **{"num.partitions": "4"})
+    response = call(state, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="auto")],
+                                           allow_auto_topic_creation=True), 9)
+    assert response.topics[0].error_code == 0 and len(response.topics[0].partitions) == 4
+    state.close()
+    state = make_state(tmp_path / "off", **{"auto.create.topics.enable": "false"})
+    response = call(state, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="auto")],
+                                           allow_auto_topic_creation=True), 9)
+    assert response.topics[0].error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    state.close()
+
+
+def test_produce_then_fetch_by_name_and_by_id(state):
+    topic_id = create(state, "t").topic_id
+    first = produce(state, batch(b"a", b"b"))
+    assert (first.error_code, first.base_offset) == (0, 0)
+    second = produce(state, batch(b"c"), version=13, topic_id=topic_id)
+    assert (second.error_code, second.base_offset) == (0, 2)
+    part = fetch(state).responses[0].partitions[0]
+    assert part.high_watermark == 3 and values(part.records) == [b"a", b"b", b"c"]
+    by_id = fetch(state, offset=2, version=13, topic_id=topic_id).responses[0]
+    assert by_id.topic_id == topic_id and values(by_id.partitions[0].records) == [b"c"]
+    # the batch holding the offset comes whole: offset 1 returns the batch from offset 0
+    assert [r.offset for r in records.read_records(fetch(state, offset=1).responses[0].partitions[0].records)] == [
+        0, 1, 2]
+
+
+def test_fetch_limits_and_waiting(state):
+    create(state, "t")
+    for i in range(5):
+        produce(state, batch(b"x" * 1000))
+    size = len(batch(b"x" * 1000))
+    part = fetch(state, max_bytes=size * 2 + 10).responses[0].partitions[0]
+    assert len(part.records) == size * 2
+    part = fetch(state, max_bytes=10).responses[0].partitions[0]
+    assert len(part.records) == size  # one whole batch even over the limit
+    assert fetch(state, offset=5, max_wait_ms=500, final=False) == Wait(500)
+    assert fetch(state, offset=5, max_wait_ms=500, final=True).responses[0].partitions[0].records in (b"", None)
+    out_of_range = fetch(state, offset=6).responses[0].partitions[0]
+    assert out_of_range.error_code == errors.OFFSET_OUT_OF_RANGE.code
+
+
+def test_produce_refuses_bad_data(state):
+    create(state, "t", **{"max.message.bytes": "2000"})
+    good = bytearray(batch(b"v"))
+    good[-1] ^= 1  # the CRC no longer matches
+    assert produce(state, bytes(good)).error_code == errors.CORRUPT_MESSAGE.code
+    assert produce(state, b"\x00" * 30).error_code == errors.CORRUPT_MESSAGE.code
+    assert produce(state, batch(b"v" * 3000)).error_code == errors.MESSAGE_TOO_LARGE.code
+    assert produce(state, batch(b"v"), partition=5).error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    assert produce(state, batch(b"v"), topic="nope").error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    assert produce(state, batch(b"v"), version=13, topic_id=Uuid.random()).error_code == errors.UNKNOWN_TOPIC_ID.code
+    assert fetch(state).responses[0].partitions[0].high_watermark == 0
+
+
+def test_idempotent_producer_sequences(state):
+    create(state, "t")
+    pid = call(state, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4)
+    assert pid.error_code == 0 and pid.producer_id >= 0
+    p = dict(producer_id=pid.producer_id, epoch=pid.producer_epoch)
+    assert produce(state, batch(b"a", b"b", sequence=0, **p)).base_offset == 0
+    assert produce(state, batch(b"c", sequence=2, **p)).base_offset == 2
+    retry = produce(state, batch(b"a", b"b", sequence=0, **p))
+    assert (retry.error_code, retry.base_offset) == (0, 0)  # acknowledged, not appended again
+    gap = produce(state, batch(b"e", sequence=5, **p))
+    assert gap.error_code == errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code
+    assert fetch(state).responses[0].partitions[0].high_watermark == 3
+    old = produce(state, batch(b"f", producer_id=pid.producer_id, epoch=pid.producer_epoch - 1, sequence=3))
+    assert old.error_code == errors.INVALID_PRODUCER_EPOCH.code
+    other = call(state, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4)
+    assert other.producer_id != pid.producer_id
+
+
+def test_producer_state_and_ids_survive_a_restart(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t")
+    pid = call(state, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4).producer_id
+    produce(state, batch(b"a", producer_id=pid, epoch=0, sequence=0))
+    state.close()
+    state = make_state(tmp_path)
+    retry = produce(state, batch(b"a", producer_id=pid, epoch=0, sequence=0))
+    assert (retry.error_code, retry.base_offset) == (0, 0)
+    assert produce(state, batch(b"b", producer_id=pid, epoch=0, sequence=3)).error_code == \
+        errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code
+    assert call(state, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4).producer_id != pid
+    state.close()
+
+
+def test_list_offsets(state):
+    create(state, "t")
+    for ts in (1000, 3000, 2000):
+        builder = records.RecordBatchBuilder()
+        builder.append(None, b"v", timestamp=ts)
+        produce(state, builder.build())
+
+    def query(timestamp, version=8):
+        part = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)
+        body = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name="t",
+                                                                                              partitions=[part])])
+        got = call(state, body, version).topics[0].partitions[0]
+        return got.error_code, got.offset, got.timestamp
+
+    assert query(-2) == (0, 0, -1)
+    assert query(-1) == (0, 3, -1)
+    assert query(-3) == (0, 1, 3000)
+    assert query(1500) == (0, 1, 3000)
+    assert query(2500) == (0, 1, 3000)
+    assert query(9999) == (0, -1, -1)
+
+
+def test_delete_and_recreate_gives_a_new_id_and_never_old_data(state, tmp_path):
+    old_id = create(state, "t").topic_id
+    produce(state, batch(b"old"))
+    body = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(topic_id=old_id)], timeout_ms=1000)
+    deleted = call(state, body, 6).responses[0]
+    assert (deleted.error_code, deleted.name) == (0, "t")
+    renamed = [name for name in os.listdir(tmp_path) if name.startswith("t-0.")]
+    assert len(renamed) == 1 and renamed[0].endswith("-delete")
+    again = call(state, body, 6).responses[0]
+    assert again.error_code == errors.UNKNOWN_TOPIC_ID.code
+    new_id = create(state, "t").topic_id
+    assert new_id != old_id
+    assert fetch(state).responses[0].partitions[0].high_watermark == 0
+    stale = fetch(state, version=13, topic_id=old_id).responses[0].partitions[0]
+    assert stale.error_code == errors.UNKNOWN_TOPIC_ID.code
+    assert produce(state, batch(b"x"), version=13, topic_id=old_id).error_code == errors.UNKNOWN_TOPIC_ID.code
+    state.cluster.delete_due(now=float("inf"))
+    assert not [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
+
+
+def test_unknown_directories_are_set_aside_not_served_or_deleted(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t")
+    state.close()
+    stray = tmp_path / "ghost-0"
+    stray.mkdir()
+    (stray / "partition.metadata").write_text(f"version: 0\ntopic_id: {Uuid.random()}\n")
+    (stray / "00000000000000000000.log").write_bytes(batch(b"ghost"))
+    state = make_state(tmp_path)
+    aside = [name for name in os.listdir(tmp_path) if name.startswith("ghost-0.")]
+    assert len(aside) == 1 and aside[0].endswith("-stray")
+    assert (tmp_path / aside[0] / "00000000000000000000.log").exists()
+    assert "ghost" not in state.cluster.topics
+    state.close()
+
+
+def test_a_mismatched_partition_metadata_is_inconsistent_topic_id(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t")
+    state.close()
+    (tmp_path / "t-0" / "partition.metadata").write_text(f"version: 0\ntopic_id: {Uuid.random()}\n")
+    state = make_state(tmp_path)
+    assert produce(state, batch(b"v")).error_code == errors.INCONSISTENT_TOPIC_ID.code
+    assert fetch(state).responses[0].partitions[0].error_code == errors.INCONSISTENT_TOPIC_ID.code
+    state.close()
+
+
+def test_a_torn_tail_is_cut_after_an_unclean_stop(tmp_path, caplog):
+    state = make_state(tmp_path)
+    create(state, "t")
+    produce(state, batch(b"a"))
+    produce(state, batch(b"b"))
+    log_file = tmp_path / "t-0" / "00000000000000000000.log"
+    whole = log_file.stat().st_size
+    state.cluster.metadata.close()  # no clean shutdown marker: as if killed
+    for topic in state.cluster.topics.values():
+        for partition in topic.partitions:
+            partition.log.close()
+    with open(log_file, "ab") as f:
+        f.write(batch(b"c")[:40])  # half a batch, as a crash mid-write leaves it
+    state = make_state(tmp_path)
+    assert "truncated" in caplog.text
+    assert log_file.stat().st_size == whole
+    assert values(fetch(state).responses[0].partitions[0].records) == [b"a", b"b"]
+    assert produce(state, batch(b"c")).base_offset == 2
+    state.close()
+
+
+def test_segments_roll_and_reads_cross_them(tmp_path):
+    state = make_state(tmp_path, **{"log.segment.bytes": "300"})
+    create(state, "t")
+    for i in range(10):
+        produce(state, batch(b"%03d" % i * 30))
+    segments = sorted(p.name for p in (tmp_path / "t-0").glob("*.log"))
+    assert len(segments) > 3 and segments[1] != segments[0]
+    got = []
+    offset = 0
+    while offset < 10:
+        part = fetch(state, offset=offset, max_bytes=1).responses[0].partitions[0]
+        batch_values = values(part.records)
+        got += batch_values
+        offset += len(batch_values)
+    assert got == [b"%03d" % i * 30 for i in range(10)]
+    state.close()
+    state = make_state(tmp_path, **{"log.segment.bytes": "300"})
+    assert fetch(state, offset=9).responses[0].partitions[0].high_watermark == 10
+    state.close()
+
+
+def sample_request(key, version, topic_id):
+    """A typical request of one API at one version, naming topic "t" (created, with data) and an unknown one."""
+    from kafkaproto.messages import (CreatePartitionsRequest, DescribeClusterRequest, FindCoordinatorRequest,
+                                     OffsetForLeaderEpochRequest)
+    by_id = dict(topic_id=topic_id) if version >= 13 else {}
+    by_name = {} if version >= 13 else dict(name="t")
+    if key == ApiKey.API_VERSIONS:
+        return ApiVersionsRequest(client_software_name="t", client_software_version="1")
+    if key == ApiKey.METADATA:
+        wanted = [MetadataRequest.MetadataRequestTopic(name="t"), MetadataRequest.MetadataRequestTopic(name="none")]
+        if version >= 12:
+            wanted.append(MetadataRequest.MetadataRequestTopic(topic_id=topic_id))
+        return MetadataRequest(topics=wanted, **(dict(allow_auto_topic_creation=False) if version >= 4 else {}))
+    if key == ApiKey.PRODUCE:
+        part = ProduceRequest.PartitionProduceData(index=0, records=batch(b"v"))
+        return ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[
+            ProduceRequest.TopicProduceData(partition_data=[part], **by_id, **by_name)])
+    if key == ApiKey.FETCH:
+        part = FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+        topic = FetchRequest.FetchTopic(partitions=[part], **by_id, **({} if version >= 13 else dict(topic="t")))
+        return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, session_id=0,
+                            session_epoch=-1, topics=[topic])
+    if key == ApiKey.LIST_OFFSETS:
+        return ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="t", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])])
+    if key == ApiKey.CREATE_TOPICS:
+        return CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="t", num_partitions=1, replication_factor=1)], timeout_ms=1000)
+    if key == ApiKey.DELETE_TOPICS:
+        if version >= 6:
+            return DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="none")], timeout_ms=1000)
+        return DeleteTopicsRequest(topic_names=["none"], timeout_ms=1000)
+    if key == ApiKey.CREATE_PARTITIONS:
+        return CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=1)],
+                                       timeout_ms=1000)
+    if key == ApiKey.DESCRIBE_CLUSTER:
+        return DescribeClusterRequest()
+    if key == ApiKey.FIND_COORDINATOR:
+        return FindCoordinatorRequest(coordinator_keys=["g"]) if version >= 4 else FindCoordinatorRequest(key="g")
+    if key == ApiKey.INIT_PRODUCER_ID:
+        return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
+    if key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+        return OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic="t", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])])
+    raise AssertionError(f"no sample request for api key {key}: add one")
+
+
+def test_every_handler_answers_at_every_version_it_serves(state):
+    """Each response must be writable at the request's version: no field set that the version lacks."""
+    topic_id = create(state, "t").topic_id
+    produce(state, batch(b"a"))
+    for key, handler in HANDLERS.items():
+        for version in handler.versions:
+            response = call(state, sample_request(key, version, topic_id), version)
+            assert type(response).__name__ == api(key).response.__name__, (key, version)
+            assert getattr(response, "error_code", 0) == 0, (key, version)
