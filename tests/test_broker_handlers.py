@@ -88,7 +88,7 @@ def test_api_versions_lists_exactly_the_handlers(state):
     assert table == {key: (low, high) for key, low, high in advertised()}
     assert table[ApiKey.PRODUCE] == (0, 13)  # advertised from 0 for old librdkafka, served from 3
     assert HANDLERS[ApiKey.PRODUCE].versions.start == 3
-    for key, (low, high) in table.items():
+    for key, (_, high) in table.items():
         assert high < api(key).valid_versions.stop
 
 
@@ -156,7 +156,7 @@ def test_produce_then_fetch_by_name_and_by_id(state):
 
 def test_fetch_limits_and_waiting(state):
     create(state, "t")
-    for i in range(5):
+    for _ in range(5):
         produce(state, batch(b"x" * 1000))
     size = len(batch(b"x" * 1000))
     part = fetch(state, max_bytes=size * 2 + 10).responses[0].partitions[0]
