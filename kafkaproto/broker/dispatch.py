@@ -39,21 +39,24 @@ def handles(api_key, versions, advertised_min=None):
 
 
 class Wait(NamedTuple):
-    """Ask again when data arrives or after ms (a Fetch short of min_bytes); then ctx.final is True."""
+    """Ask again when the state changes (data appended, a group moves on) or after ms, when ctx.final is True.
+    A Fetch short of min_bytes, a JoinGroup waiting for the other members, a SyncGroup for the leader."""
     ms: int
 
 
 class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
-    __slots__ = ("state", "header", "version", "final", "principal")
+    __slots__ = ("state", "header", "version", "final", "principal", "client_host", "memo")
 
-    def __init__(self, state, header, final=False, principal="User:ANONYMOUS"):
+    def __init__(self, state, header, final=False, principal="User:ANONYMOUS", client_host=""):
         self.state = state
         self.header = header
         self.version = header.request_api_version
         self.final = final
         self.principal = principal
+        self.client_host = client_host
+        self.memo = {}  # what a handler keeps between the times one request is asked again (after Wait)
 
 
 def advertised():

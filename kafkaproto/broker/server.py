@@ -12,6 +12,7 @@ connections.max.idle.ms, or goes over max.connections is closed with a log line.
 import asyncio
 import logging
 import socket
+import time
 
 from .. import errors
 from ..connection import ProtocolError, ServerConnection
@@ -37,13 +38,13 @@ class Server:
         self._servers = []
         self._connections = set()
         self._tasks = set()
-        self._data = asyncio.Event()
+        self._change = asyncio.Event()
         self._housekeeping = None
-        state.on_append = self._data_arrived
+        state.on_change = self._changed
 
-    def _data_arrived(self):
-        self._data.set()
-        self._data = asyncio.Event()
+    def _changed(self):
+        self._change.set()
+        self._change = asyncio.Event()
 
     async def start(self):
         for listener in self.config.listeners:
@@ -65,6 +66,8 @@ class Server:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             try:
                 self.state.cluster.delete_due()
+                if self.state.groups.expire(time.monotonic()):
+                    self._changed()
             except OSError as e:
                 log.error("housekeeping: %s", e)
 
@@ -126,7 +129,7 @@ class Server:
 
     async def _answer(self, event, where):
         """The response to a request, or None to close the connection."""
-        ctx = Context(self.state, event.header)
+        ctx = Context(self.state, event.header, client_host=where.rpartition(":")[0])
         loop = asyncio.get_running_loop()
         deadline = None
         try:
@@ -137,7 +140,7 @@ class Server:
                 if deadline is None:
                     deadline = loop.time() + response.ms / 1000
                 try:
-                    await asyncio.wait_for(self._data.wait(), max(deadline - loop.time(), 0))
+                    await asyncio.wait_for(self._change.wait(), max(deadline - loop.time(), 0))
                 except asyncio.TimeoutError:
                     ctx.final = True
         except NotHandled as e:

@@ -8,6 +8,7 @@ import time
 
 from ... import errors
 from .cluster import Cluster
+from .groups import Groups
 from .producers import PartitionProducers, rebuild
 
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -35,8 +36,9 @@ class BrokerState:
         self.producers = {}  # Partition -> PartitionProducers
         self.transactional_ids = {}  # transactional id -> [producer id, epoch]
         self.advertised = []  # Listener objects clients are told about, once bound
-        self.on_append = None  # called after any partition append (the server wakes waiting fetches)
+        self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
         self.cluster = Cluster(config)
+        self.groups = Groups(config, config.log_dir)
         for topic in self.cluster.topics.values():
             for partition in topic.partitions:
                 if partition.log is not None:
@@ -90,14 +92,19 @@ class BrokerState:
         producers = self.producers[partition]
         for batch in batches:
             producers.appended(batch)
-        if self.on_append is not None:
-            self.on_append()
+        self.changed()
         return offset
+
+    def changed(self):
+        if self.on_change is not None:
+            self.on_change()
 
     def delete_topic(self, topic):
         for partition in topic.partitions:
             self.producers.pop(partition, None)
         self.cluster.delete_topic(topic)
+        self.groups.forget_topic(topic.name)
 
     def close(self):
+        self.groups.close()
         self.cluster.close()

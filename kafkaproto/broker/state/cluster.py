@@ -18,6 +18,7 @@ from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, Remov
                          decode_record, encode_record)
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
+from .groups import OFFSETS_DIR
 from .log import LogError, PartitionLog
 
 log = logging.getLogger("kafkaproto.broker")
@@ -183,7 +184,7 @@ class Cluster:
                 known[partition_dir_name(topic.name, partition.index)] = partition
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
-            if not os.path.isdir(path) or name == METADATA_DIR:
+            if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR):
                 continue
             if name.endswith("-delete"):
                 self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, path))
