@@ -704,7 +704,7 @@ cdef inline int patch_size(Writer w) except -1:
     return 0
 
 
-def decode_request(frame):
+def decode_request(frame, bint allow_trailing=False):
     cdef Reader r = Reader(frame)
     if r.end < 4:
         raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
@@ -721,7 +721,7 @@ def decode_request(frame):
     read_message(header, r, request_header_version(e, version))
     cdef Struct body = new_struct(e.request)
     read_message(body, r, version)
-    if r.pos != r.end:
+    if r.pos != r.end and not allow_trailing:
         raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
                           message=f"{e.request._qualname} v{version}")
     return make_request(header, body)

@@ -183,6 +183,8 @@ class _State:
 class _End:
     """What every end has: the shared state, and reading each direction's frames into events."""
 
+    allow_trailing = False  # whether bytes after a request's body are ignored (as Kafka's broker does)
+
     def __init__(self, max_frame=DEFAULT_MAX_FRAME):
         self._state = _State(max_frame)
 
@@ -206,7 +208,7 @@ class _End:
                 continue
             state.raw_rounds = 0
             try:
-                request = decode_request(frame)
+                request = decode_request(frame, self.allow_trailing)
             except KafkaProtoError as e:
                 events.append(refuse(frame, e))
                 continue
@@ -265,7 +267,13 @@ class ClientConnection(_End):
 
 
 class ServerConnection(_End):
-    """The broker's end: reads requests, and frames each response at its request's version and header."""
+    """The broker's end: reads requests, and frames each response at its request's version and header.
+
+    Like Kafka's broker, it ignores bytes after a request's body (librdkafka sends
+    three after some Metadata v13 requests).
+    """
+
+    allow_trailing = True
 
     def receive_data(self, data):
         """The events in bytes read from a client: RequestReceived, or SaslBytes in raw mode.

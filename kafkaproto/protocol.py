@@ -85,8 +85,11 @@ def _python_frames(classes):
             _bad_version(type(body), version)
         return frame(header, info.response_header_version(version), body, version)
 
-    def decode_request(frame):
-        """A request frame's payload -> Request(header, body); the API is read from the header."""
+    def decode_request(frame, allow_trailing=False):
+        """A request frame's payload -> Request(header, body); the API is read from the header.
+
+        Bytes after the body are an error unless allow_trailing (Kafka's broker ignores
+        them, and librdkafka sends some after certain Metadata requests)."""
         if len(memoryview(frame)) < 4:
             raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
         api_key, version = _HEAD.unpack_from(frame, 0)
@@ -100,7 +103,8 @@ def _python_frames(classes):
         r = Reader(frame)
         header = request_header.read_from(r, info.request_header_version(version))
         body = cls.read_from(r, version)
-        _check_end(r, cls, version)
+        if not allow_trailing:
+            _check_end(r, cls, version)
         return Request(header, body)
 
     def decode_response(frame, api_key, api_version):

@@ -38,6 +38,7 @@ class Server:
         self._servers = []
         self._connections = set()
         self._tasks = set()
+        self._closing = False
         self._change = asyncio.Event()
         self._housekeeping = None
         state.on_change = self._changed
@@ -66,7 +67,8 @@ class Server:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             try:
                 self.state.cluster.delete_due()
-                if self.state.groups.expire(time.monotonic()):
+                now = time.monotonic()
+                if self.state.groups.expire(now) | self.state.expire_transactions(now):
                     self._changed()
             except OSError as e:
                 log.error("housekeeping: %s", e)
@@ -76,10 +78,16 @@ class Server:
             server.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
+        # Closing the sockets ends each connection's task; waking the waiting requests ends theirs.
+        self._closing = True
+        for writer in list(self._connections):
+            writer.close()
+        self._changed()
         tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=5)
+            for task in late:
+                task.cancel()
         for server in self._servers:
             await server.wait_closed()
 
@@ -143,6 +151,8 @@ class Server:
                     await asyncio.wait_for(self._change.wait(), max(deadline - loop.time(), 0))
                 except asyncio.TimeoutError:
                     ctx.final = True
+                if self._closing:
+                    return None
         except NotHandled as e:
             return self._error_response(event, errors.UNSUPPORTED_VERSION, where, str(e))
         except (KafkaProtoError, OSError, ValueError, TypeError, KeyError) as e:

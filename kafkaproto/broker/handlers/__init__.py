@@ -3,7 +3,8 @@
 Importing this package registers every handler with ``dispatch``.
 """
 
-from . import (api_versions, create_partitions, create_topics, delete_groups, delete_topics,  # noqa: F401
-               describe_cluster, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
-               leave_group, list_groups, list_offsets, metadata, offset_commit, offset_fetch, offset_for_leader_epoch,
-               produce, sync_group)
+from . import (add_offsets_to_txn, add_partitions_to_txn, api_versions, create_partitions,  # noqa: F401
+               create_topics, delete_groups, delete_topics, describe_cluster, describe_groups, end_txn, fetch,
+               find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups, list_offsets,
+               metadata, offset_commit, offset_fetch, offset_for_leader_epoch, produce, sync_group,
+               txn_offset_commit)

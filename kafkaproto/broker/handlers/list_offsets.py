@@ -1,7 +1,8 @@
 """ListOffsets: the earliest (-2), latest (-1), max-timestamp (-3, v7+) or first-at-a-timestamp offset.
 
-Earliest-local (-4) answers as earliest, there being no remote storage. A
-timestamp no batch reaches gives offset -1 and timestamp -1, as Kafka does.
+read_committed (v2+) puts latest at the last stable offset. Earliest-local (-4)
+answers as earliest, there being no remote storage. A timestamp no batch
+reaches gives offset -1 and timestamp -1, as Kafka does.
 """
 
 from ... import errors
@@ -12,10 +13,10 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def _offset(log, timestamp):
-    """(offset, timestamp) for one query."""
+def _offset(log, timestamp, latest):
+    """(offset, timestamp) for one query; latest is the log end or (read_committed) the last stable offset."""
     if timestamp == LATEST or timestamp == LATEST_TIERED:
-        return log.log_end_offset, -1
+        return latest, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
@@ -42,7 +43,9 @@ def list_offsets(ctx, request):
                 partitions.append(Partition(partition_index=p.partition_index, timestamp=-1, offset=-1,
                                             error_code=errors.UNSUPPORTED_VERSION.code, leader_epoch=-1))
                 continue
-            offset, timestamp = _offset(partition.log, p.timestamp)
+            latest = state.last_stable_offset(partition) if request.isolation_level == 1 else \
+                partition.log.log_end_offset
+            offset, timestamp = _offset(partition.log, p.timestamp, latest)
             partitions.append(Partition(partition_index=p.partition_index, error_code=errors.NONE.code,
                                         timestamp=timestamp, offset=offset,
                                         leader_epoch=partition.leader_epoch if offset >= 0 and ctx.version >= 4

@@ -4,7 +4,10 @@ Each partition's data must be whole magic-2 batches with good CRCs
 (CORRUPT_MESSAGE otherwise), each within the topic's max.message.bytes
 (MESSAGE_TOO_LARGE). Idempotent batches pass the producer sequence checks
 first: a retry of one of the last five batches is acknowledged with the
-offset it got the first time, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER. acks 0, 1
+offset it got the first time, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
+Transactional batches must come from the transaction's current producer
+for a partition added with AddPartitionsToTxn (INVALID_TXN_STATE otherwise);
+control batches come from the broker only (INVALID_RECORD). acks 0, 1
 and -1 all append before answering (there are no followers to wait for); with
 acks 0 the server sends no response. Versions 0-2 are advertised but refused
 with UNSUPPORTED_VERSION, as Kafka 4 does for old librdkafka.
@@ -15,6 +18,7 @@ from ...exceptions import RecordsError
 from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
 from ..state.log import parse_batches
+from ..state.transactions import ONGOING
 
 PartitionResult = ProduceResponse.PartitionProduceResponse
 
@@ -34,9 +38,12 @@ def produce_partition(state, topic, index, records, transactional_id):
     except RecordsError as e:
         error = errors.MESSAGE_TOO_LARGE if "over the limit" in str(e) else errors.CORRUPT_MESSAGE
         return _result(index, error, message=str(e))
-    if transactional_id is None and any(b.is_transactional for b in batches):
-        return _result(index, errors.INVALID_RECORD, message="transactional batches from a request with no "
-                                                             "transactional id")
+    if any(b.is_control for b in batches):
+        return _result(index, errors.INVALID_RECORD, message="control batches are written by the broker only")
+    if any(b.is_transactional for b in batches):
+        error = _transaction_error(state, transactional_id, topic.name, index, batches)
+        if error is not errors.NONE:
+            return _result(index, error, message=f"{error.name} for a transactional batch")
     producers = state.producers[partition]
     duplicate = None
     for batch in batches:
@@ -47,6 +54,19 @@ def produce_partition(state, topic, index, records, transactional_id):
         return _result(index, errors.NONE, duplicate, partition.log.log_start_offset)
     offset = state.append(partition, records, batches)
     return _result(index, errors.NONE, offset, partition.log.log_start_offset)
+
+
+def _transaction_error(state, transactional_id, topic, index, batches):
+    """Transactional batches must come from the transaction's producer, for a partition it added."""
+    txn = state.transactions.by_id.get(transactional_id) if transactional_id is not None else None
+    for batch in batches:
+        if txn is None or not batch.is_transactional or batch.producer_id != txn.producer_id:
+            return errors.INVALID_TXN_STATE if txn is not None else errors.INVALID_PRODUCER_ID_MAPPING
+        if batch.producer_epoch < txn.epoch:
+            return errors.INVALID_PRODUCER_EPOCH
+        if txn.state != ONGOING or (topic, index) not in txn.partitions:
+            return errors.INVALID_TXN_STATE
+    return errors.NONE
 
 
 @handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)

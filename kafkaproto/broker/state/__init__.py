@@ -9,7 +9,10 @@ import time
 from ... import errors
 from .cluster import Cluster
 from .groups import Groups
-from .producers import PartitionProducers, rebuild
+from .log import parse_batches
+from .producers import PartitionProducers
+from .transactions import (COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT,
+                           PartitionTransactions, Transactions, control_marker, marker_batch)
 
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
@@ -29,24 +32,39 @@ def topic_name_error(name):
 
 
 class BrokerState:
-    """The cluster (topics, partitions, configs), the partition logs, and producer state."""
+    """The cluster (topics, partitions, configs), the partition logs, groups, producers and transactions."""
 
     def __init__(self, config):
         self.config = config
         self.producers = {}  # Partition -> PartitionProducers
-        self.transactional_ids = {}  # transactional id -> [producer id, epoch]
+        self.partition_transactions = {}  # Partition -> PartitionTransactions
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
         self.cluster = Cluster(config)
         self.groups = Groups(config, config.log_dir)
+        self.transactions = Transactions(config.log_dir)
         for topic in self.cluster.topics.values():
             for partition in topic.partitions:
                 if partition.log is not None:
-                    self.producers[partition] = rebuild(partition.log)
+                    self._replay(partition)
         self.cluster.on_partition_log = self._log_opened
+        for txn in list(self.transactions.by_id.values()):
+            if txn.state in (ONGOING, PREPARE_ABORT, PREPARE_COMMIT):
+                self.end_transaction(txn, commit=txn.state == PREPARE_COMMIT)  # what a crash left half done
 
     def _log_opened(self, partition):
         self.producers[partition] = PartitionProducers()
+        self.partition_transactions[partition] = PartitionTransactions()
+
+    def _replay(self, partition):
+        """Producer state and transactions of a partition, from its batch headers (and control records)."""
+        producers = self.producers[partition] = PartitionProducers()
+        txns = self.partition_transactions[partition] = PartitionTransactions()
+        for segment in partition.log.segments:
+            for batch in segment.batches():
+                producers.appended(batch)
+                marker = control_marker(segment.read(batch.position, batch.size)) if batch.is_control else None
+                txns.observe(batch, marker)
 
     @property
     def node_id(self):
@@ -86,14 +104,47 @@ class BrokerState:
             return None
         return self.cluster.create_topic(name, self.config["num.partitions"])
 
-    def append(self, partition, data, batches):
-        """Append produced batches that passed the checks; the first offset."""
+    def append(self, partition, data, batches, marker=None):
+        """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch); the first offset."""
         offset = partition.log.append(data, batches)
         producers = self.producers[partition]
+        txns = self.partition_transactions[partition]
         for batch in batches:
             producers.appended(batch)
+            txns.observe(batch, marker)
         self.changed()
         return offset
+
+    def last_stable_offset(self, partition):
+        return self.partition_transactions[partition].last_stable_offset(partition.log.log_end_offset)
+
+    def end_transaction(self, txn, commit):
+        """Write the markers, commit the offsets (or not), and record the end."""
+        txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+        self.transactions.save(txn)
+        for name, index in sorted(txn.partitions):
+            topic = self.cluster.topics.get(name)
+            partition, _ = self.partition(topic, index)
+            if partition is None:
+                continue  # deleted meanwhile
+            data = marker_batch(txn.producer_id, txn.epoch, commit)
+            self.append(partition, data, parse_batches(data), marker=1 if commit else 0)
+        if commit:
+            for group_id, offsets in txn.offsets.items():
+                self.groups.commit(group_id, [(key, (*value, self.now_ms())) for key, value in offsets.items()])
+        txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        txn.partitions, txn.groups, txn.offsets = set(), set(), {}
+        self.transactions.save(txn)
+        self.changed()
+
+    def expire_transactions(self, now):
+        """Abort transactions open longer than their timeout; True when any was."""
+        expired = [t for t in self.transactions.by_id.values()
+                   if t.state == ONGOING and now - t.started > t.timeout_ms / 1000]
+        for txn in expired:
+            txn.epoch += 1  # the producer is fenced, as Kafka fences a timed-out one
+            self.end_transaction(txn, commit=False)
+        return bool(expired)
 
     def changed(self):
         if self.on_change is not None:
@@ -102,9 +153,11 @@ class BrokerState:
     def delete_topic(self, topic):
         for partition in topic.partitions:
             self.producers.pop(partition, None)
+            self.partition_transactions.pop(partition, None)
         self.cluster.delete_topic(topic)
         self.groups.forget_topic(topic.name)
 
     def close(self):
+        self.transactions.close()
         self.groups.close()
         self.cluster.close()

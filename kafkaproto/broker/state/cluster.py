@@ -20,6 +20,7 @@ from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from .groups import OFFSETS_DIR
 from .log import LogError, PartitionLog
+from .transactions import STATE_DIR
 
 log = logging.getLogger("kafkaproto.broker")
 
@@ -184,7 +185,7 @@ class Cluster:
                 known[partition_dir_name(topic.name, partition.index)] = partition
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
-            if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR):
+            if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR):
                 continue
             if name.endswith("-delete"):
                 self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, path))

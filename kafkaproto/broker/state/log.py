@@ -239,14 +239,18 @@ class PartitionLog:
         i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
         return self.segments[max(i, 0)]
 
-    def read(self, offset, max_bytes):
-        """Whole batches from the one holding offset, up to max_bytes, but at least that first batch."""
-        if offset < self.log_start_offset or offset >= self.log_end_offset:
+    def read(self, offset, max_bytes, upto=None):
+        """Whole batches from the one holding offset, up to max_bytes, but at least that first batch;
+        none that starts at or after upto (the last stable offset, for read_committed)."""
+        upto = self.log_end_offset if upto is None else upto
+        if offset < self.log_start_offset or offset >= upto:
             return b""
         segment = self._segment_for(offset)
         start = None
         end = None
         for batch in segment.batches(segment.position_of(offset)):
+            if batch.base_offset >= upto:
+                break
             if start is None:
                 if batch.last_offset < offset:
                     continue

@@ -5,7 +5,7 @@ five on that partition is a retry, acknowledged with its first append's
 offset and not written again; a batch that does not follow the last one is
 OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is INVALID_PRODUCER_EPOCH; a new
 epoch starts again at sequence 0. The state is rebuilt from the log's batch
-headers on start, so it survives a restart.
+headers on start (BrokerState), so it survives a restart.
 """
 
 from collections import deque
@@ -65,10 +65,3 @@ class PartitionProducers:
         entry.batches.append((batch.base_sequence, _next_sequence(batch.base_sequence, batch.record_count - 1),
                               batch.base_offset, batch.last_offset))
 
-
-def rebuild(log):
-    """PartitionProducers from a partition log's batch headers."""
-    producers = PartitionProducers()
-    for batch in log.batches_from(log.log_start_offset):
-        producers.appended(batch)
-    return producers

@@ -1,0 +1,58 @@
+"""TxnOffsetCommit: offsets a transaction commits for a group, applied only when the transaction commits.
+
+The group must have been added with AddOffsetsToTxn. From v3 the member and
+generation are checked as for OffsetCommit when given.
+"""
+
+from ... import errors
+from ...messages import ApiKey, TxnOffsetCommitResponse
+from ...uuid import Uuid
+from ..dispatch import handles
+from ..state.transactions import ONGOING
+from ._transactions import transaction
+
+R = TxnOffsetCommitResponse
+
+
+def _member_error(ctx, request):
+    if ctx.version < 3 or request.generation_id_or_member_epoch < 0:
+        return errors.NONE
+    group = ctx.state.groups.group(request.group_id)
+    if group is None:
+        return errors.ILLEGAL_GENERATION
+    member, error = group.member(request.member_id, request.group_instance_id)
+    if member is None:
+        return error
+    if request.generation_id_or_member_epoch != group.generation:
+        return errors.ILLEGAL_GENERATION
+    return errors.NONE
+
+
+@handles(ApiKey.TXN_OFFSET_COMMIT, versions=range(0, 6))
+def txn_offset_commit(ctx, request):
+    state = ctx.state
+    txn, error = transaction(state, request.transactional_id, request.producer_id, request.producer_epoch,
+                             ctx.version, fenced_since=3)
+    if txn is not None and (txn.state != ONGOING or request.group_id not in txn.groups):
+        error = errors.INVALID_TXN_STATE
+    if error is errors.NONE:
+        error = _member_error(ctx, request)
+    topics = []
+    pending = {}
+    for item in request.topics:
+        topic = state.cluster.topics.get(item.name)
+        rows = []
+        for p in item.partitions:
+            code = error
+            if code is errors.NONE:
+                if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                    code = errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    epoch = p.committed_leader_epoch if ctx.version >= 2 else -1
+                    pending[(item.name, p.partition_index)] = (p.committed_offset, epoch, p.committed_metadata)
+            rows.append(R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code.code))
+        topics.append(R.TxnOffsetCommitResponseTopic(name=item.name, topic_id=Uuid.ZERO, partitions=rows))
+    if pending:
+        txn.offsets.setdefault(request.group_id, {}).update(pending)
+        state.transactions.save(txn)
+    return R(throttle_time_ms=0, topics=topics)
