@@ -126,22 +126,163 @@ def java_clients(request):
     return cp
 
 
-def test_java_admin_idempotent_producer_and_delete_by_id(kafkaproto_broker, java_clients):
+def test_java_clients_whole_sequence(kafkaproto_broker, java_clients):
+    """Admin create and describe (by name and ID), an idempotent lz4 producer, a transaction committed and one
+    aborted, a read_committed consumer in a group that commits, and delete by topic ID."""
     bootstrap = kafkaproto_broker.bootstrap_servers
     topic = fresh("java")
-    for mode in ("admin", "produce"):
+    for mode in ("admin", "produce", "txn", "consume", "delete"):
         run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic], capture_output=True,
                              text=True, timeout=120)
         assert run.returncode == 0, f"Java {mode} failed:\n{run.stderr[-3000:]}"
-    got = consume_all(bootstrap, topic, 2, 30)
-    assert sorted(m.value for m in got) == sorted(f"value-{i} from the Java producer".encode() for i in range(30))
-    assert all(m.headers == [("trace", b"t" + m.key[4:])] for m in got)
-    run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, "delete", topic], capture_output=True,
-                         text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
+        if mode == "txn":
+            got = consume_all(bootstrap, topic, 2, 32)
+            values = sorted(m.value for m in got)
+            assert values == sorted([f"value-{i} from the Java producer".encode() for i in range(30)]
+                                    + [b"committed", b"aborted"])  # read_uncommitted sees the aborted one
+            assert all(m.headers == [("trace", b"t" + m.key[4:])] for m in got if m.key.startswith(b"key-"))
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     assert topic not in admin.list_topics()
     admin.close()
+
+
+def test_confluent_kafka_idempotence_transactions_and_groups(kafkaproto_broker):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("rdkafka")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 2, 1)]).values():
+        future.result(10)
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                         "compression.type": "snappy", "linger.ms": 5})
+    reports = []
+    for i in range(100):
+        producer.produce(topic, value=b"r%d" % i, key=b"same", on_delivery=lambda err, msg: reports.append(err))
+    assert producer.flush(20) == 0 and reports == [None] * 100
+    txn = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "transactional.id": fresh("rd-txn")})
+    txn.init_transactions(20)
+    txn.begin_transaction()
+    txn.produce(topic, value=b"committed", partition=0)
+    txn.commit_transaction(20)
+    txn.begin_transaction()
+    txn.produce(topic, value=b"aborted", partition=0)
+    txn.flush(20)
+    txn.abort_transaction(20)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": fresh("rd-group"),
+                                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got = []
+    next_offsets = {}
+    deadline = time.monotonic() + 30
+    while len(got) < 101 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+            next_offsets[message.partition()] = message.offset() + 1
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed([confluent_kafka.TopicPartition(topic, p) for p in range(2)], timeout=10)
+    consumer.close()
+    assert sorted(got) == sorted([b"r%d" % i for i in range(100)] + [b"committed"])
+    assert {tp.partition: tp.offset for tp in committed if tp.offset >= 0} == next_offsets
+    for future in admin.delete_topics([topic]).values():
+        future.result(10)
+
+
+@pytest.fixture(scope="module")
+def kafkajs():
+    """node, with kafkajs installed from tests/kafka/package-lock.json (once)."""
+    import shutil
+    from pathlib import Path
+    here = Path(kafka_jvm.HERE)
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        kafka_jvm.unavailable("node and npm are needed for the kafkajs client")
+    if not (here / "node_modules" / "kafkajs").is_dir():
+        run = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=here, capture_output=True, text=True,
+                             timeout=300)
+        if run.returncode != 0:
+            kafka_jvm.unavailable(f"npm ci failed: {run.stderr[-2000:]}")
+    return node, here / "kafkajs_client.js"
+
+
+def test_kafkajs_admin_producer_group_consumer_and_delete(kafkaproto_broker, kafkajs):
+    node, script = kafkajs
+    run = subprocess.run([node, str(script), kafkaproto_broker.bootstrap_servers, fresh("js"), fresh("js-group")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_kafka_python_group_of_two_rebalances_and_commits(kafkaproto_broker):
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic, group = fresh("grp"), fresh("group")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    admin.create_topics([NewTopic(topic, 4, 1)])
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(40):
+        producer.send(topic, value=b"%d" % i, partition=i % 4)
+    producer.flush()
+
+    def member():
+        return KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, heartbeat_interval_ms=200, session_timeout_ms=6000)
+
+    first = member()
+    seen = []
+    deadline = time.monotonic() + 20
+    while len(seen) < 20 and time.monotonic() < deadline:
+        for messages in first.poll(200).values():
+            seen += messages
+    assert len(first.assignment()) == 4
+    first.commit()
+    second = member()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (second.assignment() and len(first.assignment()) == 2):
+        for consumer in (first, second):
+            for messages in consumer.poll(100).values():
+                seen += messages
+    assert len(first.assignment()) == 2 and len(second.assignment()) == 2  # the range assignor split the 4
+    assert not first.assignment() & second.assignment()
+    deadline = time.monotonic() + 20
+    while len({(m.partition, m.offset) for m in seen}) < 40 and time.monotonic() < deadline:
+        for consumer in (first, second):
+            for messages in consumer.poll(100).values():
+                seen += messages
+    assert {(m.partition, m.offset) for m in seen} == {(p, o) for p in range(4) for o in range(10)}
+    first.commit()
+    second.commit()
+    first.close()
+    second.close()
+    offsets = admin.list_group_offsets(group)[group]
+    assert {tp.partition: meta.offset for tp, meta in offsets.items()} == {p: 10 for p in range(4)}
+    assert {"group_id": group, "protocol_type": "consumer", "group_state": "Empty",
+            "group_type": "classic"} in admin.list_groups()
+    admin.close()
+    producer.close()
+
+
+def test_restart_and_continue(tmp_path):
+    """Topics, records, committed offsets and producer ids are all there after a clean restart."""
+    overrides = {"num.partitions": "1"}
+    with Broker(overrides, log_dir=tmp_path) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, enable_idempotence=True)
+        for i in range(10):
+            producer.send("kept", value=b"%d" % i).get(10)
+        producer.close()
+        consumer = KafkaConsumer("kept", bootstrap_servers=broker.bootstrap_servers, group_id="g",
+                                 auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=5000)
+        assert len([next(consumer) for _ in range(6)]) == 6
+        consumer.commit()
+        consumer.close()
+    with Broker(overrides, log_dir=tmp_path) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, enable_idempotence=True)
+        assert producer.send("kept", value=b"10").get(10).offset == 10
+        producer.close()
+        consumer = KafkaConsumer("kept", bootstrap_servers=broker.bootstrap_servers, group_id="g",
+                                 auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000)
+        assert [m.value for m in consumer] == [b"6", b"7", b"8", b"9", b"10"]
+        consumer.close()
 
 
 # --- clients that misbehave

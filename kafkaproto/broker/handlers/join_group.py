@@ -3,7 +3,9 @@
 A new member without an id gets one: from v4 it is sent back with
 MEMBER_ID_REQUIRED and the member joins again with it (KIP-394). A static
 member (group_instance_id, v5+) that comes back under a new id replaces its
-old self. The request waits (handler returns Wait) until the rebalance
+old self. A member that joins again with the same protocols while the
+group completes a rebalance (or is stable, and it does not lead) gets the
+current generation back without a new rebalance, as in Kafka. The request waits (handler returns Wait) until the rebalance
 completes; the leader's response lists every member with its metadata for
 the chosen protocol, so it can compute the assignment.
 """
@@ -52,6 +54,11 @@ def _join(ctx, request, now):
         return None, _error(ctx, errors.FENCED_INSTANCE_ID, member_id)
     group.pending_ids.discard(member_id)
     member = group.members.get(member_id)
+    if member is not None and member.protocols == protocols and (
+            group.state == COMPLETING or group.state == STABLE and member_id != group.leader):
+        # Nothing changed for this member: as in Kafka, it gets the current generation again, no rebalance.
+        member.last_seen = now
+        return member_id, None
     if member is None:
         member = group.members[member_id] = Member(member_id, instance_id, ctx.header.client_id or "",
                                                    ctx.client_host)

@@ -1,0 +1,237 @@
+"""Transactions on the broker, without sockets: markers, the last stable offset, aborted ranges for
+read_committed, fencing, and what a restart does with a transaction a crash left open."""
+
+import time
+
+import pytest
+
+from kafkaproto import errors, records
+from kafkaproto.broker.dispatch import HANDLERS
+from kafkaproto.messages import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, ApiKey, EndTxnRequest,
+                                 FetchRequest, InitProducerIdRequest, ListOffsetsRequest, OffsetFetchRequest,
+                                 TxnOffsetCommitRequest)
+
+from test_broker_groups import call
+from test_broker_handlers import create, make_state, produce
+
+TID = "txn-1"
+
+
+@pytest.fixture
+def state(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t", partitions=2)
+    yield state
+    state.close()
+
+
+def init(state, version=4, tid=TID):
+    response = call(state, InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), version)
+    assert response.error_code == 0
+    return response.producer_id, response.producer_epoch
+
+
+def add_partitions(state, pid, epoch, partitions=(0,), version=3, tid=TID):
+    topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="t", partitions=list(partitions))
+    if version < 4:
+        response = call(state, AddPartitionsToTxnRequest(v3_and_below_transactional_id=tid,
+                                                         v3_and_below_producer_id=pid,
+                                                         v3_and_below_producer_epoch=epoch,
+                                                         v3_and_below_topics=[topic]), version)
+        return [p.partition_error_code for t in response.results_by_topic_v3_and_below
+                for p in t.results_by_partition]
+    txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(transactional_id=tid, producer_id=pid,
+                                                                   producer_epoch=epoch, topics=[topic])
+    response = call(state, AddPartitionsToTxnRequest(transactions=[txn]), version)
+    return [p.partition_error_code for t in response.results_by_transaction[0].topic_results
+            for p in t.results_by_partition]
+
+
+def txn_batch(pid, epoch, sequence, *values):
+    builder = records.RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                                        transactional=True)
+    for value in values:
+        builder.append(None, value, timestamp=1_700_000_000_000)
+    return builder.build()
+
+
+def produce_txn(state, data, partition=0, tid=TID):
+    from kafkaproto.messages import ProduceRequest
+    part = ProduceRequest.PartitionProduceData(index=partition, records=data)
+    body = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name="t", partition_data=[part])])
+    return call(state, body, 11).responses[0].partition_responses[0]
+
+
+def end(state, pid, epoch, commit, version=3, tid=TID):
+    return call(state, EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit),
+                version).error_code
+
+
+def fetch_committed(state, partition=0, offset=0):
+    part = FetchRequest.FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20)
+    body = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=1,
+                        session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic="t", partitions=[part])])
+    return call(state, body, 12).responses[0].partitions[0]
+
+
+def visible(part):
+    """What a read_committed consumer keeps of a fetched partition."""
+    aborted = [(a.producer_id, a.first_offset) for a in part.aborted_transactions]
+    batches = list(records.iter_batches(part.records or b""))
+    return [r.value for batch, skip in records.read_committed(batches, aborted) if skip is None for r in batch]
+
+
+def latest(state, isolation):
+    part = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)
+    body = ListOffsetsRequest(replica_id=-1, isolation_level=isolation,
+                              topics=[ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[part])])
+    return call(state, body, 5).topics[0].partitions[0].offset
+
+
+def test_commit_and_abort_as_a_read_committed_consumer_sees_them(state):
+    pid, epoch = init(state)
+    assert add_partitions(state, pid, epoch) == [0]
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"c1", b"c2")).error_code == 0
+    open_part = fetch_committed(state)
+    assert open_part.last_stable_offset == 0 and open_part.high_watermark == 2 and not open_part.records
+    assert (latest(state, 0), latest(state, 1)) == (2, 0)
+    assert end(state, pid, epoch, True) == 0
+    assert end(state, pid, epoch, True) == 0  # a retry of the same end
+    assert add_partitions(state, pid, epoch) == [0]
+    produce_txn(state, txn_batch(pid, epoch, 2, b"a1"))
+    assert end(state, pid, epoch, False) == 0
+    assert end(state, pid, epoch, True) == errors.INVALID_TXN_STATE.code
+    part = fetch_committed(state)
+    assert part.last_stable_offset == part.high_watermark == 5  # two records, marker, one record, marker
+    assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [(pid, 3)]
+    assert visible(part) == [b"c1", b"c2"]
+    controls = [b for b in records.iter_batches(part.records) if b.is_control]
+    assert [(b.base_offset, b.producer_id) for b in controls] == [(2, pid), (4, pid)]
+
+
+def test_transaction_offsets_take_effect_only_on_commit(state):
+    pid, epoch = init(state)
+
+    def commit_offsets(offset):
+        assert call(state, AddOffsetsToTxnRequest(transactional_id=TID, producer_id=pid, producer_epoch=epoch,
+                                                  group_id="g"), 3).error_code == 0
+        topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="t", partitions=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=1, committed_offset=offset)])
+        response = call(state, TxnOffsetCommitRequest(transactional_id=TID, group_id="g", producer_id=pid,
+                                                      producer_epoch=epoch, generation_id_or_member_epoch=-1,
+                                                      topics=[topic]), 3)
+        assert response.topics[0].partitions[0].error_code == 0
+
+    def committed():
+        return call(state, OffsetFetchRequest(group_id="g", topics=None), 7).topics
+
+    commit_offsets(7)
+    assert committed() == []
+    assert end(state, pid, epoch, False) == 0
+    assert committed() == []
+    commit_offsets(9)
+    assert end(state, pid, epoch, True) == 0
+    assert committed()[0].partitions[0].committed_offset == 9
+
+
+def test_a_new_instance_fences_the_old_one_and_aborts_its_transaction(state):
+    pid, epoch = init(state)
+    add_partitions(state, pid, epoch)
+    produce_txn(state, txn_batch(pid, epoch, 0, b"left open"))
+    pid2, epoch2 = init(state)
+    assert (pid2, epoch2) == (pid, epoch + 1)
+    assert add_partitions(state, pid, epoch, version=1) == [errors.INVALID_PRODUCER_EPOCH.code]
+    assert add_partitions(state, pid, epoch, version=3) == [errors.PRODUCER_FENCED.code]
+    assert end(state, pid, epoch, True) == errors.PRODUCER_FENCED.code
+    assert produce_txn(state, txn_batch(pid, epoch, 1, b"x")).error_code == errors.INVALID_PRODUCER_EPOCH.code
+    part = fetch_committed(state)
+    assert part.last_stable_offset == 2 and visible(part) == []  # the open transaction was aborted
+
+
+def test_transactional_data_needs_the_partition_added(state):
+    pid, epoch = init(state)
+    add_partitions(state, pid, epoch, partitions=[0])
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"v"), partition=1).error_code == \
+        errors.INVALID_TXN_STATE.code
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"v"), tid="other").error_code == \
+        errors.INVALID_PRODUCER_ID_MAPPING.code
+    assert add_partitions(state, pid, epoch, partitions=[0, 9]) == [errors.OPERATION_NOT_ATTEMPTED.code,
+                                                                   errors.UNKNOWN_TOPIC_OR_PARTITION.code]
+    assert produce(state, txn_batch(pid, epoch, 0, b"v")).error_code == errors.INVALID_PRODUCER_ID_MAPPING.code
+
+
+def test_verify_only_checks_membership(state):
+    pid, epoch = init(state)
+    add_partitions(state, pid, epoch, partitions=[0], version=5)
+    topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="t", partitions=[0, 1])
+    txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(transactional_id=TID, producer_id=pid,
+                                                                   producer_epoch=epoch, verify_only=True,
+                                                                   topics=[topic])
+    response = call(state, AddPartitionsToTxnRequest(transactions=[txn]), 5)
+    codes = [p.partition_error_code for p in response.results_by_transaction[0].topic_results[0].results_by_partition]
+    assert codes == [0, errors.INVALID_TXN_STATE.code]
+
+
+def test_a_transaction_open_at_a_crash_is_aborted_on_restart(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t")
+    pid, epoch = init(state)
+    add_partitions(state, pid, epoch)
+    produce_txn(state, txn_batch(pid, epoch, 0, b"in flight"))
+    state.cluster.metadata.close()  # no clean shutdown
+    state = make_state(tmp_path)
+    part = fetch_committed(state)
+    assert part.last_stable_offset == part.high_watermark == 2 and visible(part) == []
+    assert state.transactions.by_id[TID].state == "CompleteAbort"
+    state.close()
+
+
+def test_a_commit_a_crash_interrupted_is_finished_as_a_commit(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t")
+    pid, epoch = init(state)
+    add_partitions(state, pid, epoch)
+    produce_txn(state, txn_batch(pid, epoch, 0, b"decided"))
+    txn = state.transactions.by_id[TID]
+    txn.state = "PrepareCommit"  # recorded, then the process died before the markers
+    state.transactions.save(txn)
+    state.cluster.metadata.close()
+    state = make_state(tmp_path)
+    assert visible(fetch_committed(state)) == [b"decided"]
+    state.close()
+
+
+def test_transactions_past_their_timeout_are_aborted(state):
+    pid, epoch = init(state)
+    add_partitions(state, pid, epoch)
+    produce_txn(state, txn_batch(pid, epoch, 0, b"slow"))
+    assert not state.expire_transactions(time.monotonic())
+    assert state.expire_transactions(time.monotonic() + 61)
+    assert visible(fetch_committed(state)) == []
+    assert end(state, pid, epoch, True) == errors.PRODUCER_FENCED.code
+
+
+@pytest.mark.parametrize("key", [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT,
+                                 ApiKey.END_TXN, ApiKey.INIT_PRODUCER_ID])
+def test_every_transaction_api_at_every_version(state, key):
+    for version in HANDLERS[key].versions:
+        tid = f"v{key}-{version}"
+        pid, epoch = init(state, tid=tid)
+        assert add_partitions(state, pid, epoch, version=version if key == ApiKey.ADD_PARTITIONS_TO_TXN else 3,
+                              tid=tid) == [0]
+        if key == ApiKey.ADD_OFFSETS_TO_TXN or key == ApiKey.TXN_OFFSET_COMMIT:
+            assert call(state, AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                                      group_id="g"),
+                        version if key == ApiKey.ADD_OFFSETS_TO_TXN else 3).error_code == 0
+        if key == ApiKey.TXN_OFFSET_COMMIT:
+            topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="t", partitions=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)])
+            body = TxnOffsetCommitRequest(transactional_id=tid, group_id="g", producer_id=pid, producer_epoch=epoch,
+                                          topics=[topic])
+            assert call(state, body, version).topics[0].partitions[0].error_code == 0
+        if key == ApiKey.INIT_PRODUCER_ID:
+            response = call(state, InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=1000), version)
+            assert (response.error_code, response.producer_epoch) == (0, epoch + 1)
+            continue
+        assert end(state, pid, epoch, True, version=version if key == ApiKey.END_TXN else 3, tid=tid) == 0
