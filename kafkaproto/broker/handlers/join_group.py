@@ -5,9 +5,10 @@ MEMBER_ID_REQUIRED and the member joins again with it (KIP-394). A static
 member (group_instance_id, v5+) that comes back under a new id replaces its
 old self. A member that joins again with the same protocols while the
 group completes a rebalance (or is stable, and it does not lead) gets the
-current generation back without a new rebalance, as in Kafka. The request waits (handler returns Wait) until the rebalance
-completes; the leader's response lists every member with its metadata for
-the chosen protocol, so it can compute the assignment.
+current generation back without a new rebalance, as in Kafka. Otherwise
+the request waits (the handler returns Wait) until the rebalance completes;
+the leader's response lists every member with its metadata for the chosen
+protocol, so it can compute the assignment.
 """
 
 import time
