@@ -23,7 +23,7 @@ class Pending:
         header = RequestHeader(request_api_key=body.api_key, request_api_version=version, correlation_id=1,
                                client_id=client_id)
         request = decode_request(encode_request(header, body, version)[4:])
-        self.ctx = Context(state, request.header, client_host="127.0.0.1")
+        self.ctx = Context(state, request.header, client_host="/127.0.0.1")
         self.body = request.body
         self.version = version
 

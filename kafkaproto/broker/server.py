@@ -137,7 +137,8 @@ class Server:
 
     async def _answer(self, event, where):
         """The response to a request, or None to close the connection."""
-        ctx = Context(self.state, event.header, client_host=where.rpartition(":")[0])
+        # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
+        ctx = Context(self.state, event.header, client_host="/" + where.rpartition(":")[0])
         loop = asyncio.get_running_loop()
         deadline = None
         try:

@@ -23,9 +23,10 @@ from ..state.transactions import ONGOING
 PartitionResult = ProduceResponse.PartitionProduceResponse
 
 
-def _result(index, error, base_offset=-1, log_start_offset=-1, message=None):
-    return PartitionResult(index=index, error_code=error.code, base_offset=base_offset, log_append_time_ms=-1,
-                           log_start_offset=log_start_offset, record_errors=[], error_message=message)
+def _result(index, error, base_offset=-1, log_start_offset=-1, message=None, append_time=-1):
+    return PartitionResult(index=index, error_code=error.code, base_offset=base_offset,
+                           log_append_time_ms=append_time, log_start_offset=log_start_offset, record_errors=[],
+                           error_message=message)
 
 
 def produce_partition(state, topic, index, records, transactional_id):
@@ -51,7 +52,9 @@ def produce_partition(state, topic, index, records, transactional_id):
         if error is not errors.NONE:
             return _result(index, error, log_start_offset=partition.log.log_start_offset)
     if duplicate is not None and len(batches) == 1:
-        return _result(index, errors.NONE, duplicate, partition.log.log_start_offset)
+        # Kafka answers a retry with the first append's offset and, oddly, its timestamp as the append time.
+        offset, timestamp = duplicate
+        return _result(index, errors.NONE, offset, partition.log.log_start_offset, append_time=timestamp)
     offset = state.append(partition, records, batches)
     return _result(index, errors.NONE, offset, partition.log.log_start_offset)
 

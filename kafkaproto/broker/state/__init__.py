@@ -106,7 +106,7 @@ class BrokerState:
 
     def append(self, partition, data, batches, marker=None):
         """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch); the first offset."""
-        offset = partition.log.append(data, batches)
+        offset = partition.log.append(data, batches, partition.leader_epoch)
         producers = self.producers[partition]
         txns = self.partition_transactions[partition]
         for batch in batches:

@@ -202,12 +202,14 @@ class PartitionLog:
     def size_bytes(self):
         return sum(s.size for s in self.segments)
 
-    def append(self, data, batches):
-        """Write produced batches (as parse_batches read them), giving them offsets; the first offset."""
+    def append(self, data, batches, leader_epoch=0):
+        """Write produced batches (as parse_batches read them), giving them offsets and the leader epoch
+        (neither is under the CRC, as in Kafka); the first offset."""
         data = bytearray(data)
         first = offset = self.log_end_offset
         for batch in batches:
             struct.pack_into(">q", data, batch.position, offset)
+            struct.pack_into(">i", data, batch.position + 12, leader_epoch)
             batch.last_offset = offset + (batch.last_offset - batch.base_offset)
             batch.base_offset = offset
             offset = batch.last_offset + 1
@@ -274,23 +276,36 @@ class PartitionLog:
             first = False
 
     def offset_for_timestamp(self, timestamp):
-        """(offset, timestamp) of the first batch with a max timestamp at or after timestamp; None if none."""
+        """(offset, timestamp) of the first record with a timestamp at or after timestamp; None if none."""
         for segment in self.segments:
             if segment.max_timestamp < timestamp:
                 continue
             for batch in segment.batches():
                 if batch.max_timestamp >= timestamp:
-                    return max(batch.base_offset, self.log_start_offset), batch.max_timestamp
+                    for record in self._records(segment, batch):
+                        if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                            return record.offset, record.timestamp
         return None
 
     def max_timestamp(self):
-        """(offset, timestamp) of the batch with the largest timestamp; None when empty."""
+        """(offset, timestamp) of the first record with the largest timestamp; None when empty."""
         best = None
         for segment in self.segments:
             for batch in segment.batches():
-                if best is None or batch.max_timestamp > best[1]:
-                    best = (batch.last_offset, batch.max_timestamp)
-        return best
+                if best is None or batch.max_timestamp > best[1].max_timestamp:
+                    best = (segment, batch)
+        if best is None:
+            return None
+        segment, batch = best
+        for record in self._records(segment, batch):
+            if record.timestamp == batch.max_timestamp:
+                return record.offset, record.timestamp
+        return batch.last_offset, batch.max_timestamp
+
+    @staticmethod
+    def _records(segment, batch):
+        for read in iter_batches(segment.read(batch.position, batch.size)):
+            yield from read
 
     def delete_segments_before(self, keep):
         """Drop whole segments before segments[keep] (retention); the new log start offset."""

@@ -25,7 +25,8 @@ class ProducerEntry:
 
     def __init__(self, epoch):
         self.epoch = epoch
-        self.batches = deque(maxlen=KEEP_BATCHES)  # (first sequence, last sequence, first offset, last offset)
+        # (first sequence, last sequence, first offset, max timestamp) of the last few batches
+        self.batches = deque(maxlen=KEEP_BATCHES)
 
 
 class PartitionProducers:
@@ -35,7 +36,8 @@ class PartitionProducers:
         self.entries = {}  # producer id -> ProducerEntry
 
     def check(self, batch):
-        """(error, offset of the duplicate or None) for a batch about to be appended."""
+        """(error, None) for a batch about to be appended, or (NONE, (first offset, max timestamp)) of the
+        batch it repeats."""
         if batch.producer_id < 0 or batch.is_control:
             return errors.NONE, None
         entry = self.entries.get(batch.producer_id)
@@ -46,9 +48,9 @@ class PartitionProducers:
         last_sequence = _next_sequence(batch.base_sequence, batch.record_count - 1)
         if batch.producer_epoch > entry.epoch:
             return (errors.NONE if batch.base_sequence == 0 else errors.OUT_OF_ORDER_SEQUENCE_NUMBER), None
-        for first, last, first_offset, _ in entry.batches:
+        for first, last, first_offset, max_timestamp in entry.batches:
             if first == batch.base_sequence and last == last_sequence:
-                return errors.NONE, first_offset
+                return errors.NONE, (first_offset, max_timestamp)
         if entry.batches and batch.base_sequence != _next_sequence(entry.batches[-1][1], 1):
             return errors.OUT_OF_ORDER_SEQUENCE_NUMBER, None
         return errors.NONE, None
@@ -63,5 +65,5 @@ class PartitionProducers:
         if batch.is_control:
             return
         entry.batches.append((batch.base_sequence, _next_sequence(batch.base_sequence, batch.record_count - 1),
-                              batch.base_offset, batch.last_offset))
+                              batch.base_offset, batch.max_timestamp))
 
