@@ -260,12 +260,13 @@ def test_a_consumer_group(sides):
          "Heartbeat")
     both(sides, lambda side: HeartbeatRequest(group_id=group, generation_id=9, member_id=member(side)), 4,
          "Heartbeat of another generation")
-    commit = (lambda side: OffsetCommitRequest(
-        group_id=group, generation_id_or_member_epoch=1, member_id=member(side), topics=[
+    def commit(side):
+        return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=1, member_id=member(side), topics=[
             OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
                 OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=3,
                                                                  committed_leader_epoch=0,
-                                                                 committed_metadata="note")])]))
+                                                                 committed_metadata="note")])])
+
     both(sides, commit, 8, "OffsetCommit")
     both(sides, OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)]),
          8, "OffsetFetch")
