@@ -15,9 +15,10 @@ from kafkaproto.broker.dispatch import HANDLERS, Context, Wait, advertised, disp
 from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.cluster import read_partition_metadata
 from kafkaproto.broker.config import Listener
-from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
-                                 InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
-                                 RequestHeader, api)
+from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+                                 DescribeConfigsRequest, DescribeTopicPartitionsRequest, FetchRequest,
+                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
+                                 MetadataRequest, ProduceRequest, RequestHeader, api)
 from kafkaproto.uuid import Uuid
 
 load_handlers()
@@ -367,6 +368,18 @@ def sample_request(key, version, topic_id):
         return FindCoordinatorRequest(coordinator_keys=["g"]) if version >= 4 else FindCoordinatorRequest(key="g")
     if key == ApiKey.INIT_PRODUCER_ID:
         return InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
+    if key == ApiKey.DESCRIBE_CONFIGS:
+        return DescribeConfigsRequest(resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name="t", configuration_keys=None),
+            DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name="1",
+                                                           configuration_keys=None)], include_synonyms=True)
+    if key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+        return IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=2, resource_name="t", configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                name="retention.ms", config_operation=0, value="60000")])])
+    if key == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
+        return DescribeTopicPartitionsRequest(topics=[DescribeTopicPartitionsRequest.TopicRequest(name="t")],
+                                              response_partition_limit=100)
     if key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
         return OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
             topic="t", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])])
@@ -392,3 +405,84 @@ def test_every_handler_answers_at_every_version_it_serves(state):
             response = call(state, sample_request(key, version, topic_id), version)
             assert type(response).__name__ == api(key).response.__name__, (key, version)
             assert getattr(response, "error_code", 0) == 0, (key, version)
+
+
+def alter(state, resource_type, name, *changes, version=1):
+    configs = [IncrementalAlterConfigsRequest.AlterableConfig(name=k, config_operation=op, value=v)
+               for k, op, v in changes]
+    body = IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name, configs=configs)])
+    return call(state, body, version).responses[0]
+
+
+def describe(state, resource_type, name, version=4):
+    body = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=resource_type, resource_name=name, configuration_keys=None)])
+    result = call(state, body, version).results[0]
+    return result.error_code, {c.name: (c.value, c.config_source) for c in result.configs}
+
+
+def test_topic_configs_described_altered_and_kept(tmp_path):
+    state = make_state(tmp_path, **{"log.retention.ms": "1000000"})
+    create(state, "t", **{"retention.bytes": "5000"})
+    error, configs = describe(state, 2, "t")
+    assert error == 0
+    assert configs["retention.bytes"] == ("5000", 1) and configs["retention.ms"] == ("1000000", 5)
+    assert alter(state, 2, "t", ("retention.ms", 0, "60000"), ("retention.bytes", 1, None)).error_code == 0
+    assert alter(state, 2, "t", ("cleanup.policy", 0, "compact")).error_code == errors.INVALID_CONFIG.code
+    assert alter(state, 2, "t", ("retention.ms", 0, "soon")).error_code == errors.INVALID_CONFIG.code
+    assert alter(state, 2, "t", ("no.such.config", 0, "1")).error_code == errors.INVALID_CONFIG.code
+    assert alter(state, 2, "nope", ("retention.ms", 0, "1")).error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    state.close()
+    state = make_state(tmp_path, **{"log.retention.ms": "1000000"})
+    _, configs = describe(state, 2, "t")
+    assert configs["retention.ms"] == ("60000", 1) and configs["retention.bytes"] == ("-1", 5)
+    assert describe(state, 2, "nope")[0] == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    state.close()
+
+
+def test_broker_configs_and_dynamic_topic_defaults(state):
+    error, configs = describe(state, 4, "1")
+    assert error == 0 and configs["log.dirs"][1] == 4 and configs["num.partitions"] == ("1", 5)
+    assert alter(state, 4, "1", ("log.retention.ms", 0, "123456")).error_code == 0
+    assert describe(state, 4, "1")[1]["log.retention.ms"] == ("123456", 2)
+    create(state, "t")
+    assert describe(state, 2, "t")[1]["retention.ms"] == ("123456", 5)
+    assert alter(state, 4, "1", ("num.partitions", 0, "3")).error_code == errors.INVALID_CONFIG.code
+    assert alter(state, 4, "2", ("log.retention.ms", 0, "1")).error_code == errors.INVALID_REQUEST.code
+
+
+def test_retention_deletes_whole_old_segments(tmp_path):
+    state = make_state(tmp_path, **{"log.segment.bytes": "200"})
+    create(state, "t")
+    for i in range(6):
+        builder = records.RecordBatchBuilder()
+        builder.append(None, b"x" * 100, timestamp=1000 + i)
+        produce(state, builder.build())
+    log = state.cluster.topics["t"].partitions[0].log
+    assert len(log.segments) == 6
+    assert state.enforce_retention(now_ms=5000) == 0  # within the 7 days of the default
+    alter(state, 2, "t", ("retention.bytes", 0, "400"))
+    assert state.enforce_retention(now_ms=5000) == 3 and log.log_start_offset == 3
+    assert fetch(state, offset=0).responses[0].partitions[0].error_code == errors.OFFSET_OUT_OF_RANGE.code
+    assert values(fetch(state, offset=3).responses[0].partitions[0].records)[0] == b"x" * 100
+    alter(state, 2, "t", ("retention.bytes", 1, None), ("retention.ms", 0, "1000"))
+    assert state.enforce_retention(now_ms=10_000) == 2 and len(log.segments) == 1  # the active one stays
+    state.close()
+    state = make_state(tmp_path, **{"log.segment.bytes": "200"})
+    assert state.cluster.topics["t"].partitions[0].log.log_start_offset == 5
+    state.close()
+
+
+def test_describe_topic_partitions_pages(state):
+    create(state, "a", partitions=3)
+    create(state, "b", partitions=2)
+    body = DescribeTopicPartitionsRequest(topics=[], response_partition_limit=4)
+    first = call(state, body, 0)
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in first.topics] == [("a", [0, 1, 2]),
+                                                                                          ("b", [0])]
+    assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == ("b", 1)
+    body.cursor = DescribeTopicPartitionsRequest.Cursor(topic_name="b", partition_index=1)
+    second = call(state, body, 0)
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in second.topics] == [("b", [1])]
+    assert second.next_cursor is None

@@ -43,6 +43,7 @@ SETTINGS = {
     "log.retention.minutes": Setting(int, None),
     "log.retention.ms": Setting(int, None, "retention.ms"),
     "log.retention.bytes": Setting(int, -1, "retention.bytes"),
+    "log.retention.check.interval.ms": Setting(int, 300000, doc="how often old segments are looked for"),
     "log.cleanup.policy": Setting(str, "delete", "cleanup.policy"),
     "log.message.timestamp.type": Setting(str, "CreateTime", "message.timestamp.type"),
     "compression.type": Setting(str, "producer", "compression.type"),
@@ -61,13 +62,53 @@ SETTINGS = {
     "delete.topic.enable": Setting(bool, True),
 }
 
+# Per-topic configs and their types, as DescribeConfigs reports them (Kafka's ConfigDef types).
+TOPIC_CONFIG_TYPES = {
+    "segment.bytes": "INT", "index.interval.bytes": "INT", "retention.ms": "LONG", "retention.bytes": "LONG",
+    "cleanup.policy": "LIST", "message.timestamp.type": "STRING", "compression.type": "STRING",
+    "min.insync.replicas": "INT", "max.message.bytes": "INT", "file.delete.delay.ms": "LONG", "segment.ms": "LONG",
+    "max.compaction.lag.ms": "LONG", "min.compaction.lag.ms": "LONG", "delete.retention.ms": "LONG",
+    "message.timestamp.after.max.ms": "LONG", "message.timestamp.before.max.ms": "LONG",
+}
+CONFIG_TYPE_CODES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
+                     "CLASS": 8, "PASSWORD": 9}
+# Values this broker would have to act on but does not (yet): refused rather than silently ignored.
+NOT_HONOURED = {
+    "cleanup.policy": ({"delete"}, "only cleanup.policy=delete is implemented (no compaction)"),
+    "message.timestamp.type": ({"CreateTime"}, "only CreateTime timestamps are implemented"),
+    "compression.type": ({"producer"}, "only compression.type=producer is implemented (no recompression)"),
+}
+
+
+def topic_config_error(name, value):
+    """Why a topic config cannot be set to value, or None."""
+    kind = TOPIC_CONFIG_TYPES.get(name)
+    if kind is None:
+        return f"unknown topic config {name!r}"
+    if value is None:
+        return None
+    if kind in ("INT", "LONG"):
+        try:
+            number = int(value)
+        except ValueError:
+            return f"{name}={value!r} is not an integer"
+        if kind == "INT" and not -2**31 <= number < 2**31 or not -2**63 <= number < 2**63:
+            return f"{name}={value!r} is out of range"
+    allowed = NOT_HONOURED.get(name)
+    if allowed is not None:
+        values = {v.strip() for v in value.split(",")} if kind == "LIST" else {value}
+        if not values <= allowed[0]:
+            return allowed[1]
+    return None
+
+
 # Per-topic configs with no broker-wide setting behind them.
 TOPIC_ONLY = {"segment.ms": "604800000", "max.compaction.lag.ms": "9223372036854775807",
               "min.compaction.lag.ms": "0", "delete.retention.ms": "86400000", "message.timestamp.after.max.ms":
               "3600000", "message.timestamp.before.max.ms": "9223372036854775807"}
 
 
-def _parse(key, text, kind, where):
+def parse_value(key, text, kind, where):
     text = text.strip()
     if kind is bool:
         if text.lower() not in ("true", "false"):
@@ -134,8 +175,9 @@ class BrokerConfig:
             log.info("%s: not used by this broker: %s", where, ", ".join(unknown))
         for key, setting in SETTINGS.items():
             raw = values.get(key)
-            self.values[key] = setting.default if raw is None else _parse(key, str(raw), setting.kind, where)
+            self.values[key] = setting.default if raw is None else parse_value(key, str(raw), setting.kind, where)
         self.extra = {k: values[k] for k in unknown}
+        self.given = set(values)  # keys set in the file or by overrides (STATIC_BROKER_CONFIG)
         get = self.values.__getitem__
         self.node_id = get("node.id")
         protocols = {}

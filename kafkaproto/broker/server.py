@@ -63,10 +63,15 @@ class Server:
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
     async def _housekeep(self):
+        retention_due = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             try:
                 self.state.cluster.delete_due()
+                if time.monotonic() >= retention_due:
+                    retention_due = time.monotonic() + self.config["log.retention.check.interval.ms"] / 1000
+                    if self.state.enforce_retention():
+                        self._changed()
                 now = time.monotonic()
                 if self.state.groups.expire(now) | self.state.expire_transactions(now):
                     self._changed()

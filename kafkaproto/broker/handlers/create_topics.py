@@ -10,6 +10,7 @@ topic's effective configs.
 from ... import errors
 from ...messages import ApiKey, CreateTopicsResponse
 from ...uuid import Uuid
+from ..config import topic_config_error
 from ..dispatch import handles
 from ..state import topic_name_error
 
@@ -46,10 +47,10 @@ def _check(state, node, item, seen):
         return errors.INVALID_REPLICATION_FACTOR, (f"replication factor {item.replication_factor} is larger than "
                                                    "the one available broker" if item.replication_factor > 1
                                                    else f"replication factor {item.replication_factor}")
-    known = state.config.topic_defaults()
     for config in item.configs:
-        if config.name not in known:
-            return errors.INVALID_CONFIG, f"unknown topic config {config.name!r}"
+        why = topic_config_error(config.name, config.value)
+        if why:
+            return errors.INVALID_CONFIG, why
     return None
 
 
@@ -69,7 +70,7 @@ def create_topics(ctx, request):
             item.num_partitions if item.num_partitions != -1 else state.config["num.partitions"])
         configs = {c.name: c.value for c in item.configs if c.value is not None}
         if request.validate_only:
-            topic_id, effective = Uuid.ZERO, {**state.config.topic_defaults(), **configs}
+            topic_id, effective = Uuid.ZERO, {**state.cluster.topic_defaults(), **configs}
         else:
             topic = state.cluster.create_topic(item.name, count, configs)
             topic_id, effective = topic.topic_id, state.cluster.topic_config(topic)

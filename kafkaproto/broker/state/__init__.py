@@ -137,6 +137,32 @@ class BrokerState:
         self.transactions.save(txn)
         self.changed()
 
+    def enforce_retention(self, now_ms=None):
+        """Delete whole old segments past retention.ms or beyond retention.bytes (never the active one), as
+        Kafka's delete cleanup policy does; the number of segments deleted."""
+        now_ms = self.now_ms() if now_ms is None else now_ms
+        deleted = 0
+        for topic in self.cluster.topics.values():
+            config = self.cluster.topic_config(topic)
+            retention_ms, retention_bytes = int(config["retention.ms"]), int(config["retention.bytes"])
+            for partition in topic.partitions:
+                plog = partition.log
+                if plog is None or len(plog.segments) < 2:
+                    continue
+                keep = 0
+                size = plog.size_bytes
+                for segment in plog.segments[:-1]:
+                    too_old = retention_ms >= 0 and 0 <= segment.max_timestamp < now_ms - retention_ms
+                    too_big = retention_bytes >= 0 and size - segment.size >= retention_bytes
+                    if not (too_old or too_big):
+                        break
+                    size -= segment.size
+                    keep += 1
+                if keep:
+                    plog.delete_segments_before(keep)
+                    deleted += keep
+        return deleted
+
     def expire_transactions(self, now):
         """Abort transactions open longer than their timeout; True when any was."""
         expired = [t for t in self.transactions.by_id.values()

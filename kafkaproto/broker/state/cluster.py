@@ -283,9 +283,15 @@ class Cluster:
             partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def set_configs(self, resource_type, resource_name, changes):
-        """changes: {name: value or None (back to the default)}."""
+        """changes: {name: value or None (back to the default)}; open logs take the new segment settings."""
         self._commit([ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=k, value=v)
                       for k, v in changes.items()])
+        for topic in self.topics.values():
+            config = self.topic_config(topic)
+            for partition in topic.partitions:
+                if partition.log is not None:
+                    partition.log.segment_bytes = int(config["segment.bytes"])
+                    partition.log.index_interval = int(config["index.interval.bytes"])
 
     def allocate_producer_id(self):
         first, end = self.producer_id_block
@@ -311,9 +317,19 @@ class Cluster:
 
     # --- lookups
 
-    def topic_config(self, topic):
-        """The topic's effective configs: its own, else the broker's defaults."""
+    def topic_defaults(self):
+        """Topic configs' defaults: the broker's settings, with dynamic broker configs over them."""
+        from ..config import SETTINGS
         out = dict(self.config.topic_defaults())
+        for key, value in self.configs.items():
+            setting = SETTINGS.get(key)
+            if setting is not None and setting.topic_key:
+                out[setting.topic_key] = value
+        return out
+
+    def topic_config(self, topic):
+        """The topic's effective configs: its own, else the defaults."""
+        out = self.topic_defaults()
         out.update(topic.configs)
         return out
 

@@ -1,0 +1,76 @@
+"""DescribeConfigs: a topic's configs or this broker's, with where each value comes from.
+
+Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) or all brokers (3), from
+server.properties or an override (4), a default (5). configuration_keys null asks for every config.
+"""
+
+from ... import errors
+from ...messages import ApiKey, DescribeConfigsResponse
+from ..config import CONFIG_TYPE_CODES, SETTINGS, TOPIC_CONFIG_TYPES
+from ..dispatch import handles
+
+TOPIC, BROKER = 2, 4
+TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 3, 4, 5
+R = DescribeConfigsResponse
+BROKER_TYPES = {bool: "BOOLEAN", int: "INT", str: "STRING"}
+
+
+def _entry(ctx, name, value, source, kind, synonyms=()):
+    return R.DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, config_source=source if ctx.version >= 1 else -1,
+        is_sensitive=False, synonyms=[R.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in synonyms]
+        if ctx.version >= 1 else [], config_type=CONFIG_TYPE_CODES.get(kind, 0) if ctx.version >= 3 else 0)
+
+
+def _topic(ctx, request, resource):
+    state = ctx.state
+    topic = state.cluster.topics.get(resource.resource_name)
+    if topic is None:
+        return errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {resource.resource_name!r}", []
+    defaults = state.cluster.topic_defaults()
+    out = []
+    for name, value in sorted(state.cluster.topic_config(topic).items()):
+        if resource.configuration_keys is not None and name not in resource.configuration_keys:
+            continue
+        source = TOPIC_SOURCE if name in topic.configs else DEFAULT
+        synonyms = []
+        if request.include_synonyms:
+            if name in topic.configs:
+                synonyms.append((name, topic.configs[name], TOPIC_SOURCE))
+            synonyms.append((name, defaults.get(name), DEFAULT))
+        out.append(_entry(ctx, name, value, source, TOPIC_CONFIG_TYPES.get(name, "STRING"), synonyms))
+    return errors.NONE, None, out
+
+
+def _broker(ctx, request, resource):
+    state = ctx.state
+    if resource.resource_name not in ("", str(state.node_id)):
+        return errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {resource.resource_name!r}", []
+    out = []
+    for name, value in sorted(state.config.describe().items()):
+        if resource.configuration_keys is not None and name not in resource.configuration_keys:
+            continue
+        source = STATIC_BROKER if name in state.config.given else DEFAULT
+        if name in state.cluster.configs:
+            value, source = state.cluster.configs[name], DYNAMIC_BROKER
+        setting = SETTINGS.get(name)
+        kind = BROKER_TYPES.get(setting.kind, "STRING") if setting else "STRING"
+        out.append(_entry(ctx, name, value, source, kind))
+    return errors.NONE, None, out
+
+
+@handles(ApiKey.DESCRIBE_CONFIGS, versions=range(1, 5))
+def describe_configs(ctx, request):
+    results = []
+    for resource in request.resources:
+        if resource.resource_type == TOPIC:
+            error, message, configs = _topic(ctx, request, resource)
+        elif resource.resource_type == BROKER:
+            error, message, configs = _broker(ctx, request, resource)
+        else:
+            error, message, configs = errors.INVALID_REQUEST, f"resource type {resource.resource_type} is not " \
+                                                              "described here", []
+        results.append(R.DescribeConfigsResult(error_code=error.code, error_message=message,
+                                               resource_type=resource.resource_type,
+                                               resource_name=resource.resource_name, configs=configs))
+    return R(throttle_time_ms=0, results=results)
