@@ -60,7 +60,21 @@ SETTINGS = {
     "transactional.id.expiration.ms": Setting(int, 604800000),
     "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
     "delete.topic.enable": Setting(bool, True),
+    # Security (per listener too, as listener.name.<listener>.<key>); see security.py.
+    "sasl.enabled.mechanisms": Setting(str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                                       doc="of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"),
+    "ssl.keystore.type": Setting(str, "PEM"),
+    "ssl.keystore.location": Setting(str, None),
+    "ssl.keystore.certificate.chain": Setting(str, None),
+    "ssl.keystore.key": Setting(str, None),
+    "ssl.key.password": Setting(str, None),
+    "ssl.truststore.type": Setting(str, "PEM"),
+    "ssl.truststore.location": Setting(str, None),
+    "ssl.truststore.certificates": Setting(str, None),
+    "ssl.client.auth": Setting(str, "none"),
 }
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SENSITIVE = {"ssl.keystore.key", "ssl.key.password", "ssl.truststore.certificates"}
 
 # Per-topic configs and their types, as DescribeConfigs reports them (Kafka's ConfigDef types).
 TOPIC_CONFIG_TYPES = {
@@ -171,8 +185,9 @@ class BrokerConfig:
         self.where = where
         self.values = {}
         unknown = sorted(k for k in values if k not in SETTINGS)
-        if unknown:
-            log.info("%s: not used by this broker: %s", where, ", ".join(unknown))
+        unused = [k for k in unknown if not (k.startswith("listener.name.") or k.endswith("sasl.jaas.config"))]
+        if unused:
+            log.info("%s: not used by this broker: %s", where, ", ".join(unused))
         for key, setting in SETTINGS.items():
             raw = values.get(key)
             self.values[key] = setting.default if raw is None else parse_value(key, str(raw), setting.kind, where)
@@ -186,9 +201,9 @@ class BrokerConfig:
             protocols[name.strip().upper()] = protocol.strip().upper()
         self.listeners = parse_listeners(get("listeners"), protocols, "listeners")
         for listener in self.listeners:
-            if listener.protocol != "PLAINTEXT":
-                raise ConfigError(f"{where}: listener {listener!r} uses {listener.protocol}; this broker serves "
-                                  "PLAINTEXT listeners only so far")
+            if listener.protocol not in PROTOCOLS:
+                raise ConfigError(f"{where}: listener {listener!r} has security protocol {listener.protocol!r} "
+                                  f"(listener.security.protocol.map); known: {', '.join(PROTOCOLS)}")
         advertised = get("advertised.listeners")
         self.advertised = parse_listeners(advertised, protocols, "advertised.listeners") if advertised else None
         self.log_dir = (get("log.dirs") or get("log.dir")).split(",")[0].strip()
@@ -237,9 +252,11 @@ class BrokerConfig:
         return out
 
     def describe(self):
-        """{broker config: value as text or None} for DescribeConfigs."""
+        """{broker config: value as text or None} for DescribeConfigs (secrets as None, as Kafka shows them)."""
         out = {}
         for key, value in {**self.values, **self.extra}.items():
+            if key in SENSITIVE or "password" in key or key.endswith("jaas.config"):
+                value = None
             out[key] = None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
         return out
 

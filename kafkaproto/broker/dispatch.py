@@ -47,16 +47,21 @@ class Wait(NamedTuple):
 class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
-    __slots__ = ("state", "header", "version", "final", "principal", "client_host", "memo")
+    __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo")
 
-    def __init__(self, state, header, final=False, principal="User:ANONYMOUS", client_host=""):
+    def __init__(self, state, header, final=False, session=None, client_host=""):
         self.state = state
         self.header = header
         self.version = header.request_api_version
         self.final = final
-        self.principal = principal
+        self.session = session  # the connection's security.Session (None in tests that need none)
         self.client_host = client_host
         self.memo = {}  # what a handler keeps between the times one request is asked again (after Wait)
+
+    @property
+    def endpoint(self):
+        """(host, port) of this broker as advertised on the listener the request came in on."""
+        return self.state.endpoint_for(self.session.listener.name if self.session is not None else None)
 
 
 def advertised():

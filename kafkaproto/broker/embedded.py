@@ -67,6 +67,7 @@ class Broker:
         self.log_dir = self.overrides["log.dirs"]
         self.subprocess = subprocess
         self.host = self.port = None
+        self.ports = {}  # listener name -> port (the in-process broker; the first listener's is self.port)
         self.process = None
         self._thread = self._loop = self._stop = None
 
@@ -88,6 +89,7 @@ class Broker:
 
         def ready(server):
             self.host, self.port = server.state.endpoint
+            self.ports = {listener.name: listener.port for listener in server.state.advertised}
             started.set()
 
         def run():

@@ -7,23 +7,30 @@ Kafka, a connection's requests are handled one at a time, so its responses
 leave in order; a Fetch waiting for data holds only its own connection.
 A connection that sends what cannot be read, stays idle past
 connections.max.idle.ms, or goes over max.connections is closed with a log line.
+On SASL listeners a client gets nothing but ApiVersions and the SASL exchange
+until it has authenticated; TLS listeners wrap the same loop.
 """
 
 import asyncio
+import functools
 import logging
 import socket
 import time
 
 from .. import errors
-from ..connection import ProtocolError, ServerConnection
+from ..connection import ProtocolError, SaslBytes, ServerConnection
+from ..messages import ApiKey
 from ..exceptions import KafkaProtoError
 from ..registry import api
 from .config import Listener
 from .dispatch import Context, NotHandled, Wait, dispatch, load_handlers
 from .handlers import api_versions
+from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
 
 log = logging.getLogger("kafkaproto.broker")
 READ_SIZE = 1 << 16
+# What a client on a SASL listener may send before it has authenticated (anything else closes the connection).
+BEFORE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 HOUSEKEEPING_SECONDS = 1.0
 
 
@@ -49,8 +56,16 @@ class Server:
 
     async def start(self):
         for listener in self.config.listeners:
-            server = await asyncio.start_server(self._serve, listener.host, listener.port, limit=READ_SIZE,
-                                                reuse_address=True)
+            context = tls_context(self.config, listener) if listener.protocol in ("SSL", "SASL_SSL") else None
+            mechanisms = [m.strip().upper() for m in listener_setting(
+                self.config, listener, "sasl.enabled.mechanisms").split(",") if m.strip()]
+            unknown = [m for m in mechanisms if m not in MECHANISMS]
+            if unknown:
+                raise ValueError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
+                                 f"implemented (known: {', '.join(MECHANISMS)})")
+            server = await asyncio.start_server(functools.partial(self._serve, listener, mechanisms),
+                                                listener.host, listener.port, limit=READ_SIZE,
+                                                reuse_address=True, ssl=context)
             port = server.sockets[0].getsockname()[1]
             self._servers.append(server)
             self.listeners.append(Listener(listener.name, listener.host, port, listener.protocol))
@@ -96,9 +111,10 @@ class Server:
         for server in self._servers:
             await server.wait_closed()
 
-    async def _serve(self, reader, writer):
+    async def _serve(self, listener, mechanisms, reader, writer):
         peer = writer.get_extra_info("peername")
         where = f"{peer[0]}:{peer[1]}" if peer else "?"
+        session = Session(listener, self.state.credentials, mechanisms, where)
         if len(self._connections) >= self.config["max.connections"]:
             log.warning("%s: refused, max.connections=%d reached", where, self.config["max.connections"])
             writer.close()
@@ -127,11 +143,27 @@ class Server:
                     await writer.drain()
                     continue
                 for event in events:
-                    response = await self._answer(event, where)
+                    if isinstance(event, SaslBytes):
+                        try:
+                            writer.write(connection.send_raw(session.step(event.data)))
+                        except AuthenticationError as e:
+                            log.warning("%s: authentication failed (%s): %s", where, session.mechanism, e)
+                            return
+                        if session.authenticated:
+                            log.info("%s: authenticated as %s (%s)", where, session.principal, session.mechanism)
+                        continue
+                    if not session.authenticated and event.header.request_api_key not in BEFORE_AUTHENTICATION:
+                        log.warning("%s: %s before authenticating on SASL listener %s; closing the connection",
+                                    where, type(event.body).__name__, listener.name)
+                        return
+                    response = await self._answer(event, where, session)
                     if response is None:
                         return
                     if event.expects_response:
                         writer.write(connection.send_response(event, response))
+                    if session.failed:
+                        await writer.drain()
+                        return
                 await writer.drain()
         except (ConnectionError, OSError) as e:
             log.info("%s: connection lost: %s", where, e)
@@ -140,10 +172,10 @@ class Server:
             self._tasks.discard(asyncio.current_task())
             writer.close()
 
-    async def _answer(self, event, where):
+    async def _answer(self, event, where, session):
         """The response to a request, or None to close the connection."""
         # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
-        ctx = Context(self.state, event.header, client_host="/" + where.rpartition(":")[0])
+        ctx = Context(self.state, event.header, session=session, client_host="/" + where.rpartition(":")[0])
         loop = asyncio.get_running_loop()
         deadline = None
         try:

@@ -1,5 +1,6 @@
 // Apache Kafka's Java clients doing a little real work against a broker, so their traffic can be
-// captured (tests/kafka/record_captures.py). Usage: Clients <bootstrap> <mode> <topic>
+// captured (tests/kafka/record_captures.py) and kafkaproto's broker tried (tests/test_broker_*.py).
+// Usage: Clients <bootstrap> <mode> <topic>, with -Dclient.config=FILE for more client properties
 //   admin     create the topic, list and describe it (by name and by topic ID), describe the cluster
 //   produce   an idempotent producer sends 30 records with headers, lz4-compressed, in small batches
 //   txn       a transactional producer commits one transaction and aborts another
@@ -30,6 +31,13 @@ public final class Clients {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("client.id", "java-" + mode);
+        // Security settings (sasl.*, ssl.*, security.protocol) from a properties file, when one is named.
+        String extra = System.getProperty("client.config");
+        if (extra != null) {
+            try (java.io.FileReader reader = new java.io.FileReader(extra)) {
+                props.load(reader);
+            }
+        }
         switch (mode) {
             case "admin": admin(props, topic); break;
             case "produce": produce(props, topic, null); break;

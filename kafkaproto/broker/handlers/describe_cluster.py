@@ -8,7 +8,7 @@ from ..dispatch import handles
 @handles(ApiKey.DESCRIBE_CLUSTER, versions=range(0, 3))
 def describe_cluster(ctx, request):
     state = ctx.state
-    host, port = state.endpoint
+    host, port = ctx.endpoint
     broker = DescribeClusterResponse.DescribeClusterBroker(broker_id=state.node_id, host=host, port=port, rack=None)
     return DescribeClusterResponse(throttle_time_ms=0, error_code=errors.NONE.code,
                                    endpoint_type=request.endpoint_type if ctx.version >= 1 else 1,

@@ -13,7 +13,7 @@ GROUP, TRANSACTION = 0, 1
 @handles(ApiKey.FIND_COORDINATOR, versions=range(0, 7))
 def find_coordinator(ctx, request):
     state = ctx.state
-    host, port = state.endpoint
+    host, port = ctx.endpoint
     node = state.node_id
     if request.key_type not in (GROUP, TRANSACTION):
         error = errors.INVALID_REQUEST

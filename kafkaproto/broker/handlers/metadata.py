@@ -40,7 +40,7 @@ def metadata(ctx, request):
     else:
         allow_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
         topics = [_one(state, item, allow_create) for item in wanted]
-    host, port = state.endpoint
+    host, port = ctx.endpoint
     broker = MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
     return MetadataResponse(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,
                             controller_id=state.node_id, topics=topics,

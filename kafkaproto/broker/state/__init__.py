@@ -7,6 +7,7 @@ import re
 import time
 
 from ... import errors
+from ..security import load_credentials
 from .cluster import Cluster
 from .groups import Groups
 from .log import parse_batches
@@ -41,6 +42,9 @@ class BrokerState:
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
         self.cluster = Cluster(config)
+        self.credentials = load_credentials(config)  # from configuration; the metadata log's SCRAM ones win
+        self.credentials.scram.update(self.cluster.scram)
+        self.cluster.scram = self.credentials.scram
         self.groups = Groups(config, config.log_dir)
         self.transactions = Transactions(config.log_dir)
         for topic in self.cluster.topics.values():
@@ -72,7 +76,14 @@ class BrokerState:
 
     @property
     def endpoint(self):
-        """(host, port) clients are told to use."""
+        """(host, port) clients are told to use (the first listener's)."""
+        return self.endpoint_for(None)
+
+    def endpoint_for(self, listener_name):
+        """(host, port) advertised for a listener: clients are told about the listener they came in on."""
+        for listener in self.advertised:
+            if listener.name == listener_name:
+                return listener.host, listener.port
         listener = self.advertised[0]
         return listener.host, listener.port
 

@@ -18,6 +18,7 @@ from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, Remov
                          decode_record, encode_record)
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
+from ..security import SCRAM_NAMES, ScramCredential
 from .groups import OFFSETS_DIR
 from .log import LogError, PartitionLog
 from .transactions import STATE_DIR
@@ -113,6 +114,7 @@ class Cluster:
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.configs = {}  # broker-level dynamic configs
         self.pending_deletes = []  # (monotonic time due, path) of renamed-away partition directories
+        self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
         clean = os.path.exists(self._clean_marker)
         if clean:
             os.unlink(self._clean_marker)
@@ -176,6 +178,11 @@ class Cluster:
                 target[record.name] = record.value
         elif kind == "ProducerIdsRecord":
             self.next_producer_id = record.next_producer_id
+        elif kind == "UserScramCredentialRecord":
+            self.scram[(SCRAM_NAMES.get(record.mechanism), record.name)] = ScramCredential(
+                bytes(record.salt), bytes(record.stored_key), bytes(record.server_key), record.iterations)
+        elif kind == "RemoveUserScramCredentialRecord":
+            self.scram.pop((SCRAM_NAMES.get(record.mechanism), record.name), None)
 
     def _open_partitions(self, recover):
         """Open each known partition's log; set aside directories no known topic owns."""
@@ -281,6 +288,10 @@ class Cluster:
                 self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, gone))
             partition.log = None
             partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def set_scram(self, records):
+        """UserScramCredentialRecords and RemoveUserScramCredentialRecords, into the metadata log."""
+        self._commit(records)
 
     def set_configs(self, resource_type, resource_name, changes):
         """changes: {name: value or None (back to the default)}; open logs take the new segment settings."""

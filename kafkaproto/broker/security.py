@@ -1,0 +1,257 @@
+"""Authentication without I/O: SASL PLAIN and SCRAM-SHA-256/512 (RFC 5802) for the broker, and TLS contexts.
+
+Credentials come from configuration, with Kafka's JAAS syntax (``user_alice="secret"``, under
+``listener.name.<listener>.<mechanism>.sasl.jaas.config`` or ``<mechanism>.sasl.jaas.config``), and for SCRAM
+also from the metadata log, where AlterUserScramCredentials keeps them. A SCRAM password is never kept: only
+its salt, iteration count, stored key and server key.
+"""
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import ssl
+from dataclasses import dataclass
+
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism types
+SCRAM_NAMES = {code: name for name, code in SCRAM_CODES.items()}
+HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
+MIN_ITERATIONS, MAX_ITERATIONS, DEFAULT_ITERATIONS = 4096, 16384, 4096
+JAAS_USER = re.compile(r'user_([^\s=]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+class AuthenticationError(Exception):
+    """The client's credentials or exchange are wrong; str() is safe to send back and log."""
+
+
+def jaas_users(text):
+    """{user: password} from a JAAS config's user_NAME="password" options."""
+    return {name: re.sub(r"\\(.)", r"\1", password) for name, password in JAAS_USER.findall(text or "")}
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+def _hmac(mechanism, key, data):
+    return hmac.new(key, data, HASHES[mechanism]).digest()
+
+
+def credential_from_salted(mechanism, salted_password, salt, iterations):
+    """The stored and server keys of a salted password (what AlterUserScramCredentials sends)."""
+    client_key = _hmac(mechanism, salted_password, b"Client Key")
+    return ScramCredential(salt, HASHES[mechanism](client_key).digest(),
+                           _hmac(mechanism, salted_password, b"Server Key"), iterations)
+
+
+def make_credential(mechanism, password, iterations=DEFAULT_ITERATIONS, salt=None):
+    salt = salt or os.urandom(32)
+    salted = hashlib.pbkdf2_hmac(HASHES[mechanism]().name, password.encode(), salt, iterations)
+    return credential_from_salted(mechanism, salted, salt, iterations)
+
+
+class Credentials:
+    """PLAIN passwords, and SCRAM credentials by (mechanism, user)."""
+
+    def __init__(self):
+        self.plain = {}
+        self.scram = {}
+
+    def add_plain(self, users):
+        self.plain.update(users)
+
+    def add_scram(self, mechanism, users):
+        for user, password in users.items():
+            self.scram[(mechanism, user)] = make_credential(mechanism, password)
+
+
+def check_plain(token, credentials):
+    """The user a PLAIN token (authzid NUL user NUL password) authenticates; raises AuthenticationError."""
+    parts = bytes(token).split(b"\0")
+    if len(parts) != 3:
+        raise AuthenticationError("Invalid SASL/PLAIN response: expected 3 tokens")
+    authzid, user, password = (p.decode("utf-8", "replace") for p in parts)
+    if not user or authzid not in ("", user):
+        raise AuthenticationError("Authentication failed: invalid username or authorization id")
+    known = credentials.plain.get(user)
+    if known is None or not hmac.compare_digest(known.encode(), password.encode()):
+        raise AuthenticationError("Authentication failed: Invalid username or password")
+    return user
+
+
+def _scram_attributes(text):
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or len(key) != 1:
+            raise AuthenticationError(f"Invalid SCRAM message: {item!r}")
+        out[key] = value
+    return out
+
+
+class ScramExchange:
+    """One SCRAM authentication: the client's first message, then its final one."""
+
+    def __init__(self, mechanism, credentials):
+        self.mechanism = mechanism
+        self.credentials = credentials
+        self.user = None
+        self.done = False
+        self._client_first_bare = self._server_first = self._nonce = self._credential = None
+
+    def step(self, token):
+        """The server's reply to a client message; raises AuthenticationError."""
+        text = bytes(token).decode("utf-8", "replace")
+        if self._server_first is None:
+            return self._first(text)
+        if not self.done:
+            return self._final(text)
+        raise AuthenticationError("Unexpected SASL token after SCRAM authentication completed")
+
+    def _first(self, text):
+        gs2, _, bare = text.partition(",")
+        authzid, _, bare = bare.partition(",")
+        if gs2 not in ("n", "y") or not bare:
+            raise AuthenticationError("Invalid SCRAM client-first message (channel binding is not supported)")
+        attributes = _scram_attributes(bare)
+        user = attributes.get("n", "").replace("=2C", ",").replace("=3D", "=")
+        nonce = attributes.get("r")
+        if not user or not nonce or "m" in attributes:
+            raise AuthenticationError("Invalid SCRAM client-first message")
+        if authzid and authzid[2:] != user:
+            raise AuthenticationError("Authentication failed: authorization id does not match the user")
+        self.user = user
+        self._credential = self.credentials.scram.get((self.mechanism, user))
+        self._client_first_bare = bare
+        self._nonce = nonce + base64.b64encode(os.urandom(18)).decode()
+        credential = self._credential or make_credential(self.mechanism, os.urandom(16).hex())  # no user oracle
+        self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
+                              f"i={credential.iterations}")
+        return self._server_first.encode()
+
+    def _final(self, text):
+        without_proof, _, proof = text.rpartition(",p=")
+        attributes = _scram_attributes(without_proof)
+        if attributes.get("r") != self._nonce or not proof:
+            raise AuthenticationError("Invalid SCRAM client-final message: nonce mismatch")
+        if self._credential is None:
+            raise AuthenticationError("Authentication failed during authentication due to invalid credentials "
+                                      f"with SASL mechanism {self.mechanism}")
+        message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        signature = _hmac(self.mechanism, self._credential.stored_key, message)
+        try:
+            client_key = bytes(a ^ b for a, b in zip(base64.b64decode(proof), signature))
+        except ValueError:
+            raise AuthenticationError("Invalid SCRAM client proof") from None
+        if not hmac.compare_digest(HASHES[self.mechanism](client_key).digest(), self._credential.stored_key):
+            raise AuthenticationError("Authentication failed during authentication due to invalid credentials "
+                                      f"with SASL mechanism {self.mechanism}")
+        self.done = True
+        server_signature = _hmac(self.mechanism, self._credential.server_key, message)
+        return f"v={base64.b64encode(server_signature).decode()}".encode()
+
+
+class Session:
+    """A connection's authentication: which listener, which mechanism, who, and whether it is done."""
+
+    def __init__(self, listener, credentials, mechanisms, peer=""):
+        self.listener = listener
+        self.peer = peer
+        self.failed = False  # the exchange failed: the server closes the connection after answering
+        self.sasl = listener.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        self.credentials = credentials
+        self.mechanisms = mechanisms
+        self.mechanism = None
+        self.handshake_version = None
+        self.exchange = None
+        self.principal = None if self.sasl else "User:ANONYMOUS"
+
+    @property
+    def authenticated(self):
+        return self.principal is not None
+
+    def start(self, mechanism, version):
+        self.mechanism = mechanism
+        self.handshake_version = version
+        self.exchange = ScramExchange(mechanism, self.credentials) if mechanism in SCRAM_CODES else None
+
+    def step(self, token):
+        """The reply to a client token; sets principal once the exchange succeeds. Raises AuthenticationError."""
+        if self.mechanism is None or self.authenticated:
+            raise AuthenticationError("Unexpected SASL token")
+        if self.mechanism == "PLAIN":
+            self.principal = "User:" + check_plain(token, self.credentials)
+            return b""
+        reply = self.exchange.step(token)
+        if self.exchange.done:
+            self.principal = "User:" + self.exchange.user
+        return reply
+
+
+def listener_setting(config, listener, key, default=None):
+    """A setting for one listener: listener.name.<name>.<key> first, then <key>."""
+    prefixed = f"listener.name.{listener.name.lower()}.{key}"
+    for source in (config.extra, config.values):
+        if source.get(prefixed) is not None:
+            return source[prefixed]
+    for source in (config.extra, config.values):
+        if source.get(key) is not None:
+            return source[key]
+    return default
+
+
+def load_credentials(config):
+    """Credentials from every JAAS config in the settings (any listener, any mechanism)."""
+    credentials = Credentials()
+    for key, value in {**config.values, **config.extra}.items():
+        if not isinstance(value, str) or not key.endswith("sasl.jaas.config"):
+            continue
+        mechanism = key[: -len(".sasl.jaas.config")].rsplit(".", 1)[-1].upper() if key != "sasl.jaas.config" \
+            else "PLAIN"
+        users = jaas_users(value)
+        if mechanism == "PLAIN":
+            credentials.add_plain(users)
+        elif mechanism in SCRAM_CODES:
+            credentials.add_scram(mechanism, users)
+    return credentials
+
+
+def tls_context(config, listener):
+    """The server TLS context of an SSL or SASL_SSL listener, from Kafka's ssl.* keys (PEM keystores)."""
+    kind = (listener_setting(config, listener, "ssl.keystore.type") or "PEM").upper()
+    if kind != "PEM":
+        raise ValueError(f"listener {listener.name}: ssl.keystore.type={kind}; this broker reads PEM keystores "
+                         "(ssl.keystore.type=PEM)")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    password = listener_setting(config, listener, "ssl.key.password")
+    location = listener_setting(config, listener, "ssl.keystore.location")
+    chain = listener_setting(config, listener, "ssl.keystore.certificate.chain")
+    key = listener_setting(config, listener, "ssl.keystore.key")
+    if location:
+        context.load_cert_chain(location, password=password)
+    elif chain and key:
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".pem") as pem:
+            pem.write(key.strip() + "\n" + chain.strip() + "\n")
+            pem.flush()
+            context.load_cert_chain(pem.name, password=password)
+    else:
+        raise ValueError(f"listener {listener.name} uses {listener.protocol} but has no ssl.keystore.location "
+                         "(or ssl.keystore.certificate.chain and ssl.keystore.key)")
+    client_auth = (listener_setting(config, listener, "ssl.client.auth") or "none").lower()
+    trust_location = listener_setting(config, listener, "ssl.truststore.location")
+    trust_inline = listener_setting(config, listener, "ssl.truststore.certificates")
+    if trust_location or trust_inline:
+        context.load_verify_locations(cafile=trust_location, cadata=trust_inline)
+    if client_auth == "required":
+        context.verify_mode = ssl.CERT_REQUIRED
+    elif client_auth == "requested":
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
