@@ -1,0 +1,273 @@
+#!/usr/bin/env python
+"""Broker benchmark: Apache Kafka's own perf tools against Apache Kafka 4.3.1 and against kafkaproto's broker.
+
+    python benchmarks/broker.py [--quick] [--repeats N] [--json PATH]
+    python benchmarks/broker.py --json benchmarks/broker-results.json          # the recorded run
+
+Both brokers run on this machine in the same run with the same settings (one node, 127.0.0.1, a fresh data
+directory, group.initial.rebalance.delay.ms=0, everything else at its default); kafkaproto's broker runs as
+``python -m kafkaproto.broker`` (with uvloop when it is installed). Kafka runs with -Xmx512m, as the tests'
+fixture starts it.
+
+For every case (1 and 6 partitions x 100 B and 1 KiB records x acks=1 and acks=all x no compression and lz4),
+on a fresh topic per broker:
+  produce   ``org.apache.kafka.tools.ProducerPerformance --num-records N --record-size S --throughput -1``
+            with acks and compression.type set; records/s, MB/s, average and p99 latency as it prints them
+  consume   ``org.apache.kafka.tools.ConsumerPerformance --num-records N`` from the start of that topic, in a
+            fresh group; MB/s and records/s over the fetch time (fetch.MB.sec, fetch.nMsg.sec)
+The cases alternate between the brokers (Kafka, then kafkaproto, case by case), so both see the same machine.
+Broker memory: the peak resident set (VmHWM) of each broker process at the end, and RSS sampled during
+each case. Startup: from spawning the broker process to its first answer to ApiVersions.
+
+Targets: kafkaproto's produce and consume throughput at least 0.5x Kafka's in every case, and its memory below
+Kafka's. Medians of --repeats runs per case; ratios are kafkaproto / Kafka within the same run.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import kafka_jvm  # noqa: E402  (the tests' adapters for Apache Kafka's jars)
+
+from kafkaproto import decode_response, encode_request  # noqa: E402
+from kafkaproto.messages import ApiVersionsRequest, CreateTopicsRequest, RequestHeader  # noqa: E402
+
+KAFKA_VERSION = "4.3.1"
+PRODUCE_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                          r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
+
+
+def tools_classpath():
+    """Kafka's tools jars (kafka-tools and its dependencies), resolved once with benchmarks/kafka/pom.xml."""
+    lib = kafka_jvm.CACHE / f"tools-{KAFKA_VERSION}" / "lib"
+    if not (lib / ".resolved").exists():
+        partial = lib.with_name("lib.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        subprocess.run([shutil.which("mvn"), "-B", "-q", "-f", str(HERE / "kafka" / "pom.xml"),
+                        f"-Dkafka.version={KAFKA_VERSION}", "dependency:copy-dependencies",
+                        f"-DoutputDirectory={partial}"], check=True)
+        shutil.rmtree(lib, ignore_errors=True)
+        partial.rename(lib)
+        (lib / ".resolved").touch()
+    return str(lib / "*")
+
+
+def api_versions_answers(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            header = RequestHeader(request_api_key=18, request_api_version=0, correlation_id=1, client_id="bench")
+            sock.sendall(encode_request(header, ApiVersionsRequest(), 0))
+            size = int.from_bytes(kafka_jvm._recv_exact(sock, 4), "big")
+            return decode_response(kafka_jvm._recv_exact(sock, size), 18, 0).body.error_code == 0
+    except OSError:
+        return False
+
+
+class Broker:
+    """One broker process: spawned, timed until it answers, sampled for memory, stopped."""
+
+    def __init__(self, name, cmd, port, log_path, env=None):
+        self.name, self.port = name, port
+        self.log = open(log_path, "wb")
+        start = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        while not api_versions_answers(port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {self.proc.returncode}; see {log_path}")
+            if time.monotonic() - start > 120:
+                raise RuntimeError(f"{name} did not answer within 120 s")
+            time.sleep(0.01)
+        self.startup_s = time.monotonic() - start
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.port}"
+
+    def memory_kb(self, field="VmRSS"):
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    def create_topic(self, name, partitions):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as sock:
+            body = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=1)], timeout_ms=30000)
+            sock.sendall(encode_request(RequestHeader(request_api_key=19, request_api_version=7, correlation_id=1,
+                                                      client_id="bench"), body, 7))
+            size = int.from_bytes(kafka_jvm._recv_exact(sock, 4), "big")
+            error = decode_response(kafka_jvm._recv_exact(sock, size), 19, 7).body.topics[0].error_code
+            if error:
+                raise RuntimeError(f"{self.name}: CreateTopics {name} failed with error {error}")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def start_kafka(work):
+    port, controller = kafka_jvm.free_port(), kafka_jvm.free_port()
+    props = work / "server.properties"
+    props.write_text(kafka_jvm.SERVER_PROPERTIES.format(port=port, controller_port=controller,
+                                                        log_dir=work / "data"))
+    cp = kafka_jvm.classpath(KAFKA_VERSION)
+    java = shutil.which("java")
+    cluster_id = "bench-" + uuid.uuid4().hex[:16]
+    subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+                   check=True, capture_output=True)
+    return Broker(f"Apache Kafka {KAFKA_VERSION}", [java, "-Xmx512m", "-cp", cp, "kafka.Kafka", str(props)], port,
+                  work / "kafka.log")
+
+
+def start_kafkaproto(work):
+    port = kafka_jvm.free_port()
+    cmd = [sys.executable, "-m", "kafkaproto.broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+           "--override", f"log.dirs={work / 'kafkaproto-data'}", "--override", "group.initial.rebalance.delay.ms=0",
+           "--override", "auto.create.topics.enable=false"]
+    return Broker("kafkaproto", cmd, port, work / "kafkaproto.log", env={**os.environ, "PYTHONWARNINGS": "ignore"})
+
+
+def sample_rss(broker, stop, peaks):
+    while not stop.is_set():
+        peaks.append(broker.memory_kb())
+        stop.wait(0.2)
+
+
+def run_tool(cmd, broker):
+    import threading
+    stop, samples = threading.Event(), []
+    sampler = threading.Thread(target=sample_rss, args=(broker, stop, samples))
+    sampler.start()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    finally:
+        stop.set()
+        sampler.join()
+    return out, max(samples, default=0)
+
+
+def produce(cp, broker, topic, n, size, acks, compression):
+    cmd = ["java", "-cp", cp, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records",
+           str(n), "--record-size", str(size), "--throughput", "-1", "--producer-props",
+           f"bootstrap.servers={broker.bootstrap}", f"acks={acks}", f"compression.type={compression}"]
+    out, rss = run_tool(cmd, broker)
+    found = [PRODUCE_LINE.search(line) for line in out.stdout.splitlines()]
+    found = [m for m in found if m]
+    if out.returncode != 0 or not found or int(found[-1].group(1)) != n:
+        raise RuntimeError(f"ProducerPerformance against {broker.name} failed:\n{out.stdout[-2000:]}"
+                           f"{out.stderr[-2000:]}")
+    m = found[-1]
+    return {"records_s": float(m.group(2)), "mb_s": float(m.group(3)), "avg_ms": float(m.group(4)),
+            "p99_ms": float(m.group(8)), "rss_kb": rss}
+
+
+def consume(cp, broker, topic, n):
+    cmd = ["java", "-cp", cp, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", broker.bootstrap,
+           "--topic", topic, "--num-records", str(n), "--timeout", "60000", "--group", f"bench-{uuid.uuid4().hex}"]
+    out, rss = run_tool(cmd, broker)
+    rows = [line for line in out.stdout.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", line)]
+    if out.returncode != 0 or not rows:
+        raise RuntimeError(f"ConsumerPerformance against {broker.name} failed:\n{out.stdout[-2000:]}"
+                           f"{out.stderr[-2000:]}")
+    fields = [f.strip() for f in rows[-1].split(",")]
+    consumed = int(fields[4])
+    if consumed < n:
+        raise RuntimeError(f"ConsumerPerformance read {consumed} of {n} records from {broker.name}")
+    return {"mb_s": float(fields[8]), "records_s": float(fields[9]), "rss_kb": rss}
+
+
+def cases(quick):
+    scale = 5 if quick else 1
+    for partitions in (1, 6):
+        for size, n in ((100, 1_000_000), (1024, 200_000)):
+            for acks in ("1", "all"):
+                for compression in ("none", "lz4"):
+                    yield {"partitions": partitions, "size": size, "records": n // scale, "acks": acks,
+                           "compression": compression}
+
+
+def label(case):
+    return f"{case['partitions']}p {case['size']}B acks={case['acks']} {case['compression']}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a fifth of the records per case")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    cp = tools_classpath()
+    work = Path(tempfile.mkdtemp(prefix="kafkaproto-broker-bench-"))
+    (work / "kafka").mkdir()
+    (work / "ours").mkdir()
+    kafka = start_kafka(work / "kafka")
+    ours = start_kafkaproto(work / "ours")
+    results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
+    print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
+    try:
+        for case in cases(args.quick):
+            runs = {"kafka": [], "kafkaproto": []}
+            for _ in range(args.repeats):
+                for key, broker in (("kafka", kafka), ("kafkaproto", ours)):
+                    topic = f"bench-{uuid.uuid4().hex[:10]}"
+                    broker.create_topic(topic, case["partitions"])
+                    p = produce(cp, broker, topic, case["records"], case["size"], case["acks"], case["compression"])
+                    c = consume(cp, broker, topic, case["records"])
+                    runs[key].append({"produce": p, "consume": c})
+            row = {**case}
+            for key, values in runs.items():
+                row[key] = {part: {metric: statistics.median(v[part][metric] for v in values)
+                                   for metric in values[0][part]} for part in ("produce", "consume")}
+            row["produce_ratio"] = row["kafkaproto"]["produce"]["mb_s"] / row["kafka"]["produce"]["mb_s"]
+            row["consume_ratio"] = row["kafkaproto"]["consume"]["mb_s"] / row["kafka"]["consume"]["mb_s"]
+            results["cases"].append(row)
+            k, o = row["kafka"], row["kafkaproto"]
+            print(f"{label(case):<28} produce {k['produce']['mb_s']:7.1f} vs {o['produce']['mb_s']:7.1f} MB/s "
+                  f"({row['produce_ratio']:.2f}x; p99 {k['produce']['p99_ms']:.0f} vs {o['produce']['p99_ms']:.0f} "
+                  f"ms)  consume {k['consume']['mb_s']:7.1f} vs {o['consume']['mb_s']:7.1f} MB/s "
+                  f"({row['consume_ratio']:.2f}x)  rss {k['produce']['rss_kb'] / 1024:.0f} vs "
+                  f"{o['produce']['rss_kb'] / 1024:.0f} MB", flush=True)
+        results["peak_rss_mb"] = {"kafka": kafka.memory_kb("VmHWM") / 1024,
+                                  "kafkaproto": ours.memory_kb("VmHWM") / 1024}
+    finally:
+        kafka.stop()
+        ours.stop()
+    worst_produce = min(r["produce_ratio"] for r in results["cases"])
+    worst_consume = min(r["consume_ratio"] for r in results["cases"])
+    memory_ok = results["peak_rss_mb"]["kafkaproto"] < results["peak_rss_mb"]["kafka"]
+    results["targets"] = {"produce_at_least_half": worst_produce >= 0.5, "consume_at_least_half": worst_consume >= 0.5,
+                          "memory_below_kafka": memory_ok}
+    print(f"peak RSS: Apache Kafka {results['peak_rss_mb']['kafka']:.0f} MB, kafkaproto "
+          f"{results['peak_rss_mb']['kafkaproto']:.0f} MB")
+    print(f"targets: produce >= 0.5x in every case: {'PASS' if worst_produce >= 0.5 else 'FAIL'} (lowest "
+          f"{worst_produce:.2f}x); consume >= 0.5x: {'PASS' if worst_consume >= 0.5 else 'FAIL'} (lowest "
+          f"{worst_consume:.2f}x); memory below Kafka's: {'PASS' if memory_ok else 'FAIL'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
