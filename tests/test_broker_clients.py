@@ -349,15 +349,36 @@ def test_a_bad_frame_closes_only_that_connection(kafkaproto_broker, frame):
         assert ask(bystander, ClientConnection(), MetadataRequest(topics=None), 12).body.controller_id == 1
 
 
-def test_many_idle_connections_do_not_stop_others(kafkaproto_broker):
-    sockets = [raw_connection(kafkaproto_broker) for _ in range(300)]
+def test_a_thousand_idle_connections_and_stalled_ones(tmp_path):
+    """1,000 idle connections (some stalled halfway through a size prefix) leave the broker serving others with
+    bounded memory, and connections.max.idle.ms closes the silent ones."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    broker = Broker({"connections.max.idle.ms": "3000"}, log_dir=tmp_path, subprocess=True).start()
+    sockets = []
     try:
+        baseline = rss_kb(broker.process.pid)
+        sockets = [raw_connection(broker) for _ in range(1000)]
         for sock in sockets[::50]:
             sock.sendall(b"\x00\x00")  # half a size prefix, then silence
-        assert still_serving(kafkaproto_broker)
+        assert still_serving(broker)
+        grown = rss_kb(broker.process.pid) - baseline
+        assert grown < 64 * 1024, f"1,000 idle connections cost {grown} KiB"
+        assert all(closed_by_peer(sock) for sock in sockets[::50])  # closed once idle for 3 s
     finally:
         for sock in sockets:
             sock.close()
+        broker.stop()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
 
 
 def test_acknowledged_records_survive_kill_9(tmp_path):

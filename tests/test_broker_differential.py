@@ -227,8 +227,22 @@ def test_delete_by_id_and_recreate(sides):
         return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=old[side_name(side, sides)])])
 
     both(sides, by_old_id, 12, "Metadata by a deleted topic's ID")
+
+    def fetch_old_id(side):
+        return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, session_id=0,
+                            session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                topic_id=old[side_name(side, sides)], partitions=[FetchRequest.FetchPartition(
+                                    partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+
+    both(sides, fetch_old_id, 13, "Fetch by a deleted topic's ID")
     k, o = both(sides, create, 7, "CreateTopics again under the same name")
     assert k.topics[0].topic_id != old["kafka"] and o.topics[0].topic_id != old["ours"]
+
+    def name_with_old_id(side):
+        return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(
+            name=topic, topic_id=old[side_name(side, sides)])], allow_auto_topic_creation=False)
+
+    both(sides, name_with_old_id, 12, "Metadata naming a topic with another topic's ID")
 
 
 def test_a_consumer_group(sides):

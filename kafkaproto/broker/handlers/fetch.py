@@ -20,7 +20,9 @@ PartitionData = FetchResponse.PartitionData
 READ_COMMITTED = 1
 
 
-def _partition(index, error, high_watermark=-1, log_start_offset=-1, records=None, stable=-1, aborted=None):
+def _partition(index, error, high_watermark=-1, log_start_offset=-1, records=b"", stable=-1, aborted=None):
+    if error is not errors.NONE:
+        aborted = []  # as Kafka answers a partition in error: empty records and an empty (not null) list
     return PartitionData(partition_index=index, error_code=error.code, high_watermark=high_watermark,
                          last_stable_offset=stable, log_start_offset=log_start_offset,
                          aborted_transactions=aborted, preferred_read_replica=-1, records=records)
@@ -50,7 +52,7 @@ def fetch(ctx, request):
             stable = state.last_stable_offset(partition)
             if not plog.log_start_offset <= p.fetch_offset <= high:
                 partitions.append(_partition(p.partition, errors.OFFSET_OUT_OF_RANGE, high, plog.log_start_offset,
-                                             stable=stable, aborted=[] if read_committed else None))
+                                             stable=stable))
                 continue
             limit = min(p.partition_max_bytes, budget - total)
             upto = stable if read_committed else high
