@@ -84,6 +84,45 @@ def test_kafka_python_idempotent_producer(kafkaproto_broker):
     assert [m.offset for m in got] == list(range(50))
 
 
+def test_aiokafka_transactions_and_a_group(kafkaproto_broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("aio-txn")
+
+    async def run():
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=fresh("aio-tid"))
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait(topic, b"committed")
+            await producer.begin_transaction()
+            await producer.send_and_wait(topic, b"aborted")
+            await producer.abort_transaction()
+            async with producer.transaction():
+                await producer.send_and_wait(topic, b"after")
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=fresh("aio-group"),
+                                             auto_offset_reset="earliest", isolation_level="read_committed",
+                                             enable_auto_commit=False)
+        await consumer.start()
+        try:
+            got = []
+            deadline = time.monotonic() + 20
+            while len(got) < 2 and time.monotonic() < deadline:
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    got += [m.value for m in messages]
+            await consumer.commit()
+            committed = await consumer.committed(aiokafka.TopicPartition(topic, 0))
+            return got, committed
+        finally:
+            await consumer.stop()
+
+    got, committed = asyncio.run(run())
+    assert got == [b"committed", b"after"]
+    assert committed is not None and committed >= 5  # past both markers and the aborted record
+
+
 def test_aiokafka_produces_and_consumes(kafkaproto_broker):
     aiokafka = pytest.importorskip("aiokafka")
     bootstrap = kafkaproto_broker.bootstrap_servers
@@ -383,9 +422,17 @@ def rss_kb(pid):
 
 def test_acknowledged_records_survive_kill_9(tmp_path):
     """A producer with acks=all is running when the broker is SIGKILLed; after a restart every acknowledged
-    record is there, in order, at the offset it was acknowledged with."""
+    record is there, in order, at the offset it was acknowledged with, and a group's committed offset too."""
     topic = "durable"
     broker = Broker({"num.partitions": "1"}, log_dir=tmp_path, subprocess=True).start()
+    consumer = KafkaConsumer("before", bootstrap_servers=broker.bootstrap_servers, group_id="kept-group",
+                             auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=5000)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, enable_idempotence=True)
+    for i in range(5):
+        producer.send("before", b"%d" % i).get(10)
+    assert len([next(consumer) for _ in range(3)]) == 3
+    consumer.commit()  # offset 3, committed before the kill
+    consumer.close(autocommit=False)
     acked = []
     stop = threading.Event()
 
@@ -414,14 +461,50 @@ def test_acknowledged_records_survive_kill_9(tmp_path):
     stop.set()
     worker.join(30)
     assert len(acked) >= 300
+    producer.close(timeout=1)
     broker = Broker({"num.partitions": "1"}, log_dir=tmp_path, subprocess=True).start()
     try:
         got = consume_all(broker.bootstrap_servers, topic, 1, len(acked) + 1000, timeout_ms=4000)
+        again = KafkaConsumer("before", bootstrap_servers=broker.bootstrap_servers, group_id="kept-group",
+                              auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=5000)
+        assert [m.value for m in again] == [b"3", b"4"]  # the committed offset survived
+        again.close()
     finally:
         broker.stop()
     stored = {m.offset: m.value for m in got}
     assert all(stored.get(offset) == value for offset, value in acked), "an acknowledged record is missing"
     assert [m.offset for m in got] == list(range(len(got)))
+
+
+def test_the_command_starts_says_where_and_stops_cleanly_on_ctrl_c(tmp_path):
+    """``kafkaproto broker`` with no arguments serves 127.0.0.1:9092 from ./kafkaproto-data, logs one
+    "started" line with its address, cluster id and node id, and shuts down cleanly on SIGINT."""
+    import shutil
+    import signal
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 9092)) == 0:
+            pytest.skip("something already listens on 127.0.0.1:9092")
+    import sys
+    from pathlib import Path
+    command = shutil.which("kafkaproto", path=str(Path(sys.executable).parent)) or shutil.which("kafkaproto")
+    if command is None:
+        pytest.skip("the kafkaproto command is not installed")
+    proc = subprocess.Popen([command, "broker"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        started = ""
+        while "started" not in started:
+            started = proc.stderr.readline()
+            assert started or proc.poll() is None, "the broker exited before it started"
+        assert "started on 127.0.0.1:9092 (cluster id " in started and "node id 1" in started
+        assert still_serving(type("B", (), {"host": "127.0.0.1", "port": 9092})())
+        proc.send_signal(signal.SIGINT)
+        rest = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "stopped" in rest and "Traceback" not in rest
+    data = tmp_path / "kafkaproto-data"
+    assert (data / "meta.properties").exists() and (data / ".kafka_cleanshutdown").exists()
 
 
 def test_records_written_are_batches_kafka_can_read(kafkaproto_broker, tmp_path):

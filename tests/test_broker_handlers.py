@@ -87,8 +87,7 @@ def test_api_versions_lists_exactly_the_handlers(state):
     response = call(state, ApiVersionsRequest(client_software_name="tests", client_software_version="1"), 3)
     table = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert table == {key: (low, high) for key, low, high in advertised()}
-    assert table[ApiKey.PRODUCE] == (0, 13)  # advertised from 0 for old librdkafka, served from 3
-    assert HANDLERS[ApiKey.PRODUCE].versions.start == 3
+    assert table[ApiKey.PRODUCE] == (0, 13)  # advertised from 0 for old librdkafka, refused below 3
     for key, (_, high) in table.items():
         assert high < api(key).valid_versions.stop
 
@@ -168,6 +167,14 @@ def test_fetch_limits_and_waiting(state):
     assert fetch(state, offset=5, max_wait_ms=500, final=True).responses[0].partitions[0].records in (b"", None)
     out_of_range = fetch(state, offset=6).responses[0].partitions[0]
     assert out_of_range.error_code == errors.OFFSET_OUT_OF_RANGE.code
+
+
+def test_produce_below_v3_is_refused_partition_by_partition(state):
+    create(state, "t")
+    for version in (0, 1, 2):
+        response = produce(state, batch(b"v"), version=version)
+        assert response.error_code == errors.UNSUPPORTED_VERSION.code
+    assert fetch(state).responses[0].partitions[0].high_watermark == 0
 
 
 def test_produce_refuses_bad_data(state):

@@ -300,6 +300,26 @@ def test_tls_listener_with_kafka_python(tls_broker, certificates):
                                    ssl_cafile=str(certificates / "ca.pem")) == [b"secret value"]
 
 
+def test_confluent_kafka_over_tls(tls_broker, certificates):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    settings = {"bootstrap.servers": tls_broker.bootstrap_servers, "security.protocol": "SSL",
+                "ssl.ca.location": str(certificates / "ca.pem")}
+    topic = f"sec-tls-{uuid.uuid4().hex[:8]}"
+    producer = confluent_kafka.Producer(settings)
+    reports = []
+    producer.produce(topic, b"over tls", on_delivery=lambda err, msg: reports.append(err))
+    assert producer.flush(20) == 0 and reports == [None]
+    consumer = confluent_kafka.Consumer({**settings, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    message = None
+    for _ in range(40):
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            break
+    consumer.close()
+    assert message is not None and message.value() == b"over tls"
+
+
 def test_java_clients_over_sasl_ssl_scram(tls_broker, certificates, tmp_path):
     """The Java clients (4.3.1) over TLS with SCRAM-SHA-512 on the second listener: admin, produce, consume."""
     version = kafka_jvm.KAFKA_VERSIONS[-1]
