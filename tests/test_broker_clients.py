@@ -253,6 +253,34 @@ def test_kafkajs_admin_producer_group_consumer_and_delete(kafkaproto_broker, kaf
     assert run.returncode == 0, run.stderr[-3000:]
 
 
+def test_kafkajs_idempotence_transactions_and_read_committed(kafkaproto_broker, kafkajs):
+    node, script = kafkajs
+    run = subprocess.run([node, str(script.with_name("kafkajs_broker.js")), kafkaproto_broker.bootstrap_servers,
+                          fresh("js-txn"), fresh("js-txn-group")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def test_kafka_python_transactions_and_read_committed(kafkaproto_broker):
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("kp-txn")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=fresh("kp-tid"))
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(topic, b"committed")
+    producer.commit_transaction()
+    producer.begin_transaction()
+    producer.send(topic, b"aborted")
+    producer.flush()
+    producer.abort_transaction()
+    producer.close()
+    committed = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=fresh("kp-rc"), auto_offset_reset="earliest",
+                              isolation_level="read_committed", consumer_timeout_ms=3000)
+    assert [m.value for m in committed] == [b"committed"]
+    committed.close()
+    everything = consume_all(bootstrap, topic, 1, 2)
+    assert [m.value for m in everything] == [b"committed", b"aborted"]  # read_uncommitted sees both
+
+
 def test_kafka_python_group_of_two_rebalances_and_commits(kafkaproto_broker):
     bootstrap = kafkaproto_broker.bootstrap_servers
     topic, group = fresh("grp"), fresh("group")
@@ -322,6 +350,51 @@ def test_restart_and_continue(tmp_path):
                                  auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000)
         assert [m.value for m in consumer] == [b"6", b"7", b"8", b"9", b"10"]
         consumer.close()
+
+
+def test_clients_keep_going_through_a_restart(tmp_path, java_clients):
+    """Long-lived kafka-python and confluent-kafka producers and consumers, and the Java clients' sequence,
+    carry on when the broker restarts on the same address and data."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    first = Broker({"num.partitions": "1"}, log_dir=tmp_path).start()
+    overrides = {"num.partitions": "1", "listeners": f"PLAINTEXT://127.0.0.1:{first.port}"}
+    bootstrap = first.bootstrap_servers
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, retries=20,
+                             retry_backoff_ms=200)
+    rd_producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    consumer = KafkaConsumer("through", bootstrap_servers=bootstrap, group_id="through-group",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    for i in range(5):
+        producer.send("through", b"kp-%d" % i).get(10)
+    got = []
+    deadline = time.monotonic() + 20
+    while len(got) < 5 and time.monotonic() < deadline:
+        for messages in consumer.poll(200).values():
+            got += [m.value for m in messages]
+    consumer.commit()
+    first.stop()
+    second = Broker(overrides, log_dir=tmp_path).start()
+    try:
+        for i in range(5, 10):
+            producer.send("through", b"kp-%d" % i).get(30)  # the same producer, reconnected
+        reports = []
+        rd_producer.produce("through", b"rd-after", on_delivery=lambda err, msg: reports.append(err))
+        assert rd_producer.flush(30) == 0 and reports == [None]
+        deadline = time.monotonic() + 30
+        while len(got) < 11 and time.monotonic() < deadline:
+            for messages in consumer.poll(200).values():
+                got += [m.value for m in messages]
+        assert got == [b"kp-%d" % i for i in range(10)] + [b"rd-after"]  # no record twice, none lost
+        topic = fresh("java-restart")
+        for mode in ("admin", "produce"):
+            run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic],
+                                 capture_output=True, text=True, timeout=120)
+            assert run.returncode == 0, f"Java {mode} after a restart failed:\n{run.stderr[-3000:]}"
+    finally:
+        consumer.close()
+        producer.close()
+        second.stop()
+        first.cleanup()
 
 
 # --- clients that misbehave
