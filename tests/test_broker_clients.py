@@ -397,6 +397,37 @@ def test_clients_keep_going_through_a_restart(tmp_path, java_clients):
         first.cleanup()
 
 
+def test_a_compacted_topic_through_real_clients(tmp_path):
+    """A topic created compacted through the admin API keeps only each key's latest value, and consumers
+    read past the gaps compaction leaves."""
+    with Broker({"log.cleaner.backoff.ms": "100"}, log_dir=tmp_path) as broker:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        admin.create_topics([NewTopic("settings", 1, 1, topic_configs={"cleanup.policy": "compact",
+                                                                       "segment.bytes": "2000"})])
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
+        for round_ in range(20):
+            for key in (b"colour", b"size", b"shape"):
+                producer.send("settings", key=key, value=b"%s-%d" % (key, round_)).get(10)
+        producer.send("settings", key=b"shape", value=None).get(10)  # a tombstone
+        for _ in range(30):
+            producer.send("settings", key=b"filler", value=b"x" * 100).get(10)  # rolls the segment
+        producer.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            got = consume_all(broker.bootstrap_servers, "settings", 1, 10**6, timeout_ms=1500)
+            latest = {}
+            for m in got:
+                latest.setdefault(m.key, []).append(m.value)
+            if all(len(values) == 1 for key, values in latest.items() if key != b"filler"):
+                break
+            time.sleep(0.3)
+        assert latest[b"colour"] == [b"colour-19"] and latest[b"size"] == [b"size-19"]
+        assert latest[b"shape"] == [None]  # the tombstone stays for delete.retention.ms
+        offsets = [m.offset for m in got]
+        assert offsets == sorted(offsets) and offsets[-1] == 90 and len(offsets) < 91
+        admin.close()
+
+
 # --- clients that misbehave
 
 

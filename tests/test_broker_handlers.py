@@ -438,7 +438,8 @@ def test_topic_configs_described_altered_and_kept(tmp_path):
     assert error == 0
     assert configs["retention.bytes"] == ("5000", 1) and configs["retention.ms"] == ("1000000", 5)
     assert alter(state, 2, "t", ("retention.ms", 0, "60000"), ("retention.bytes", 1, None)).error_code == 0
-    assert alter(state, 2, "t", ("cleanup.policy", 0, "compact")).error_code == errors.INVALID_CONFIG.code
+    assert alter(state, 2, "t", ("message.timestamp.type", 0, "LogAppendTime")).error_code == \
+        errors.INVALID_CONFIG.code
     assert alter(state, 2, "t", ("retention.ms", 0, "soon")).error_code == errors.INVALID_CONFIG.code
     assert alter(state, 2, "t", ("no.such.config", 0, "1")).error_code == errors.INVALID_CONFIG.code
     assert alter(state, 2, "nope", ("retention.ms", 0, "1")).error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
@@ -495,3 +496,61 @@ def test_describe_topic_partitions_pages(state):
     second = call(state, body, 0)
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in second.topics] == [("b", [1])]
     assert second.next_cursor is None
+
+
+def keyed(*pairs, timestamp=1_700_000_000_000):
+    builder = records.RecordBatchBuilder()
+    for key, value in pairs:
+        builder.append(key, value, timestamp=timestamp)
+    return builder.build()
+
+
+def everything(state, topic="t"):
+    """(offset, key, value) of every record, fetched batch after batch."""
+    out, offset = [], 0
+    while True:
+        part = fetch(state, offset=offset, topic=topic).responses[0].partitions[0]
+        got = records.read_records(part.records or b"")
+        got = [r for r in got if r.offset >= offset]
+        if not got:
+            return out
+        out += [(r.offset, r.key, r.value) for r in got]
+        offset = got[-1].offset + 1
+
+
+def test_compaction_keeps_the_latest_record_of_each_key(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t", **{"cleanup.policy": "compact", "segment.bytes": "150"})
+    produce(state, keyed((b"a", b"1"), (b"b", b"1")))
+    produce(state, keyed((b"a", b"2")))
+    produce(state, keyed((b"c", b"1"), (b"b", None)))  # b deleted
+    produce(state, keyed((b"a", b"3")))
+    produce(state, keyed((b"d", b"1")))  # the active segment, never compacted
+    assert produce(state, keyed((None, b"no key"))).error_code == errors.INVALID_RECORD.code
+    before = everything(state)
+    assert state.compact(now_ms=1_700_000_000_000) == 3  # a=1, a=2 and b=1
+    after = everything(state)
+    assert after == [(3, b"c", b"1"), (4, b"b", None), (5, b"a", b"3"), (6, b"d", b"1")]
+    assert [r for r in before if r in after] == after  # offsets and values unchanged
+    assert state.compact(now_ms=1_700_000_000_000 + 86_400_001) == 1  # the tombstone, once old enough
+    assert everything(state) == [(3, b"c", b"1"), (5, b"a", b"3"), (6, b"d", b"1")]
+    assert fetch(state, offset=0).responses[0].partitions[0].error_code == 0  # gaps read past, from offset 0
+    state.close()
+    state = make_state(tmp_path)
+    assert everything(state) == [(3, b"c", b"1"), (5, b"a", b"3"), (6, b"d", b"1")]
+    assert produce(state, keyed((b"e", b"1"))).base_offset == 7
+    state.close()
+
+
+def test_compact_and_delete_both_apply_and_delete_alone_never_compacts(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "plain", **{"segment.bytes": "150"})
+    for i in range(4):
+        produce(state, keyed((b"k", b"%d" % i)), topic="plain")
+    assert state.compact() == 0 and len(everything(state, "plain")) == 4
+    assert alter(state, 2, "plain", ("cleanup.policy", 0, "compact,delete")).error_code == 0
+    removed = state.compact(now_ms=1_700_000_000_000)
+    left = everything(state, "plain")
+    assert removed >= 2 and removed + len(left) == 4 and left[-1] == (3, b"k", b"3")
+    assert state.enforce_retention(now_ms=1_700_000_000_000 + 8 * 86_400_000) >= 1
+    state.close()

@@ -44,6 +44,10 @@ SETTINGS = {
     "log.retention.ms": Setting(int, None, "retention.ms"),
     "log.retention.bytes": Setting(int, -1, "retention.bytes"),
     "log.retention.check.interval.ms": Setting(int, 300000, doc="how often old segments are looked for"),
+    "log.roll.ms": Setting(int, None, "segment.ms"),
+    "log.roll.hours": Setting(int, 168),
+    "log.cleaner.backoff.ms": Setting(int, 15000, doc="how often compacted topics are compacted"),
+    "log.cleaner.delete.retention.ms": Setting(int, 86400000, "delete.retention.ms"),
     "log.cleanup.policy": Setting(str, "delete", "cleanup.policy"),
     "log.message.timestamp.type": Setting(str, "CreateTime", "message.timestamp.type"),
     "compression.type": Setting(str, "producer", "compression.type"),
@@ -88,7 +92,7 @@ CONFIG_TYPE_CODES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5,
                      "CLASS": 8, "PASSWORD": 9}
 # Values this broker would have to act on but does not (yet): refused rather than silently ignored.
 NOT_HONOURED = {
-    "cleanup.policy": ({"delete"}, "only cleanup.policy=delete is implemented (no compaction)"),
+    "cleanup.policy": ({"delete", "compact"}, "cleanup.policy is delete, compact or both"),
     "message.timestamp.type": ({"CreateTime"}, "only CreateTime timestamps are implemented"),
     "compression.type": ({"producer"}, "only compression.type=producer is implemented (no recompression)"),
 }
@@ -117,9 +121,8 @@ def topic_config_error(name, value):
 
 
 # Per-topic configs with no broker-wide setting behind them.
-TOPIC_ONLY = {"segment.ms": "604800000", "max.compaction.lag.ms": "9223372036854775807",
-              "min.compaction.lag.ms": "0", "delete.retention.ms": "86400000", "message.timestamp.after.max.ms":
-              "3600000", "message.timestamp.before.max.ms": "9223372036854775807"}
+TOPIC_ONLY = {"max.compaction.lag.ms": "9223372036854775807", "min.compaction.lag.ms": "0",
+              "message.timestamp.after.max.ms": "3600000", "message.timestamp.before.max.ms": "9223372036854775807"}
 
 
 def parse_value(key, text, kind, where):
@@ -249,6 +252,8 @@ class BrokerConfig:
                 value = self.values[key]
                 out[setting.topic_key] = str(value).lower() if isinstance(value, bool) else str(value)
         out["retention.ms"] = str(self.retention_ms())
+        roll = self.values["log.roll.ms"]
+        out["segment.ms"] = str(roll if roll is not None else self.values["log.roll.hours"] * HOURS)
         return out
 
     def describe(self):

@@ -78,7 +78,7 @@ class Server:
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
     async def _housekeep(self):
-        retention_due = time.monotonic()
+        retention_due = cleaning_due = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             try:
@@ -87,6 +87,9 @@ class Server:
                     retention_due = time.monotonic() + self.config["log.retention.check.interval.ms"] / 1000
                     if self.state.enforce_retention():
                         self._changed()
+                if time.monotonic() >= cleaning_due:
+                    cleaning_due = time.monotonic() + self.config["log.cleaner.backoff.ms"] / 1000
+                    self.state.compact()
                 now = time.monotonic()
                 if self.state.groups.expire(now) | self.state.expire_transactions(now):
                     self._changed()

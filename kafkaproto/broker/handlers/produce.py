@@ -16,6 +16,7 @@ UNSUPPORTED_VERSION.
 
 from ... import errors
 from ...exceptions import RecordsError
+from ...records import iter_batches
 from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
 from ..state.log import parse_batches
@@ -46,6 +47,9 @@ def produce_partition(state, topic, index, records, transactional_id):
         error = _transaction_error(state, transactional_id, topic.name, index, batches)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
+    if "compact" in state.cluster.topic_config(topic)["cleanup.policy"] and not _all_keyed(records):
+        return _result(index, errors.INVALID_RECORD, message=f"a record without a key, for compacted topic "
+                                                             f"{topic.name}")
     producers = state.producers[partition]
     duplicate = None
     for batch in batches:
@@ -58,6 +62,11 @@ def produce_partition(state, topic, index, records, transactional_id):
         return _result(index, errors.NONE, offset, partition.log.log_start_offset, append_time=timestamp)
     offset = state.append(partition, records, batches)
     return _result(index, errors.NONE, offset, partition.log.log_start_offset)
+
+
+def _all_keyed(data):
+    """Every record has a key (compacted topics need one); this reads the records."""
+    return all(record.key is not None for batch in iter_batches(data) if not batch.is_control for record in batch)
 
 
 def _transaction_error(state, transactional_id, topic, index, batches):

@@ -9,6 +9,7 @@ import time
 from ... import errors
 from ..security import load_credentials
 from .cluster import Cluster
+from .compaction import compact
 from .groups import Groups
 from .log import parse_batches
 from .producers import PartitionProducers
@@ -155,6 +156,8 @@ class BrokerState:
         deleted = 0
         for topic in self.cluster.topics.values():
             config = self.cluster.topic_config(topic)
+            if "delete" not in config["cleanup.policy"]:
+                continue
             retention_ms, retention_bytes = int(config["retention.ms"]), int(config["retention.bytes"])
             for partition in topic.partitions:
                 plog = partition.log
@@ -163,7 +166,8 @@ class BrokerState:
                 keep = 0
                 size = plog.size_bytes
                 for segment in plog.segments[:-1]:
-                    too_old = retention_ms >= 0 and 0 <= segment.max_timestamp < now_ms - retention_ms
+                    too_old = retention_ms >= 0 and (segment.size == 0  # emptied by compaction
+                                                     or 0 <= segment.max_timestamp < now_ms - retention_ms)
                     too_big = retention_bytes >= 0 and size - segment.size >= retention_bytes
                     if not (too_old or too_big):
                         break
@@ -173,6 +177,19 @@ class BrokerState:
                     plog.delete_segments_before(keep)
                     deleted += keep
         return deleted
+
+    def compact(self, now_ms=None):
+        """Compact the closed segments of topics with cleanup.policy=compact; the records removed."""
+        now_ms = self.now_ms() if now_ms is None else now_ms
+        removed = 0
+        for topic in self.cluster.topics.values():
+            config = self.cluster.topic_config(topic)
+            if "compact" not in config["cleanup.policy"]:
+                continue
+            for partition in topic.partitions:
+                if partition.log is not None:
+                    removed += compact(partition.log, now_ms, int(config["delete.retention.ms"]))
+        return removed
 
     def expire_transactions(self, now):
         """Abort transactions open longer than their timeout; True when any was."""

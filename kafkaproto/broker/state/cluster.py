@@ -228,7 +228,8 @@ class Cluster:
     def _open_log(self, partition, path, recover=False):
         config = self.topic_config(partition.topic)
         partition.log = PartitionLog(path, segment_bytes=int(config["segment.bytes"]),
-                                     index_interval=int(config["index.interval.bytes"]), recover=recover)
+                                     index_interval=int(config["index.interval.bytes"]), recover=recover,
+                                     segment_ms=int(config["segment.ms"]))
         if self.on_partition_log is not None:
             self.on_partition_log(partition)
 
@@ -302,6 +303,7 @@ class Cluster:
             for partition in topic.partitions:
                 if partition.log is not None:
                     partition.log.segment_bytes = int(config["segment.bytes"])
+                    partition.log.segment_ms = int(config["segment.ms"])
                     partition.log.index_interval = int(config["index.interval.bytes"])
 
     def allocate_producer_id(self):

@@ -16,6 +16,7 @@ import bisect
 import logging
 import os
 import struct
+import time
 
 from ...records import RecordsError, iter_batches
 
@@ -90,7 +91,7 @@ class Segment:
         self.since_index = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
-        self.created = os.fstat(self.fd).st_mtime
+        self.opened = time.time()  # segment.ms counts from here (from the start, for a segment found on disk)
 
     def close(self):
         if self.fd >= 0:
@@ -146,9 +147,11 @@ class Segment:
 class PartitionLog:
     """The batches of one partition, in segments; offsets are assigned here."""
 
-    def __init__(self, directory, *, segment_bytes=1 << 30, index_interval=4096, recover=False):
+    def __init__(self, directory, *, segment_bytes=1 << 30, index_interval=4096, recover=False,
+                 segment_ms=7 * 24 * 3600 * 1000):
         self.directory = directory
         self.segment_bytes = segment_bytes
+        self.segment_ms = segment_ms
         self.index_interval = index_interval
         os.makedirs(directory, exist_ok=True)
         bases = sorted(int(name[:-4]) for name in os.listdir(directory)
@@ -214,7 +217,8 @@ class PartitionLog:
             batch.base_offset = offset
             offset = batch.last_offset + 1
         segment = self.segments[-1]
-        if segment.size and segment.size + len(data) > self.segment_bytes:
+        if segment.size and (segment.size + len(data) > self.segment_bytes
+                             or time.time() - segment.opened >= self.segment_ms / 1000):
             segment = self.roll()
         start = segment.size
         written = os.pwrite(segment.fd, data, start)
@@ -247,22 +251,23 @@ class PartitionLog:
         upto = self.log_end_offset if upto is None else upto
         if offset < self.log_start_offset or offset >= upto:
             return b""
-        segment = self._segment_for(offset)
-        start = None
-        end = None
-        for batch in segment.batches(segment.position_of(offset)):
-            if batch.base_offset >= upto:
-                break
-            if start is None:
-                if batch.last_offset < offset:
-                    continue
-                start = batch.position
-            elif batch.position + batch.size - start > max_bytes:
-                break
-            end = batch.position + batch.size
-        if start is None:
-            return b""
-        return segment.read(start, end - start)
+        index = self.segments.index(self._segment_for(offset))
+        # A compacted segment may end before the offset asked for; the batches then start in a later one.
+        for segment in self.segments[index:]:
+            start = end = None
+            for batch in segment.batches(segment.position_of(offset)):
+                if batch.base_offset >= upto:
+                    break
+                if start is None:
+                    if batch.last_offset < offset:
+                        continue
+                    start = batch.position
+                elif batch.position + batch.size - start > max_bytes:
+                    break
+                end = batch.position + batch.size
+            if start is not None:
+                return segment.read(start, end - start)
+        return b""
 
     def batches_from(self, offset):
         """Batch headers from the one holding offset to the end, across segments."""
@@ -306,6 +311,25 @@ class PartitionLog:
     def _records(segment, batch):
         for read in iter_batches(segment.read(batch.position, batch.size)):
             yield from read
+
+    def replace_segment(self, segment, data):
+        """Put data (whole batches, offsets kept) in place of a closed segment's file, atomically."""
+        tmp = segment.path + ".cleaned"
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, segment.path)
+        segment.close()
+        fresh = Segment(self.directory, segment.base_offset, self.index_interval)
+        for batch in fresh.batches():
+            fresh.note(batch)
+            fresh.seen(batch)
+        if fresh.next_offset == fresh.base_offset:
+            fresh.next_offset = segment.next_offset  # emptied: it still covers its offsets
+        fresh.write_index()
+        self.segments[self.segments.index(segment)] = fresh
+        return fresh
 
     def delete_segments_before(self, keep):
         """Drop whole segments before segments[keep] (retention); the new log start offset."""
