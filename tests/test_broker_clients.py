@@ -185,6 +185,26 @@ def test_java_clients_whole_sequence(kafkaproto_broker, java_clients):
     admin.close()
 
 
+def test_java_group_of_two_with_a_rebalance(kafkaproto_broker, java_clients):
+    """Two Java consumers in one group, the second joining (and so rebalancing the group) while the first is
+    in it: between them, committing after every poll, they read every record."""
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh("java-grp")
+    for mode in ("admin", "produce"):
+        run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+    members = []
+    for _ in range(2):
+        members.append(subprocess.Popen(["java", "-cp", java_clients, "Clients", bootstrap, "member", topic],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        time.sleep(1.5)
+    outputs = [m.communicate(timeout=120) for m in members]
+    assert all(m.returncode == 0 for m in members), [err[-2000:] for _, err in outputs]
+    read = [{tuple(map(int, line.split())) for line in out.splitlines() if line.strip()} for out, _ in outputs]
+    assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(15)}
+
+
 def test_confluent_kafka_idempotence_transactions_and_groups(kafkaproto_broker):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -327,6 +347,101 @@ def test_kafka_python_group_of_two_rebalances_and_commits(kafkaproto_broker):
             "group_type": "classic"} in admin.list_groups()
     admin.close()
     producer.close()
+
+
+@pytest.mark.parametrize("acks", [0, 1, -1])
+def test_confluent_kafka_acks_and_a_group_of_two(kafkaproto_broker, acks):
+    """librdkafka: acks 0, 1 and all; then two consumers in one group split the partitions, commit, and the
+    one left takes over the other's partitions (and committed positions) when it leaves."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient, NewTopic
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic, group = fresh("rd-grp"), fresh("rd-group")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 4, 1)]).values():
+        future.result(10)
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 2})
+    for i in range(40):
+        producer.produce(topic, value=b"%d" % i, partition=i % 4)
+    assert producer.flush(20) == 0
+
+    def member():
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                             "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                             "session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+        consumer.subscribe([topic])
+        return consumer
+
+    first, second = member(), member()
+    seen = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (len(first.assignment()) == 2 and len(second.assignment()) == 2
+                                               and len(seen) >= 20):
+        for consumer in (first, second):
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None and message.partition() in {
+                    tp.partition for tp in consumer.assignment()}:
+                seen[(message.partition(), message.offset())] = message.value()
+                try:
+                    consumer.commit(message=message, asynchronous=False)
+                except confluent_kafka.KafkaException as e:  # a rebalance under way, as with Kafka: go on
+                    assert e.args[0].code() == confluent_kafka.KafkaError.REBALANCE_IN_PROGRESS, e
+    assert {tp.partition for tp in first.assignment()} | {tp.partition for tp in second.assignment()} == set(
+        range(4))
+    second.close()  # leaves: its partitions go to the first member, from their committed offsets
+    deadline = time.monotonic() + 30
+    while len(seen) < 40 and time.monotonic() < deadline:
+        message = first.poll(0.2)
+        if message is not None and message.error() is None:
+            seen[(message.partition(), message.offset())] = message.value()
+    first.close()
+    assert sorted(seen) == [(p, o) for p in range(4) for o in range(10)]
+    assert sorted(seen.values(), key=int) == [b"%d" % i for i in range(40)]
+
+
+def test_aiokafka_admin_group_of_two_and_delete(kafkaproto_broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic as AioNewTopic
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic, group = fresh("aio-grp"), fresh("aio-group")
+
+    async def run():
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([AioNewTopic(topic, 2, 1)])
+            producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1)
+            await producer.start()
+            for i in range(20):
+                await producer.send_and_wait(topic, b"%d" % i, partition=i % 2)
+            await producer.stop()
+            members = [aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                                 auto_offset_reset="earliest", enable_auto_commit=False,
+                                                 heartbeat_interval_ms=200) for _ in range(2)]
+            for consumer in members:
+                await consumer.start()
+            got = {}
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not (len(got) == 20 and all(
+                    len(c.assignment()) == 1 for c in members)):
+                for consumer in members:
+                    for messages in (await consumer.getmany(timeout_ms=100)).values():
+                        for m in messages:
+                            got[(m.partition, m.offset)] = m.value
+                    if consumer.assignment():
+                        await consumer.commit()
+            assignments = [c.assignment() for c in members]
+            for consumer in members:
+                await consumer.stop()
+            await admin.delete_topics([topic])
+            return got, assignments, await admin.list_topics()
+        finally:
+            await admin.close()
+
+    got, assignments, topics = asyncio.run(run())
+    assert sorted(got) == [(p, o) for p in range(2) for o in range(10)]
+    assert all(len(a) == 1 for a in assignments) and assignments[0] != assignments[1]
+    assert topic not in topics
 
 
 def test_restart_and_continue(tmp_path):

@@ -6,6 +6,8 @@
 //   txn       a transactional producer commits one transaction and aborts another
 //   consume   a consumer in group "captures" reads everything (read_committed) and commits
 //   delete    delete the topic by its topic ID
+//   member    a consumer in group "members" that commits after every poll and stops 5 s after its last
+//             record, printing "partition offset" per record (run several to form a group)
 
 import java.time.Duration;
 import java.util.Collections;
@@ -44,6 +46,7 @@ public final class Clients {
             case "txn": produce(props, topic, "captures-txn"); break;
             case "consume": consume(props, topic); break;
             case "delete": delete(props, topic); break;
+            case "member": member(props, topic); break;
             default: throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -117,6 +120,29 @@ public final class Clients {
             consumer.commitSync();
             if (seen < 31) {
                 throw new IllegalStateException("consumed " + seen + " of 31 records");
+            }
+        }
+    }
+
+    private static void member(Properties props, String topic) {
+        props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        props.put("group.id", "members");
+        props.put("auto.offset.reset", "earliest");
+        props.put("enable.auto.commit", "false");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(Collections.singletonList(topic));
+            long deadline = System.currentTimeMillis() + 40_000;
+            long quietSince = System.currentTimeMillis();
+            while (System.currentTimeMillis() < deadline && System.currentTimeMillis() - quietSince < 5_000) {
+                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                for (org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> r : records) {
+                    System.out.println(r.partition() + " " + r.offset());
+                    quietSince = System.currentTimeMillis();
+                }
+                if (!records.isEmpty()) {
+                    consumer.commitSync();
+                }
             }
         }
     }
