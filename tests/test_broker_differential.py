@@ -3,7 +3,7 @@ broker: the responses must match once what legitimately differs is normalised.
 
 What is normalised, and why:
 - identifiers each broker makes up (cluster id, node and controller ids, broker addresses, topic IDs,
-  producer ids, member ids): each distinct value becomes a label in order of first appearance, so that
+  producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first appearance, so that
   which ids are equal to which is still compared;
 - the order of partitions within a topic (Kafka lists them in hash order);
 - requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start
@@ -37,8 +37,8 @@ from test_kafka_broker import RawClient
 # Retried, not compared: Kafka's coordinators answer these for a while after it starts.
 LOADING = {errors.COORDINATOR_LOAD_IN_PROGRESS.code, errors.COORDINATOR_NOT_AVAILABLE.code,
            errors.NOT_COORDINATOR.code, errors.CONCURRENT_TRANSACTIONS.code}
-LABELLED = {"cluster_id", "node_id", "controller_id", "leader_id", "broker_id", "host", "port", "topic_id",
-            "producer_id", "member_id", "leader", "replica_nodes", "isr_nodes"}
+LABELLED = {"session_id", "cluster_id", "node_id", "controller_id", "leader_id", "broker_id", "host", "port",
+            "topic_id", "producer_id", "member_id", "leader", "replica_nodes", "isr_nodes"}
 DROPPED = {"throttle_time_ms", "error_message", "topic_authorized_operations", "cluster_authorized_operations",
            "authorized_operations", "configs"}
 
@@ -207,6 +207,36 @@ def test_topics_produce_fetch_and_offsets(sides):
 
 def side_name(side, sides):
     return "kafka" if side is sides[0] else "ours"
+
+
+def test_a_fetch_session(sides):
+    topic = f"diff-s-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    both(sides, produce(topic, 0, batch(b"a")), 9, "Produce")
+    opened = {}
+
+    def session(epoch, offsets=None, forgotten=()):
+        def make(side):
+            return FetchRequest(
+                replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, session_epoch=epoch,
+                session_id=opened.get(side_name(side, sides), 0) if epoch else 0,
+                topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                    FetchRequest.FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=1 << 20)
+                    for p, o in (offsets or [])])] if offsets else [],
+                forgotten_topics_data=[FetchRequest.ForgottenTopic(topic=topic, partitions=list(forgotten))]
+                if forgotten else [])
+        return make
+
+    k, o = both(sides, session(0, [(0, 0), (1, 0)]), 12, "Fetch opening a session")
+    assert k.session_id and o.session_id
+    opened.update(kafka=k.session_id, ours=o.session_id)
+    both(sides, session(1, [(0, 1)]), 12, "incremental Fetch, nothing new")
+    both(sides, produce(topic, 1, batch(b"b")), 9, "Produce")
+    both(sides, session(2), 12, "incremental Fetch after a produce")
+    both(sides, session(2), 12, "incremental Fetch with a stale epoch")
+    both(sides, session(3, forgotten=[1]), 12, "incremental Fetch forgetting a partition")
+    both(sides, session(4), 13, "a session by name continued by topic ID")
 
 
 def test_delete_by_id_and_recreate(sides):

@@ -554,3 +554,59 @@ def test_compact_and_delete_both_apply_and_delete_alone_never_compacts(tmp_path)
     assert removed >= 2 and removed + len(left) == 4 and left[-1] == (3, b"k", b"3")
     assert state.enforce_retention(now_ms=1_700_000_000_000 + 8 * 86_400_000) >= 1
     state.close()
+
+
+def session_fetch(state, session_id, epoch, topics=(), forgotten=(), version=12, min_bytes=0):
+    """A Fetch in a session: topics [(name or ID, partition, fetch offset)], forgotten [(name or ID, partition)]."""
+    by_id = version >= 13
+
+    def topic_fields(key):
+        return {"topic_id": key} if by_id else {"topic": key}
+
+    grouped = {}
+    for key, index, offset in topics:
+        grouped.setdefault(key, []).append(FetchRequest.FetchPartition(partition=index, fetch_offset=offset,
+                                                                      partition_max_bytes=1 << 20))
+    body = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=min_bytes, max_bytes=1 << 20, session_id=session_id,
+                        session_epoch=epoch,
+                        topics=[FetchRequest.FetchTopic(partitions=ps, **topic_fields(k)) for k, ps in grouped.items()],
+                        forgotten_topics_data=[FetchRequest.ForgottenTopic(partitions=[i], **topic_fields(k))
+                                               for k, i in forgotten])
+    return call(state, body, version)
+
+
+def answered(response):
+    return sorted((t.topic or str(t.topic_id), p.partition_index, len(p.records or b""), p.error_code)
+                  for t in response.responses for p in t.partitions)
+
+
+def test_fetch_sessions_answer_only_what_changed(state):
+    create(state, "t", partitions=2)
+    produce(state, batch(b"a"), partition=0)
+    opened = session_fetch(state, 0, 0, [("t", 0, 0), ("t", 1, 0)])
+    assert opened.session_id != 0 and [p[:2] for p in answered(opened)] == [("t", 0), ("t", 1)]
+    sid = opened.session_id
+    quiet = session_fetch(state, sid, 1, [("t", 0, 1)])  # moved past the record: nothing new anywhere
+    assert quiet.error_code == 0 and answered(quiet) == []
+    produce(state, batch(b"b"), partition=1)
+    news = session_fetch(state, sid, 2)
+    assert [(p[0], p[1]) for p in answered(news)] == [("t", 1)] and answered(news)[0][2] > 0
+    assert session_fetch(state, sid, 2).error_code == errors.INVALID_FETCH_SESSION_EPOCH.code
+    assert session_fetch(state, 12345, 1).error_code == errors.FETCH_SESSION_ID_NOT_FOUND.code
+    forgot = session_fetch(state, sid, 3, forgotten=[("t", 1)])
+    assert forgot.error_code == 0 and state.fetch_sessions.get(sid).partitions.keys() == {("t", 0)}
+    closed = session_fetch(state, sid, -1, [("t", 0, 0)])
+    assert closed.session_id == 0 and [p[:2] for p in answered(closed)] == [("t", 0)]
+    assert session_fetch(state, sid, 4).error_code == errors.FETCH_SESSION_ID_NOT_FOUND.code
+
+
+def test_fetch_sessions_and_topic_ids(state):
+    topic_id = create(state, "t").topic_id
+    by_name = session_fetch(state, 0, 0, [("t", 0, 0)], version=12)
+    mixed = session_fetch(state, by_name.session_id, 1, version=13)
+    assert mixed.error_code == errors.FETCH_SESSION_TOPIC_ID_ERROR.code
+    by_id = session_fetch(state, 0, 0, [(topic_id, 0, 0)], version=13)
+    assert by_id.responses[0].topic_id == topic_id
+    state.delete_topic(state.cluster.topics["t"])
+    gone = session_fetch(state, by_id.session_id, 1, version=13)
+    assert answered(gone) == [(str(topic_id), 0, 0, errors.UNKNOWN_TOPIC_ID.code)]

@@ -56,6 +56,7 @@ SETTINGS = {
     "socket.request.max.bytes": Setting(int, 104857600),
     "connections.max.idle.ms": Setting(int, 600000),
     "max.connections": Setting(int, 2147483647),
+    "max.incremental.fetch.session.cache.slots": Setting(int, 1000),
     "group.initial.rebalance.delay.ms": Setting(int, 3000),
     "group.min.session.timeout.ms": Setting(int, 6000),
     "group.max.session.timeout.ms": Setting(int, 1800000),

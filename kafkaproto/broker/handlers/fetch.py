@@ -7,17 +7,29 @@ larger than the limits still gets through. When fewer than min_bytes are
 ready the request waits up to max_wait_ms for more (the handler returns Wait
 and is asked again). read_committed (isolation level 1) stops at the last
 stable offset, before the first open transaction, and lists the aborted
-transactions in the range so consumers can drop them. Sessions are not kept: a request opening one gets a
-sessionless reply (session id 0) and the client goes on with full fetches; a
-request naming a session is FETCH_SESSION_ID_NOT_FOUND.
+transactions in the range so consumers can drop them.
+
+Fetch sessions (KIP-227, v7+): epoch 0 opens one with the partitions named
+(the reply carries its id); later fetches carry the id and the next epoch,
+add or update partitions and forget others, and are answered with only the
+partitions that have records or news (a new high watermark, last stable
+offset or log start, or an error). Epoch -1 closes a session. An unknown
+session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH,
+and a session opened by topic name continued by topic ID (or the reverse)
+FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka.
 """
+
+from collections import OrderedDict
 
 from ... import errors
 from ...messages import ApiKey, FetchResponse
+from ...uuid import Uuid
 from ..dispatch import Wait, handles
+from ..state.fetch_sessions import CachedPartition
 
 PartitionData = FetchResponse.PartitionData
 READ_COMMITTED = 1
+FINAL_EPOCH, INITIAL_EPOCH = -1, 0
 
 
 def _partition(index, error, high_watermark=-1, log_start_offset=-1, records=b"", stable=-1, aborted=None):
@@ -28,44 +40,121 @@ def _partition(index, error, high_watermark=-1, log_start_offset=-1, records=b""
                          aborted_transactions=aborted, preferred_read_replica=-1, records=records)
 
 
+def _wanted(request, by_id):
+    """OrderedDict (topic key, index) -> CachedPartition for the partitions a request names."""
+    out = OrderedDict()
+    for item in request.topics:
+        key = item.topic_id if by_id else item.topic
+        for p in item.partitions:
+            out[(key, p.partition)] = CachedPartition(key, item.topic, p.partition, p.fetch_offset,
+                                                      p.partition_max_bytes)
+    return out
+
+
+def _error_response(error):
+    return FetchResponse(throttle_time_ms=0, error_code=error.code, session_id=0, responses=[])
+
+
 @handles(ApiKey.FETCH, versions=range(4, 19))
 def fetch(ctx, request):
     state = ctx.state
-    if request.session_id != 0:
-        return FetchResponse(throttle_time_ms=0, error_code=errors.FETCH_SESSION_ID_NOT_FOUND.code, session_id=0,
-                             responses=[])
+    sessions = state.fetch_sessions
     by_id = ctx.version >= 13
+    session_id, epoch = (request.session_id, request.session_epoch) if ctx.version >= 7 else (0, FINAL_EPOCH)
+    session = None
+    if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
+        if session_id:
+            sessions.remove(session_id)  # closed (-1) or replaced by a new one (0)
+        scope = _wanted(request, by_id)
+    else:
+        session = sessions.get(session_id)
+        if session is None:
+            return _error_response(errors.FETCH_SESSION_ID_NOT_FOUND)
+        if session.epoch != epoch:
+            return _error_response(errors.INVALID_FETCH_SESSION_EPOCH)
+        if session.uses_ids != by_id:
+            return _error_response(errors.FETCH_SESSION_TOPIC_ID_ERROR)
+        scope = OrderedDict(session.partitions)
+        for key, cached in _wanted(request, by_id).items():
+            old = scope.get(key)
+            if old is not None:  # keep what the last response said, take the new position
+                cached.high_watermark, cached.stable, cached.log_start = old.high_watermark, old.stable, \
+                    old.log_start
+            scope[key] = cached
+        for item in request.forgotten_topics_data if ctx.version >= 7 else ():
+            key = item.topic_id if by_id else item.topic
+            for index in item.partitions:
+                scope.pop((key, index), None)
+    answers, total = _read(ctx, request, scope, by_id)
+    if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
+        return Wait(request.max_wait_ms)
+    if session is None and epoch == INITIAL_EPOCH and ctx.version >= 7:
+        session = sessions.create(by_id, scope)
+        session_id = session.session_id if session is not None else 0
+    elif session is not None:
+        session.partitions = scope
+        session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+    else:
+        session_id = 0
+    return FetchResponse(throttle_time_ms=0, error_code=errors.NONE.code, session_id=session_id,
+                         responses=_group(_keep(answers, scope, incremental=epoch > 0), by_id))
+
+
+def _read(ctx, request, scope, by_id):
+    """[(CachedPartition, PartitionData)] for every partition in scope, and the bytes of records read."""
+    state = ctx.state
     read_committed = request.isolation_level == READ_COMMITTED
     budget = request.max_bytes
     total = 0
-    responses = []
-    for item in request.topics:
-        topic, error = state.topic(None if by_id else item.topic, item.topic_id if by_id else None)
-        partitions = []
-        for p in item.partitions:
-            partition, perror = state.partition(topic, p.partition) if topic is not None else (None, error)
-            if partition is None:
-                partitions.append(_partition(p.partition, perror))
-                continue
-            plog = partition.log
-            high = plog.log_end_offset
-            stable = state.last_stable_offset(partition)
-            if not plog.log_start_offset <= p.fetch_offset <= high:
-                partitions.append(_partition(p.partition, errors.OFFSET_OUT_OF_RANGE, high, plog.log_start_offset,
-                                             stable=stable))
-                continue
-            limit = min(p.partition_max_bytes, budget - total)
-            upto = stable if read_committed else high
-            data = plog.read(p.fetch_offset, max(limit, 0), upto) if limit > 0 or total == 0 else b""
-            total += len(data)
-            aborted = None
-            if read_committed:
-                aborted = [FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in
-                           state.partition_transactions[partition].aborted_between(p.fetch_offset, upto)]
-            partitions.append(_partition(p.partition, errors.NONE, high, plog.log_start_offset, data, stable,
-                                         aborted))
-        responses.append(FetchResponse.FetchableTopicResponse(topic=item.topic, topic_id=item.topic_id,
-                                                              partitions=partitions))
-    if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
-        return Wait(request.max_wait_ms)
-    return FetchResponse(throttle_time_ms=0, error_code=errors.NONE.code, session_id=0, responses=responses)
+    out = []
+    for cached in scope.values():
+        topic, error = state.topic(None if by_id else cached.topic, cached.topic if by_id else None)
+        partition, perror = state.partition(topic, cached.index) if topic is not None else (None, error)
+        if partition is None:
+            out.append((cached, _partition(cached.index, perror)))
+            continue
+        if topic.name != cached.name and by_id:
+            cached.name = topic.name
+        plog = partition.log
+        high = plog.log_end_offset
+        stable = state.last_stable_offset(partition)
+        if not plog.log_start_offset <= cached.fetch_offset <= high:
+            out.append((cached, _partition(cached.index, errors.OFFSET_OUT_OF_RANGE, high, plog.log_start_offset,
+                                           stable=stable)))
+            continue
+        limit = min(cached.max_bytes, budget - total)
+        upto = stable if read_committed else high
+        data = plog.read(cached.fetch_offset, max(limit, 0), upto) if limit > 0 or total == 0 else b""
+        total += len(data)
+        aborted = None
+        if read_committed:
+            aborted = [FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in
+                       state.partition_transactions[partition].aborted_between(cached.fetch_offset, upto)]
+        out.append((cached, _partition(cached.index, errors.NONE, high, plog.log_start_offset, data, stable,
+                                       aborted)))
+    return out, total
+
+
+def _keep(answers, scope, incremental):
+    """The answers to send (all of them, unless incremental: then those with records or news), remembering
+    what was said for the session."""
+    kept = []
+    for cached, data in answers:
+        news = (data.error_code != 0 or data.records or cached.high_watermark != data.high_watermark
+                or cached.stable != data.last_stable_offset or cached.log_start != data.log_start_offset)
+        if news or not incremental:
+            kept.append((cached, data))
+        cached.high_watermark, cached.stable, cached.log_start = (data.high_watermark, data.last_stable_offset,
+                                                                  data.log_start_offset)
+    return kept
+
+
+def _group(answers, by_id):
+    """FetchableTopicResponses, one per topic, in the order topics first appear."""
+    topics = OrderedDict()
+    for cached, data in answers:
+        topics.setdefault(cached.topic, (cached, []))[1].append(data)
+    return [FetchResponse.FetchableTopicResponse(topic="" if by_id else cached.name,
+                                                 topic_id=cached.topic if by_id else Uuid.ZERO,
+                                                 partitions=partitions)
+            for cached, partitions in topics.values()]

@@ -10,6 +10,7 @@ from ... import errors
 from ..security import load_credentials
 from .cluster import Cluster
 from .compaction import compact
+from .fetch_sessions import FetchSessions
 from .groups import Groups
 from .log import parse_batches
 from .producers import PartitionProducers
@@ -47,6 +48,7 @@ class BrokerState:
         self.credentials.scram.update(self.cluster.scram)
         self.cluster.scram = self.credentials.scram
         self.groups = Groups(config, config.log_dir)
+        self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
         self.transactions = Transactions(config.log_dir)
         for topic in self.cluster.topics.values():
             for partition in topic.partitions:
