@@ -3,8 +3,8 @@ broker: the responses must match once what legitimately differs is normalised.
 
 What is normalised, and why:
 - identifiers each broker makes up (cluster id, node and controller ids, broker addresses, topic IDs,
-  producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first appearance, so that
-  which ids are equal to which is still compared;
+  producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first
+  appearance, so that which ids are equal to which is still compared;
 - the order of partitions within a topic (Kafka lists them in hash order);
 - requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start
   are sent again until it answers, and so are those it answers CONCURRENT_TRANSACTIONS while it still
