@@ -185,6 +185,20 @@ def test_java_clients_whole_sequence(kafkaproto_broker, java_clients):
     admin.close()
 
 
+@pytest.mark.parametrize("acks", ["0", "1"])
+def test_java_producer_acks_0_and_1(kafkaproto_broker, java_clients, acks, tmp_path):
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic = fresh(f"java-acks{acks}")
+    config = tmp_path / "client.properties"
+    config.write_text(f"acks={acks}\nenable.idempotence=false\n")
+    for mode in ("admin", "produce"):
+        run = subprocess.run(["java", f"-Dclient.config={config}", "-cp", java_clients, "Clients", bootstrap, mode,
+                              topic], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+    got = consume_all(bootstrap, topic, 2, 30)
+    assert sorted(m.value for m in got) == sorted(f"value-{i} from the Java producer".encode() for i in range(30))
+
+
 def test_java_group_of_two_with_a_rebalance(kafkaproto_broker, java_clients):
     """Two Java consumers in one group, the second joining (and so rebalancing the group) while the first is
     in it: between them, committing after every poll, they read every record."""
@@ -467,9 +481,11 @@ def test_restart_and_continue(tmp_path):
         consumer.close()
 
 
-def test_clients_keep_going_through_a_restart(tmp_path, java_clients):
-    """Long-lived kafka-python and confluent-kafka producers and consumers, and the Java clients' sequence,
-    carry on when the broker restarts on the same address and data."""
+def test_clients_keep_going_through_a_restart(tmp_path, java_clients, kafkajs):
+    """Long-lived kafka-python and confluent-kafka producers and consumers carry on when the broker restarts
+    on the same address and data; aiokafka's records from before are read after it; the Java clients' and
+    kafkajs' sequences run on the restarted broker."""
+    aiokafka = pytest.importorskip("aiokafka")
     confluent_kafka = pytest.importorskip("confluent_kafka")
     first = Broker({"num.partitions": "1"}, log_dir=tmp_path).start()
     overrides = {"num.partitions": "1", "listeners": f"PLAINTEXT://127.0.0.1:{first.port}"}
@@ -487,6 +503,25 @@ def test_clients_keep_going_through_a_restart(tmp_path, java_clients):
         for messages in consumer.poll(200).values():
             got += [m.value for m in messages]
     consumer.commit()
+
+    async def aio_produce():
+        aio = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+        await aio.start()
+        try:
+            await aio.send_and_wait("aio-through", b"before the restart")
+        finally:
+            await aio.stop()
+
+    async def aio_consume():
+        aio = aiokafka.AIOKafkaConsumer("aio-through", bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                        group_id="aio-through-group")
+        await aio.start()
+        try:
+            return (await aio.getone()).value
+        finally:
+            await aio.stop()
+
+    asyncio.run(aio_produce())
     first.stop()
     second = Broker(overrides, log_dir=tmp_path).start()
     try:
@@ -500,11 +535,16 @@ def test_clients_keep_going_through_a_restart(tmp_path, java_clients):
             for messages in consumer.poll(200).values():
                 got += [m.value for m in messages]
         assert got == [b"kp-%d" % i for i in range(10)] + [b"rd-after"]  # no record twice, none lost
+        assert asyncio.run(asyncio.wait_for(aio_consume(), 30)) == b"before the restart"
         topic = fresh("java-restart")
         for mode in ("admin", "produce"):
             run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic],
                                  capture_output=True, text=True, timeout=120)
             assert run.returncode == 0, f"Java {mode} after a restart failed:\n{run.stderr[-3000:]}"
+        node, script = kafkajs
+        run = subprocess.run([node, str(script.with_name("kafkajs_broker.js")), bootstrap, fresh("js-restart"),
+                              fresh("js-restart-group")], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
     finally:
         consumer.close()
         producer.close()

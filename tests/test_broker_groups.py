@@ -212,3 +212,14 @@ def test_offsets_survive_a_restart_and_go_with_a_deleted_topic(tmp_path):
     state.delete_topic(state.cluster.topics["t"])
     assert call(state, OffsetFetchRequest(group_id="solo", topics=None), 7).topics == []
     state.close()
+
+
+def test_offsets_of_empty_groups_expire(state):
+    from kafkaproto.broker.state.groups import Member
+    state.groups.commit("idle", [(("t", 0), (5, -1, "", 1000))])
+    state.groups.commit("busy", [(("t", 0), (7, -1, "", 1000))])
+    state.groups.group("busy", create=True).members["m"] = Member("m", None, "c", "/h")
+    assert state.groups.expire_offsets(now_ms=1000 + 60_000, retention_ms=120_000) == 0
+    assert state.groups.expire_offsets(now_ms=1000 + 180_000, retention_ms=120_000) == 1
+    assert "idle" not in [g for g, o in state.groups.offsets.items() if o]
+    assert state.groups.committed("busy")[("t", 0)][0] == 7

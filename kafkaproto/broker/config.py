@@ -61,6 +61,7 @@ SETTINGS = {
     "group.min.session.timeout.ms": Setting(int, 6000),
     "group.max.session.timeout.ms": Setting(int, 1800000),
     "offsets.retention.minutes": Setting(int, 10080),
+    "offsets.retention.check.interval.ms": Setting(int, 600000),
     "transaction.max.timeout.ms": Setting(int, 900000),
     "transactional.id.expiration.ms": Setting(int, 604800000),
     "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),

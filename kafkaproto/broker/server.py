@@ -78,7 +78,7 @@ class Server:
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
     async def _housekeep(self):
-        retention_due = cleaning_due = time.monotonic()
+        retention_due = cleaning_due = offsets_due = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             try:
@@ -87,6 +87,10 @@ class Server:
                     retention_due = time.monotonic() + self.config["log.retention.check.interval.ms"] / 1000
                     if self.state.enforce_retention():
                         self._changed()
+                if time.monotonic() >= offsets_due:
+                    offsets_due = time.monotonic() + self.config["offsets.retention.check.interval.ms"] / 1000
+                    self.state.groups.expire_offsets(self.state.now_ms(),
+                                                     self.config["offsets.retention.minutes"] * 60000)
                 if time.monotonic() >= cleaning_due:
                     cleaning_due = time.monotonic() + self.config["log.cleaner.backoff.ms"] / 1000
                     self.state.compact()

@@ -72,7 +72,7 @@ public final class Clients {
     private static void produce(Properties props, String topic, String transactionalId) throws Exception {
         props.put("key.serializer", ByteArraySerializer.class.getName());
         props.put("value.serializer", ByteArraySerializer.class.getName());
-        props.put("acks", "all");
+        props.putIfAbsent("acks", "all");  // -Dclient.config may set acks (and enable.idempotence=false)
         props.put("compression.type", "lz4");
         props.put("linger.ms", "5");
         if (transactionalId != null) {

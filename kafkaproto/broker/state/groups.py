@@ -192,6 +192,18 @@ class Groups:
     def committed(self, group_id):
         return self.offsets.get(group_id, {})
 
+    def expire_offsets(self, now_ms, retention_ms):
+        """Drop the committed offsets of groups without members that are older than retention_ms (Kafka's
+        offsets.retention.minutes, KIP-211); the number dropped."""
+        gone = []
+        for group_id, offsets in self.offsets.items():
+            group = self.groups.get(group_id)
+            if group is not None and group.members:
+                continue
+            gone += [((group_id, t, p), None) for (t, p), value in offsets.items() if value[3] < now_ms - retention_ms]
+        self._write(gone)
+        return len(gone)
+
     def forget_topic(self, topic):
         """Drop the offsets of a deleted topic, so a topic re-created under its name starts clean."""
         self._write([((group_id, t, p), None) for group_id, offsets in self.offsets.items()
