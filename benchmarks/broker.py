@@ -212,12 +212,35 @@ def label(case):
     return f"{case['partitions']}p {case['size']}B acks={case['acks']} {case['compression']}"
 
 
+def markdown(results):
+    """The BENCHMARKS.md table of a run's results."""
+    lines = ["| case | produce MB/s K / k | produce records/s K / k | ratio | avg / p99 latency ms K | "
+             "avg / p99 latency ms k | consume MB/s K / k | consume records/s K / k | ratio | RSS MB K / k |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results["cases"]:
+        k, o = r["kafka"], r["kafkaproto"]
+        lines.append(
+            f"| {label(r)} | {k['produce']['mb_s']:.1f} / {o['produce']['mb_s']:.1f} | "
+            f"{k['produce']['records_s']:,.0f} / {o['produce']['records_s']:,.0f} | {r['produce_ratio']:.2f}× | "
+            f"{k['produce']['avg_ms']:.0f} / {k['produce']['p99_ms']:.0f} | "
+            f"{o['produce']['avg_ms']:.0f} / {o['produce']['p99_ms']:.0f} | "
+            f"{k['consume']['mb_s']:.1f} / {o['consume']['mb_s']:.1f} | "
+            f"{k['consume']['records_s']:,.0f} / {o['consume']['records_s']:,.0f} | {r['consume_ratio']:.2f}× | "
+            f"{max(k['produce']['rss_kb'], k['consume']['rss_kb']) / 1024:.0f} / "
+            f"{max(o['produce']['rss_kb'], o['consume']['rss_kb']) / 1024:.0f} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a fifth of the records per case")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--markdown", metavar="JSON", help="print the table of a saved run, and run nothing")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return
     cp = tools_classpath()
     work = Path(tempfile.mkdtemp(prefix="kafkaproto-broker-bench-"))
     (work / "kafka").mkdir()
