@@ -6,8 +6,9 @@ What is normalised, and why:
   producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first
   appearance, so that which ids are equal to which is still compared;
 - the order of partitions within a topic (Kafka lists them in hash order);
-- requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start
-  are sent again until it answers, and so are those it answers CONCURRENT_TRANSACTIONS while it still
+- requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start,
+  or with NOT_LEADER_OR_FOLLOWER (or LEADER_NOT_AVAILABLE) for a moment after it creates a topic, are sent
+  again until it answers, and so are those it answers CONCURRENT_TRANSACTIONS while it still
   writes the markers of a transaction that ended (this broker writes them before answering EndTxn), and
   for the same reason the last read_committed Fetch is repeated until the last stable offset is the high
   watermark;
@@ -36,7 +37,8 @@ from test_kafka_broker import RawClient
 
 # Retried, not compared: Kafka's coordinators answer these for a while after it starts.
 LOADING = {errors.COORDINATOR_LOAD_IN_PROGRESS.code, errors.COORDINATOR_NOT_AVAILABLE.code,
-           errors.NOT_COORDINATOR.code, errors.CONCURRENT_TRANSACTIONS.code}
+           errors.NOT_COORDINATOR.code, errors.CONCURRENT_TRANSACTIONS.code, errors.NOT_LEADER_OR_FOLLOWER.code,
+           errors.LEADER_NOT_AVAILABLE.code}
 LABELLED = {"session_id", "cluster_id", "node_id", "controller_id", "leader_id", "broker_id", "host", "port",
             "topic_id", "producer_id", "member_id", "leader", "replica_nodes", "isr_nodes"}
 DROPPED = {"throttle_time_ms", "error_message", "topic_authorized_operations", "cluster_authorized_operations",
