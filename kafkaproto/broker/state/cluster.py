@@ -62,15 +62,19 @@ def partition_dir_name(name, index):
     return f"{name}-{index}"
 
 
-def write_partition_metadata(directory, topic_id):
-    """partition.metadata, as Kafka writes it: to a temporary file, synced, then renamed into place."""
-    path = os.path.join(directory, "partition.metadata")
+def write_synced(path, text):
+    """Write a small file as Kafka writes its metadata files: to a temporary file, synced, then renamed."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        f.write(f"version: 0\ntopic_id: {topic_id}\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def write_partition_metadata(directory, topic_id):
+    """partition.metadata, in place before the partition's first append."""
+    write_synced(os.path.join(directory, "partition.metadata"), f"version: 0\ntopic_id: {topic_id}\n")
     _sync_dir(directory)
 
 
@@ -138,12 +142,7 @@ class Cluster:
                 raise LogError(f"{path}: node.id {props['node.id']} is not the configured {self.node_id}")
             return props["cluster.id"]
         cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(_uuid.uuid4().bytes).decode().rstrip("=")
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_synced(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
         return cluster_id
 
     def _replay(self):
