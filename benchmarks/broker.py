@@ -84,7 +84,8 @@ class Broker:
         self.name, self.port = name, port
         self.log = open(log_path, "wb")
         start = time.monotonic()
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        # Run from its own folder: from a source checkout, ``python -m`` would import kafkaproto's sources.
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=log_path.parent)
         while not api_versions_answers(port):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with {self.proc.returncode}; see {log_path}")
@@ -146,7 +147,11 @@ def start_kafkaproto(work):
     cmd = [sys.executable, "-m", "kafkaproto.broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
            "--override", f"log.dirs={work / 'kafkaproto-data'}", "--override", "group.initial.rebalance.delay.ms=0",
            "--override", "auto.create.topics.enable=false"]
-    return Broker("kafkaproto", cmd, port, work / "kafkaproto.log", env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    impl = subprocess.run([sys.executable, "-c", "import kafkaproto._impl as i; print(i.IMPL)"], cwd=work,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    if impl != "compiled":
+        raise SystemExit(f"the installed kafkaproto runs its {impl} codecs; install it compiled (pip install .)")
+    return Broker("kafkaproto", cmd, port, work / "kafkaproto.log")
 
 
 def sample_rss(broker, stop, peaks):
@@ -245,8 +250,13 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="kafkaproto-broker-bench-"))
     (work / "kafka").mkdir()
     (work / "ours").mkdir()
-    kafka = start_kafka(work / "kafka")
+    # Ours first: a JVM keeps both cores busy for seconds after it first answers, which would time it, not us.
     ours = start_kafkaproto(work / "ours")
+    try:
+        kafka = start_kafka(work / "kafka")
+    except BaseException:
+        ours.stop()
+        raise
     results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:

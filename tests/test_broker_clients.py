@@ -123,14 +123,16 @@ def test_aiokafka_transactions_and_a_group(kafkaproto_broker):
     assert committed is not None and committed >= 5  # past both markers and the aborted record
 
 
-def test_aiokafka_produces_and_consumes(kafkaproto_broker):
+@pytest.mark.parametrize("acks", [0, 1, "all"])
+def test_aiokafka_produces_and_consumes(kafkaproto_broker, acks):
+    """acks=all is idempotent too; with acks=0 nothing is answered, yet every record must land in order."""
     aiokafka = pytest.importorskip("aiokafka")
     bootstrap = kafkaproto_broker.bootstrap_servers
     topic = fresh("aio")
 
     async def run():
-        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True,
-                                             compression_type="zstd")
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks,
+                                             enable_idempotence=acks == "all", compression_type="zstd")
         await producer.start()
         try:
             for i in range(20):
