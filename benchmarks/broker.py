@@ -25,7 +25,6 @@ Kafka's. Medians of --repeats runs per case; ratios are kafkaproto / Kafka withi
 
 import argparse
 import json
-import os
 import re
 import shutil
 import socket

@@ -1,4 +1,8 @@
-"""kafkaproto-codegen SCHEMA_DIR... --out DIR: validate Kafka-style specs and generate codecs from them."""
+"""kafkaproto-codegen SCHEMA_DIR... --out DIR: validate Kafka-style specs and generate codecs from them.
+
+kafkaproto-codegen extend SPEC_DIR... --name NAME --out DIR: build an extension of kafkaproto from specs that
+add to or amend its own (see extend.py).
+"""
 
 import argparse
 import sys
@@ -8,10 +12,14 @@ from .model import load_model
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["extend"]:
+        return extend(argv[1:])
     parser = argparse.ArgumentParser(
         prog="kafkaproto-codegen",
         description="Validate Kafka-style JSON message specs and generate kafkaproto codecs "
         "(Cython sources plus a pure-Python fallback) as an importable package.",
+        epilog="kafkaproto-codegen extend --help: build an extension of kafkaproto's own specs instead.",
     )
     parser.add_argument("schema_dirs", nargs="+", metavar="SCHEMA_DIR",
                         help="directories (searched recursively) or files of *.json specs")
@@ -41,6 +49,51 @@ def main(argv=None):
         return 1
     versions = sum(len(range(s.valid.lo, s.valid.hi + 1)) for s in specs if not s.valid.empty)
     print(f"{len(specs)} specs, {versions} spec versions" + ("" if args.check else f" -> {args.out}"))
+    return 0
+
+
+def extend(argv):
+    parser = argparse.ArgumentParser(
+        prog="kafkaproto-codegen extend",
+        description="Build an extension of kafkaproto: new APIs, versions, tagged fields and metadata records "
+        "from a folder of specs, checked against kafkaproto's own, as a project with a compiled wheel. "
+        "Installed and imported (or named in KAFKAPROTO_EXTENSIONS), it joins kafkaproto's registry.",
+    )
+    parser.add_argument("spec_dirs", nargs="+", metavar="SPEC_DIR", help="directories or files of *.json specs")
+    parser.add_argument("--name", required=True, help="the Python package to make, e.g. partition_deletion")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="the project folder to write: a new folder, or one this command wrote before")
+    parser.add_argument("--version", default="0.1.0", help="the extension's version (default %(default)s)")
+    parser.add_argument("--no-wheel", action="store_true", help="write the project only; do not compile it")
+    parser.add_argument("--install", action="store_true", help="also install the wheel into this environment")
+    args = parser.parse_args(argv)
+    try:
+        from .extend import ProjectError, build_wheel, install_wheel, load_extension, write_project
+        from .loader import spec_files
+    except ImportError as e:
+        print(f"kafkaproto-codegen: error: {e.name or e} is missing; install the generator's "
+              "dependencies with: pip install 'kafkaproto[codegen]'", file=sys.stderr)
+        return 2
+    try:
+        extension = load_extension(args.spec_dirs)
+        out = write_project(extension, args.name, args.out, spec_files(args.spec_dirs), args.version)
+        amended = ", ".join(sorted(extension.amends)) or "none"
+        print(f"{len(extension.specs)} specs ({len(extension.amends)} amending kafkaproto's: {amended}) -> {out}")
+        if not args.no_wheel:
+            wheel = build_wheel(out)
+            print(f"compiled: {wheel}")
+            if args.install:
+                install_wheel(wheel)
+                print(f"installed {args.name}; load it with: import {args.name} (or KAFKAPROTO_EXTENSIONS={args.name})")
+            else:
+                print(f"install it with: pip install {wheel}")
+    except SpecError as e:
+        for error in getattr(e, "errors", [e]):
+            print(f"kafkaproto-codegen: error: {error}", file=sys.stderr)
+        return 1
+    except ProjectError as e:
+        print(f"kafkaproto-codegen: error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

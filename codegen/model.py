@@ -6,6 +6,8 @@ The model is what the templates render; nothing downstream re-checks the specs.
 
 import base64
 import binascii
+import hashlib
+import json
 import keyword
 import re
 from pathlib import Path
@@ -196,7 +198,7 @@ class _SpecBuilder:
         return Spec(about=self.about(d, name),
             file=self.file, name=name, type=stype, api_key=api_key, valid=valid, flexible=flexible,
             unstable=unstable, removed=removed, deprecated=deprecated, listeners=listeners,
-            root=root, structs=self.structs, header_map=self.header_map,
+            root=root, structs=self.structs, header_map=self.header_map, fingerprint=spec_fingerprint(d),
         )
 
     def header_versions(self, raw, name, stype, api_key, valid):
@@ -515,6 +517,12 @@ def _fingerprint(raw_fields):
     return clean(raw_fields)
 
 
+def spec_fingerprint(data):
+    """A short hash of what a spec says, prose left out: extensions record the one of each spec they amend."""
+    text = json.dumps(_fingerprint(data), separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def build_spec(file, data):
     return _SpecBuilder(file, data).build()
 
@@ -569,5 +577,7 @@ def _check_pairs(specs):
 
 
 def default_schema_dirs():
-    root = Path(__file__).resolve().parent.parent / "schemas"
+    """kafkaproto's own specs: schemas/ of a source tree, or the copy installed with the generator."""
+    here = Path(__file__).resolve().parent
+    root = here / "schemas" if (here / "schemas").is_dir() else here.parent / "schemas"
     return [root / "message", root / "metadata"]

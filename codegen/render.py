@@ -244,8 +244,9 @@ def api_key_names(specs):
                   key=lambda item: item[1])
 
 
-def render(specs):
-    """Return {relative file name: text} for the generated package."""
+def render(specs, extension=False, amends=None):
+    """Return {relative file name: text} for the generated package; an extension's registers itself
+    when imported (amends: {name of kafkaproto's spec it amends: that spec's fingerprint})."""
     env = _environment()
     groups = {}
     for s in specs:
@@ -257,7 +258,8 @@ def render(specs):
         files[f"_c_{name}.pyx"] = module.render(specs=views, dialect="cython.j2", compiled=True)
         files[f"_py_{name}.py"] = module.render(specs=views, dialect="python.j2", compiled=False)
     files["__init__.py"] = env.get_template("package.py.j2").render(
-        rows=spec_rows(specs), modules=sorted(groups), api_keys=api_key_names(specs), marker=MARKER)
+        rows=spec_rows(specs), modules=sorted(groups), api_keys=api_key_names(specs), marker=MARKER,
+        extension=extension, amends=amends or {})
     stubs = env.get_template("stubs.pyi.j2")
     files["__init__.pyi"] = stubs.render(specs=[], api_keys=api_key_names(specs), package=True)
     for name, kinds in (("messages", ("request", "response", "header", "data")), ("metadata", ("metadata",))):

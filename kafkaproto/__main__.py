@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import kafkaproto
-from kafkaproto import messages, metadata
+from kafkaproto import messages, registry
 from kafkaproto.cli import broker as broker_cli
 from kafkaproto.cli import capture as capture_cli
 from kafkaproto.jsonview import to_json
@@ -35,8 +35,13 @@ def summary():
     if not kafkaproto.compiled() and os.environ.get("KAFKAPROTO_PURE") != "1":
         print("  the compiled codecs are not importable here: a source checkout shadows the installed "
               "package, or it was built with KAFKAPROTO_PURE_BUILD=1")
+    records = sum(1 for name in registry.classes() if registry.spec(name).kind == "metadata")
     print(f"{len(apis)} APIs, {versions} request versions, {2 * versions} request/response versions, "
-          f"{len(metadata.__all__) - 1} KRaft metadata records")
+          f"{records} KRaft metadata records")
+    for package in registry.extensions():
+        amends = sorted(getattr(package, "AMENDS", {}))
+        print(f"extension {package.__name__}: {len(package.SPECS) - len(amends)} specs added"
+              + (f", amends {', '.join(amends)}" if amends else ""))
     # A self-check anyone can read: one request through the whole frame path.
     header = messages.RequestHeader(request_api_key=18, request_api_version=3, correlation_id=1, client_id="cli")
     body = messages.ApiVersionsRequest(client_software_name="kafkaproto",
@@ -123,6 +128,8 @@ def decode(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"kafkaproto {kafkaproto.__version__}")
+    parser.add_argument("--extension", action="append", default=[], metavar="NAME",
+                        help="load an installed extension first (repeatable; KAFKAPROTO_EXTENSIONS does too)")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("apis", help="list every API and its versions")
     dec = sub.add_parser("decode", help="decode a request (or --response) frame to JSON")
@@ -141,6 +148,7 @@ def main(argv=None):
     broker_cli.add_arguments(brk)
     args = parser.parse_args(argv)
     try:
+        registry.load_extensions(args.extension)
         if args.command == "apis":
             return list_apis()
         if args.command == "decode":
@@ -152,7 +160,7 @@ def main(argv=None):
         return summary()
     except BrokenPipeError:
         raise
-    except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError) as e:
+    except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError, ImportError) as e:
         print(f"kafkaproto: error: {e}", file=sys.stderr)
         return 1
 

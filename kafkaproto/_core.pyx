@@ -603,6 +603,7 @@ cdef class ApiEntry:
     """What the frame functions need of one API, as C values."""
     cdef type request
     cdef type response
+    cdef tuple requests, responses  # every class encoded as this API: an extension's and the one it amends
     cdef int lo, hi
     cdef tuple request_headers, response_headers  # header version by version - lo
     cdef int fallback  # the version a response is read at when it does not read at the one asked; -1: none
@@ -617,6 +618,7 @@ def install(apis, request_header, response_header):
     for key, info in apis.items():
         e = ApiEntry.__new__(ApiEntry)
         e.request, e.response, e.name = info.request, info.response, info.name
+        e.requests, e.responses = info.request_classes, info.response_classes
         valid = info.valid_versions
         e.lo, e.hi = (valid.start, valid.stop - 1) if len(valid) else (1, 0)
         e.request_headers, e.response_headers = info.request_header_versions, info.response_header_versions
@@ -758,10 +760,14 @@ def decode_response(frame, int api_key, int api_version):
 
 cdef ApiEntry _entry_of(Struct body, str side):
     entry = _APIS.get(getattr(body, "api_key", None))
-    if entry is None or type(body) is not (
-            (<ApiEntry>entry).request if side == "request" else (<ApiEntry>entry).response):
+    if entry is None:
         raise TypeError(f"{type(body).__name__} is not a {side}")
-    return <ApiEntry>entry
+    cdef ApiEntry e = <ApiEntry>entry
+    cdef type t = type(body)
+    if t is not (e.request if side == "request" else e.response) and t not in (
+            e.requests if side == "request" else e.responses):
+        raise TypeError(f"{type(body).__name__} is not a {side}")
+    return e
 
 
 def encode_request(Struct header, Struct body, int version):

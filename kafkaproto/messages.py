@@ -5,7 +5,13 @@
 Classes are named as in the specs and cover all versions of their message;
 nested structs are attributes (``FetchRequest.FetchTopic``). ``api(key_or_name)``
 describes one API: its classes, versions and header versions.
+
+KAFKAPROTO_EXTENSIONS=name,... loads extensions (see registry.load_extensions)
+once kafkaproto's own specs are known: so do processes started for you, such as
+Spark's workers, when they inherit it.
 """
+
+import os
 
 from . import _impl, registry
 
@@ -31,3 +37,7 @@ __all__ = sorted(_ALL) + ["ApiInfo", "ApiKey", "api", "apis", "load_implementati
 def load_implementation(impl):
     """{name: class} of kafkaproto's own specs in one implementation, "compiled" or "python"."""
     return _generated.load(impl)
+
+
+if os.environ.get("KAFKAPROTO_EXTENSIONS", "").strip():
+    registry.load_extensions([n.strip() for n in os.environ["KAFKAPROTO_EXTENSIONS"].split(",") if n.strip()])

@@ -5,13 +5,13 @@
     record, version = decode_record(value)
 """
 
-from . import _generated
+from . import _generated, _impl
+from . import messages  # noqa: F401 - registers kafkaproto's own specs
 from .exceptions import DecodeError
-from .messages import registry
 from .registry import record_class
 
-_RECORDS = {name: cls for name, cls in registry.classes().items()
-            if name in _generated.SPECS and _generated.SPECS[name].kind == "metadata"}
+# kafkaproto's own classes, as in kafkaproto.messages; decode_record gives an extension's where one amends them.
+_RECORDS = {name: cls for name, cls in _generated.load(_impl.IMPL).items() if _generated.SPECS[name].kind == "metadata"}
 globals().update(_RECORDS)
 __all__ = sorted(_RECORDS) + ["decode_record", "encode_record", "record_class"]
 

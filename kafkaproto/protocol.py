@@ -36,11 +36,19 @@ class Frames(NamedTuple):
     decode_response: object
 
 
-def _python_frames(classes):
-    """The pure-Python frame functions over one implementation's classes ({name: class})."""
+def _python_frames(impl):
+    """The pure-Python frame functions over one implementation's classes: those of the registry as it is
+    when they run, for the implementation in use; the ones registered now, for the other."""
     from ._pycore import Reader, Writer
 
+    live = impl == _impl.IMPL
+    classes = registry.classes(impl)
     request_header, response_header = classes["RequestHeader"], classes["ResponseHeader"]
+
+    def class_of(info, side):
+        if live:
+            return info.request if side == "request" else info.response
+        return classes[f"{info.name}{side.title()}"]
 
     def api_of(body, side):
         info = None
@@ -48,7 +56,10 @@ def _python_frames(classes):
             info = api(body.api_key)
         except (AttributeError, KeyError, TypeError):
             pass
-        if info is None or type(body) is not classes[f"{info.name}{side.title()}"]:
+        if info is None:
+            raise TypeError(f"{type(body).__name__} is not a {side}")
+        accepted = (info.request_classes if side == "request" else info.response_classes) if live else ()
+        if type(body) is not class_of(info, side) and type(body) not in accepted:
             raise TypeError(f"{type(body).__name__} is not a {side}")
         return info
 
@@ -97,7 +108,7 @@ def _python_frames(classes):
             info = api(api_key)
         except KeyError:
             raise DecodeError(f"unknown api key {api_key}", 0) from None
-        cls = classes[f"{info.name}Request"]
+        cls = class_of(info, "request")
         if version not in info.valid_versions:
             _bad_version(cls, version)
         r = Reader(frame)
@@ -115,7 +126,7 @@ def _python_frames(classes):
         Kafka's clients do.
         """
         info = api(api_key)
-        cls = classes[f"{info.name}Response"]
+        cls = class_of(info, "response")
         r = Reader(frame)
         header = response_header.read_from(r, info.response_header_version(api_version))
         start = r.pos
@@ -143,7 +154,7 @@ def frame_functions(impl=None):
     """Frames of one implementation ("compiled" or "python"); by default the one in use."""
     impl = impl or _impl.IMPL
     if impl == "python":
-        return _python_frames(registry.classes("python"))
+        return _python_frames("python")
     from . import _core
     if not _impl.COMPILED:  # the registry keeps the compiled table only when it is the one in use
         registry.install_compiled(registry.classes("compiled"))

@@ -30,6 +30,8 @@ class ApiInfo(NamedTuple):
     request_header_versions: tuple  # by version, from the first valid one
     response_header_versions: tuple
     fallback_version: object  # the version a broker answers at when it lacks the one asked (ApiVersions: 0)
+    request_classes: tuple = ()  # every class encoded as this API's request: request, then those it amends
+    response_classes: tuple = ()
 
     @property
     def stable_versions(self):
@@ -60,30 +62,102 @@ _specs = {}  # spec name -> SpecInfo
 _apis = {}  # api key -> ApiInfo
 _by_name = {}  # "Fetch", "fetch" -> ApiInfo
 _records = {}  # metadata record type -> class
+_owners = {}  # spec name -> the package it comes from
+_amended = {}  # spec name -> the classes an extension's amended class replaced, which still encode
+_replacing = {}  # package -> whether it joined with replace=True
 
 
 def register(package, *, replace=False):
-    """Make a generated package's specs known everywhere; replace=True lets it replace specs of the same
-    name or api key (a regenerated copy of kafkaproto's own, say) instead of refusing them."""
-    classes = package.load(_impl.IMPL)
+    """Make a generated package's specs known everywhere.
+
+    A package made by ``kafkaproto-codegen extend`` lists in AMENDS the specs of kafkaproto's it
+    amends; each replaces kafkaproto's spec of that name if it was built on that very spec. Any
+    other name or api key already known is refused, unless replace=True (a regenerated copy of
+    kafkaproto's own specs, say). Registering a package twice does nothing.
+    """
+    if package in _packages:
+        return
+    amends = getattr(package, "AMENDS", {})
+    builtin = _packages[0] if _packages else None
     taken_keys = {(s.kind, s.api_key): s.name for s in _specs.values() if s.api_key is not None}
     for name, spec in package.SPECS.items():
         other = taken_keys.get((spec.kind, spec.api_key)) if spec.api_key is not None else None
+        if name in amends and not replace:
+            owner = _owners.get(name)
+            if owner is None:
+                raise RegistryError(f"{package.__name__} amends {name}, which kafkaproto does not have")
+            if owner is not builtin:
+                raise RegistryError(f"{package.__name__} amends {name}, which {owner.__name__} amends too; "
+                                    "build one extension from both folders of specs")
+            if builtin.FINGERPRINTS.get(name) != amends[name]:
+                raise RegistryError(f"{package.__name__} was built on another version of kafkaproto's {name} "
+                                    "spec than this kafkaproto has; build it again with kafkaproto-codegen extend")
+            if not set(_specs[name].valid_versions) <= set(spec.valid_versions):
+                raise RegistryError(f"{package.__name__}'s {name} lacks versions kafkaproto reads")
+            continue
         if not replace and name in _specs:
-            raise RegistryError(f"{package.__name__} defines {name}, which is already known")
+            raise RegistryError(f"{package.__name__} defines {name}, which {_owners[name].__name__} already defines")
         if not replace and other is not None:
             raise RegistryError(f"{package.__name__}'s {name} has api key {spec.api_key}, "
-                                f"which {other} already uses")
+                                f"which {other} of {_owners[other].__name__} already uses")
         if other is not None and other != name:
             _forget(other)
+    classes = package.load(_impl.IMPL)
     for name, spec in package.SPECS.items():
+        if name in amends and name in _classes:
+            _amended[name] = _amended.get(name, ()) + (_classes[name],)
         _specs[name] = spec
         _classes[name] = classes[name]
+        _owners[name] = package
     _packages.append(package)
+    _replacing[package] = replace
     _rebuild()
 
 
+def unregister(package):
+    """Forget a package that joined (an extension, say): the registry is as if it never had."""
+    remaining = [(p, _replacing[p]) for p in _packages if p is not package]
+    for table in (_packages, _specs, _classes, _owners, _amended, _replacing):
+        table.clear()
+    for p, replace in remaining:
+        register(p, replace=replace)
+
+
+def extension_of(name):
+    """The name of the extension package a spec comes from, or None for kafkaproto's own (unamended) specs."""
+    owner = _owners.get(name)
+    return None if owner is None or owner is _packages[0] else owner.__name__
+
+
+def extensions():
+    """The extension packages registered, in the order they joined."""
+    return list(_packages[1:])
+
+
+def load_extensions(names):
+    """Import extensions, each by module name or by its name in the "kafkaproto.extensions" entry points
+    (installed extensions declare one); importing one registers it."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group="kafkaproto.extensions")}
+    loaded = []
+    for name in names:
+        module = found.get(name, name)
+        try:
+            package = importlib.import_module(module)
+        except ImportError as e:
+            known = ", ".join(sorted(found)) or "none is installed"
+            raise RegistryError(f"no kafkaproto extension {name!r} ({e}); installed extensions: {known}") from None
+        if not hasattr(package, "SPECS"):
+            raise RegistryError(f"{module} is not a package made by kafkaproto-codegen")
+        register(package)
+        loaded.append(package)
+    return loaded
+
+
 def _forget(name):
+    _owners.pop(name, None)
     _specs.pop(name, None)
     _classes.pop(name, None)
 
@@ -102,8 +176,9 @@ def _rebuild():
         install_compiled(_classes)
 
 
-def _api_infos(classes):
-    """{api key: ApiInfo} over the given {spec name: class}."""
+def _api_infos(classes, impl=None):
+    """{api key: ApiInfo} over the given {spec name: class} of one implementation (by default the one in use)."""
+    impl = impl or _impl.IMPL
     out = {}
     for name, spec in _specs.items():
         if spec.kind != "request":
@@ -113,14 +188,23 @@ def _api_infos(classes):
         out[spec.api_key] = ApiInfo(
             spec.api_key, base, classes[name], classes[response.name], spec.valid_versions, spec.flexible_versions,
             spec.unstable_versions, spec.removed_versions, spec.deprecated_versions, spec.listeners,
-            spec.header_versions, response.header_versions, response.fallback_version)
+            spec.header_versions, response.header_versions, response.fallback_version,
+            (classes[name],) + _amended_in(name, impl), (classes[response.name],) + _amended_in(response.name, impl))
     return out
+
+
+def _amended_in(name, impl):
+    """The classes of name, in impl, that extensions amended since: they still encode as the API."""
+    if impl == _impl.IMPL:
+        return _amended.get(name, ())
+    found = [package.load(impl)[name] for package in _packages if name in package.SPECS]
+    return tuple(reversed(found[:-1]))
 
 
 def install_compiled(classes):
     """Give the compiled frame functions their API table, over compiled classes."""
     from . import _core
-    _core.install(_api_infos(classes), classes["RequestHeader"], classes["ResponseHeader"])
+    _core.install(_api_infos(classes, "compiled"), classes["RequestHeader"], classes["ResponseHeader"])
 
 
 def api(key_or_name):

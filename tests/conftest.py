@@ -4,6 +4,8 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
+from extension_build import built_example, extension, without_extensions  # noqa: F401 - fixtures
+
 from kafka_jvm import (
     GOLDEN,
     GOLDEN_UNSTABLE,

@@ -31,3 +31,11 @@ def records(impl):
         return _crecords
     from kafkaproto.records import _pyrecords
     return _pyrecords
+
+
+def added_by_extensions():
+    """Names of the specs that loaded extensions add (not those they amend): Kafka and its peers lack them."""
+    from kafkaproto import registry
+
+    return {name for package in registry.extensions() for name in package.SPECS
+            if name not in getattr(package, "AMENDS", {})}

@@ -37,6 +37,10 @@ def test_installs_into_a_fresh_venv_and_runs(dist, kind, tmp_path):
                            env={k: v for k, v in os.environ.items() if k != "KAFKAPROTO_PURE"})
     assert check.returncode == 0, check.stderr
     assert "compiled (Cython) codecs" in check.stdout and check.stdout.rstrip().endswith("-> ok"), check.stdout
+    # The generator carries kafkaproto's specs, which extensions are checked against.
+    specs = subprocess.run([str(python), "-c", "from kafkaproto_codegen.extend import BuiltinSpecs; "
+                            "print(len(BuiltinSpecs().raw))"], cwd=tmp_path, capture_output=True, text=True)
+    assert specs.stdout.strip() == str(len(list((ROOT / "schemas").rglob("*.json")))), specs.stderr
     if kind == "wheel":
         files = subprocess.run([str(python), "-c", "import kafkaproto, pathlib; "
                                 "print(*sorted(p.suffix for p in pathlib.Path(kafkaproto.__file__).parent.rglob('*')"

@@ -66,6 +66,11 @@ SETTINGS = {
     "transactional.id.expiration.ms": Setting(int, 604800000),
     "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
     "delete.topic.enable": Setting(bool, True),
+    # Partition deletion (examples/partition-deletion): needs that extension loaded.
+    "delete.topic.partition.enable": Setting(bool, False, doc="serve DeletePartitions (the partition_deletion "
+                                             "extension must be loaded)"),
+    "delete.topic.partition.check.interval.ms": Setting(int, 300000, doc="how often partitions whose deletion "
+                                                        "delay has passed are removed"),
     # Security (per listener too, as listener.name.<listener>.<key>); see security.py.
     "sasl.enabled.mechanisms": Setting(str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
                                        doc="of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"),

@@ -19,23 +19,38 @@ class Handler(NamedTuple):
     versions: range
     advertised_min: int  # what ApiVersions says; below versions.start for Produce, as Kafka does
     function: object
+    enabled: object = None  # enabled(state): whether this broker serves it; None: always
 
 
 HANDLERS = {}
 
 
-def handles(api_key, versions, advertised_min=None):
-    """Register the decorated function as the handler of api_key at versions."""
-    known = api(api_key).valid_versions
+def handles(api_key, versions, advertised_min=None, enabled=None):
+    """Register the decorated function as the handler of api_key at versions.
+
+    enabled(state) makes it a feature a broker's configuration turns on; such an API may come
+    from an extension that is not loaded (the broker refuses to start when it is enabled then).
+    """
+    try:
+        known = api(api_key).valid_versions
+    except KeyError:
+        if enabled is None:
+            raise
+        known = versions
     if versions.start < known.start or versions.stop > known.stop:
         raise ValueError(f"{api(api_key).name} versions {versions} are not all known ({known})")
 
     def register(function):
         HANDLERS[int(api_key)] = Handler(int(api_key), versions,
-                                         versions.start if advertised_min is None else advertised_min, function)
+                                         versions.start if advertised_min is None else advertised_min, function,
+                                         enabled)
         return function
 
     return register
+
+
+def served(handler, state):
+    return handler.enabled is None or handler.enabled(state)
 
 
 class Wait(NamedTuple):
@@ -64,9 +79,10 @@ class Context:
         return self.state.endpoint_for(self.session.listener.name if self.session is not None else None)
 
 
-def advertised():
+def advertised(state):
     """[(api key, min version, max version)] for ApiVersions."""
-    return [(h.api_key, h.advertised_min, h.versions.stop - 1) for h in sorted(HANDLERS.values())]
+    return [(h.api_key, h.advertised_min, h.versions.stop - 1)
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if served(h, state)]
 
 
 class NotHandled(Exception):
@@ -75,7 +91,7 @@ class NotHandled(Exception):
 
 def dispatch(ctx, body):
     handler = HANDLERS.get(ctx.header.request_api_key)
-    if handler is None or ctx.version not in handler.versions:
+    if handler is None or ctx.version not in handler.versions or not served(handler, ctx.state):
         raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
     return handler.function(ctx, body)
 

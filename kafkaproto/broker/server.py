@@ -78,7 +78,7 @@ class Server:
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
     async def _housekeep(self):
-        retention_due = cleaning_due = offsets_due = time.monotonic()
+        retention_due = cleaning_due = offsets_due = partitions_due = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             try:
@@ -91,6 +91,10 @@ class Server:
                     offsets_due = time.monotonic() + self.config["offsets.retention.check.interval.ms"] / 1000
                     self.state.groups.expire_offsets(self.state.now_ms(),
                                                      self.config["offsets.retention.minutes"] * 60000)
+                if self.config["delete.topic.partition.enable"] and time.monotonic() >= partitions_due:
+                    partitions_due = time.monotonic() + self.config["delete.topic.partition.check.interval.ms"] / 1000
+                    if self.state.cluster.finish_partition_deletions(self.state.now_ms()):
+                        self._changed()
                 if time.monotonic() >= cleaning_due:
                     cleaning_due = time.monotonic() + self.config["log.cleaner.backoff.ms"] / 1000
                     self.state.compact()
@@ -145,8 +149,8 @@ class Server:
                     if e.header is None:
                         log.warning("%s: closing the connection: %s", where, e)
                         return
-                    writer.write(connection.send_response(e.header, api_versions.response(errors.UNSUPPORTED_VERSION),
-                                                          version=0))
+                    table = api_versions.response(self.state, errors.UNSUPPORTED_VERSION)
+                    writer.write(connection.send_response(e.header, table, version=0))
                     await writer.drain()
                     continue
                 for event in events:

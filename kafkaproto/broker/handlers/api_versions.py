@@ -15,13 +15,13 @@ from ..dispatch import advertised, handles
 SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def table():
+def table(state):
     return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, low, high in advertised()]
+            for key, low, high in advertised(state)]
 
 
-def response(error=errors.NONE):
-    return ApiVersionsResponse(error_code=error.code, api_keys=table(), throttle_time_ms=0)
+def response(state, error=errors.NONE):
+    return ApiVersionsResponse(error_code=error.code, api_keys=table(state), throttle_time_ms=0)
 
 
 @handles(ApiKey.API_VERSIONS, versions=range(0, 5))
@@ -29,4 +29,4 @@ def api_versions(ctx, request):
     if ctx.version >= 3 and not (SOFTWARE.fullmatch(request.client_software_name)
                                  and SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=errors.INVALID_REQUEST.code, throttle_time_ms=0)
-    return response()
+    return response(ctx.state)

@@ -7,59 +7,69 @@ allow it; an unknown ID is UNKNOWN_TOPIC_ID, with a null name.
 """
 
 from ... import errors
-from ...messages import ApiKey, MetadataResponse
+from ...messages import ApiKey, api
 from ...uuid import Uuid
 from ..dispatch import handles
 from ..state import topic_name_error
 
-Topic = MetadataResponse.MetadataResponseTopic
-Partition = MetadataResponse.MetadataResponsePartition
 UNKNOWN_OPERATIONS = -2147483648
 
 
-def describe_topic(state, topic):
+def describe_topic(state, topic, response=None, modes=False):
+    """modes: give each partition's mode (partition deletion; the class must be the extension's)."""
+    response = response or api(ApiKey.METADATA).response
     node = state.node_id
-    partitions = [Partition(error_code=errors.NONE.code, partition_index=p.index, leader_id=node,
-                            leader_epoch=p.leader_epoch, replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-                  for p in topic.partitions]
-    return Topic(error_code=errors.NONE.code, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
-                 partitions=partitions, topic_authorized_operations=UNKNOWN_OPERATIONS)
+    partitions = []
+    for p in topic.partitions:
+        partition = response.MetadataResponsePartition(
+            error_code=errors.NONE.code, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
+            replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+        if modes:
+            partition.mode = p.mode
+        partitions.append(partition)
+    return response.MetadataResponseTopic(
+        error_code=errors.NONE.code, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
+        partitions=partitions, topic_authorized_operations=UNKNOWN_OPERATIONS)
 
 
-def unknown(error, name=None, topic_id=Uuid.ZERO):
-    return Topic(error_code=error.code, name=name, topic_id=topic_id, partitions=[],
-                 topic_authorized_operations=UNKNOWN_OPERATIONS)
+def unknown(error, name=None, topic_id=Uuid.ZERO, response=None):
+    response = response or api(ApiKey.METADATA).response
+    return response.MetadataResponseTopic(error_code=error.code, name=name, topic_id=topic_id, partitions=[],
+                                          topic_authorized_operations=UNKNOWN_OPERATIONS)
 
 
 @handles(ApiKey.METADATA, versions=range(0, 14))
 def metadata(ctx, request):
     state = ctx.state
+    # The class of the registry, an extension's when one amends Metadata (partition deletion adds the mode,
+    # given to clients that ask for it with include_partition_modes).
+    response = api(ApiKey.METADATA).response
+    modes = bool(getattr(request, "include_partition_modes", False)) and state.config["delete.topic.partition.enable"]
     wanted = request.topics
     if wanted is None or (ctx.version == 0 and not wanted):
-        topics = [describe_topic(state, t) for t in state.cluster.topics.values()]
+        topics = [describe_topic(state, t, response, modes) for t in state.cluster.topics.values()]
     else:
         allow_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
-        topics = [_one(state, item, allow_create) for item in wanted]
+        topics = [_one(state, item, allow_create, response, modes) for item in wanted]
     host, port = ctx.endpoint
-    broker = MetadataResponse.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
-    return MetadataResponse(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,
-                            controller_id=state.node_id, topics=topics,
-                            cluster_authorized_operations=UNKNOWN_OPERATIONS)
+    broker = response.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
+    return response(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,
+                    controller_id=state.node_id, topics=topics, cluster_authorized_operations=UNKNOWN_OPERATIONS)
 
 
-def _one(state, item, allow_create):
+def _one(state, item, allow_create, response, modes):
     if item.topic_id.int:
         topic, error = state.topic(item.name, item.topic_id)
         if topic is None:
-            return unknown(error, None, item.topic_id)
-        return describe_topic(state, topic)
+            return unknown(error, None, item.topic_id, response)
+        return describe_topic(state, topic, response, modes)
     if item.name is None:
         return unknown(errors.INVALID_REQUEST)
     topic = state.cluster.topics.get(item.name)
     if topic is None:
         if topic_name_error(item.name):
-            return unknown(errors.INVALID_TOPIC_EXCEPTION, item.name)
+            return unknown(errors.INVALID_TOPIC_EXCEPTION, item.name, response=response)
         topic = state.auto_create(item.name) if allow_create else None
         if topic is None:
-            return unknown(errors.UNKNOWN_TOPIC_OR_PARTITION, item.name)
-    return describe_topic(state, topic)
+            return unknown(errors.UNKNOWN_TOPIC_OR_PARTITION, item.name, response=response)
+    return describe_topic(state, topic, response, modes)

@@ -19,6 +19,7 @@ from ...exceptions import RecordsError
 from ...records import iter_batches
 from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
+from ..state.cluster import READ_WRITE
 from ..state.log import parse_batches
 from ..state.transactions import ONGOING
 
@@ -35,6 +36,8 @@ def produce_partition(state, topic, index, records, transactional_id):
     partition, error = state.partition(topic, index)
     if partition is None:
         return _result(index, error)
+    if partition.mode != READ_WRITE:  # being deleted (partition deletion): the proposal's error
+        return _result(index, errors.LEADER_NOT_AVAILABLE, message="the partition is being deleted and is read-only")
     max_bytes = int(state.cluster.topic_config(topic)["max.message.bytes"])
     try:
         batches = parse_batches(records if records is not None else b"", max_batch_bytes=max_bytes)

@@ -6,7 +6,8 @@ Handlers read and change it; nothing here touches a socket.
 import re
 import time
 
-from ... import errors
+from ... import errors, registry
+from ..config import ConfigError
 from ..security import load_credentials
 from .cluster import Cluster
 from .compaction import compact
@@ -38,6 +39,11 @@ class BrokerState:
     """The cluster (topics, partitions, configs), the partition logs, groups, producers and transactions."""
 
     def __init__(self, config):
+        if config["delete.topic.partition.enable"] and "DeletePartitionsRequest" not in registry.classes():
+            raise ConfigError("delete.topic.partition.enable=true needs the partition_deletion extension "
+                              "(examples/partition-deletion): build it with kafkaproto-codegen extend and load it "
+                              "(KAFKAPROTO_EXTENSIONS=partition_deletion, or kafkaproto --extension "
+                              "partition_deletion broker ...)")
         self.config = config
         self.producers = {}  # Partition -> PartitionProducers
         self.partition_transactions = {}  # Partition -> PartitionTransactions

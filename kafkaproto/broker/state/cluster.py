@@ -13,7 +13,8 @@ import shutil
 import time
 import uuid as _uuid
 
-from ... import errors
+from ... import errors, registry
+from ...exceptions import DecodeError
 from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
                          decode_record, encode_record)
 from ...records import RecordBatchBuilder, iter_batches
@@ -31,10 +32,15 @@ BROKER_RESOURCE = 4
 PRODUCER_ID_BLOCK = 1000
 
 
+# A partition's mode (partition deletion, examples/partition-deletion): readable and writable; being deleted,
+# readable only; deleted.
+READ_WRITE, READ_ONLY, NONE_MODE = 0, 1, -1
+
+
 class Partition:
     """One partition this broker leads: its log, or why it cannot be served."""
 
-    __slots__ = ("topic", "index", "log", "error", "leader_epoch")
+    __slots__ = ("topic", "index", "log", "error", "leader_epoch", "mode", "delete_at_ms")
 
     def __init__(self, topic, index):
         self.topic = topic
@@ -42,6 +48,8 @@ class Partition:
         self.log = None
         self.error = errors.NONE  # INCONSISTENT_TOPIC_ID when the directory holds another topic's data
         self.leader_epoch = 0
+        self.mode = READ_WRITE
+        self.delete_at_ms = None  # when a ReadOnly partition turns None and its data goes
 
 
 class Topic:
@@ -150,7 +158,12 @@ class Cluster:
             data = segment.read(0, segment.size)
             for batch in iter_batches(data):
                 for record in batch:
-                    self._apply(decode_record(record.value)[0])
+                    try:
+                        decoded = decode_record(record.value)[0]
+                    except DecodeError as e:
+                        raise LogError(f"{self.metadata.directory}: the record at offset {record.offset} cannot "
+                                       f"be read ({e}); if an extension wrote it, load that extension") from None
+                    self._apply(decoded)
 
     def _apply(self, record):
         kind = type(record).__name__
@@ -162,7 +175,15 @@ class Cluster:
             topic = self.by_id[record.topic_id]
             while len(topic.partitions) <= record.partition_id:
                 topic.partitions.append(Partition(topic, len(topic.partitions)))
-            topic.partitions[record.partition_id].leader_epoch = record.leader_epoch
+            partition = topic.partitions[record.partition_id]
+            partition.leader_epoch = record.leader_epoch
+            partition.mode = getattr(record, "mode", READ_WRITE)  # the field of the partition_deletion extension
+            while topic.partitions and topic.partitions[-1].mode == NONE_MODE:
+                topic.partitions.pop()  # deleted partitions are gone, so the count shrinks
+        elif kind == "DeleteTopicPartitionsRecord":
+            for partition in self.by_id[record.topic_id].partitions[record.delete_partitions:]:
+                if partition.delete_at_ms is None:  # those already going keep their time
+                    partition.delete_at_ms = record.delete_partitions_delay_timestamp
         elif kind == "RemoveTopicRecord":
             topic = self.by_id.pop(record.topic_id)
             del self.topics[topic.name]
@@ -279,15 +300,52 @@ class Cluster:
         """Remove the topic, and rename its directories away, to be deleted after file.delete.delay.ms."""
         self._commit([RemoveTopicRecord(topic_id=topic.topic_id)])
         for partition in topic.partitions:
-            if partition.log is not None:
-                partition.log.close()
-            path = os.path.join(self.log_dir, partition_dir_name(topic.name, partition.index))
-            if os.path.isdir(path):
-                gone = f"{path}.{_uuid.uuid4().hex}-delete"
-                os.rename(path, gone)
-                self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, gone))
-            partition.log = None
-            partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+            self._remove_directory(partition)
+
+    def delete_partitions(self, topic, first, delay_ms, now_ms):
+        """Partition deletion: partitions first.. turn ReadOnly now and None after delay_ms (at the next check
+        after it), when their data goes."""
+        node = self.node_id
+        deletion = registry.message_class("DeleteTopicPartitionsRecord")
+        partition_record = registry.message_class("PartitionRecord")
+        records = [deletion(topic_id=topic.topic_id, delete_partitions=first,
+                            delete_partitions_delay_timestamp=now_ms + delay_ms, create_timestamp=now_ms)]
+        records += [partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=[node], isr=[node],
+                                     leader=node, leader_epoch=p.leader_epoch, partition_epoch=0, mode=READ_ONLY)
+                    for p in topic.partitions[first:] if p.mode == READ_WRITE]
+        self._commit(records)
+
+    def finish_partition_deletions(self, now_ms):
+        """Turn the ReadOnly partitions whose delay has passed None, and rename their directories away to be
+        deleted after file.delete.delay.ms; True when any did."""
+        partition_record = registry.message_class("PartitionRecord") if self.config["delete.topic.partition.enable"] \
+            else None
+        done = False
+        for topic in list(self.topics.values()):
+            due = [p for p in topic.partitions if p.mode == READ_ONLY and p.delete_at_ms is not None
+                   and p.delete_at_ms <= now_ms]
+            if not due or partition_record is None:
+                continue
+            node = self.node_id
+            self._commit([partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=[node],
+                                           isr=[node], leader=node, leader_epoch=p.leader_epoch, partition_epoch=0,
+                                           mode=NONE_MODE) for p in reversed(due)])
+            for partition in due:
+                self._remove_directory(partition)
+            log.info("partitions %s of %s deleted", ", ".join(str(p.index) for p in due), topic.name)
+            done = True
+        return done
+
+    def _remove_directory(self, partition):
+        if partition.log is not None:
+            partition.log.close()
+        path = os.path.join(self.log_dir, partition_dir_name(partition.topic.name, partition.index))
+        if os.path.isdir(path):
+            gone = f"{path}.{_uuid.uuid4().hex}-delete"
+            os.rename(path, gone)
+            self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, gone))
+        partition.log = None
+        partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
 
     def set_scram(self, records):
         """UserScramCredentialRecords and RemoveUserScramCredentialRecords, into the metadata log."""

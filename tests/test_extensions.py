@@ -1,0 +1,288 @@
+"""Extensions (kafkaproto-codegen extend): the rules that keep them compatible with kafkaproto's own specs,
+the package the command builds, and what registering one changes; on the partition-deletion example."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from kafkaproto import registry
+from kafkaproto._impl import IMPL
+from kafkaproto.exceptions import DecodeError
+from kafkaproto import decode_request, encode_request
+from kafkaproto.messages import MetadataResponse, RequestHeader
+from kafkaproto.metadata import PartitionRecord, decode_record, encode_record
+from kafkaproto.uuid import Uuid
+from kafkaproto_codegen.errors import SpecError
+from kafkaproto_codegen.extend import BuiltinSpecs, load_extension
+
+from extension_build import EXAMPLE
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILTIN = BuiltinSpecs()
+METADATA_RESPONSE = BUILTIN.files["MetadataResponse"]
+
+
+def write(folder, data):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{data['name']}.json"
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def refused(tmp_path, *specs):
+    """The error of an extension made of these specs; it must name the extension's file."""
+    paths = [write(tmp_path / "ext", s) for s in specs]
+    with pytest.raises(SpecError) as info:
+        load_extension([tmp_path / "ext"], BUILTIN)
+    text = str(info.value)
+    assert any(str(p) in text for p in paths), text
+    return text
+
+
+def partition_mode(**changes):
+    field = {"name": "Mode", "type": "int8", "versions": "9+", "taggedVersions": "9+", "tag": 0, "default": "0",
+             "about": "mode"}
+    field.update(changes)
+    return {"apiKey": 3, "type": "response", "name": "MetadataResponse", "fields": [
+        {"name": "Topics", "fields": [{"name": "Partitions", "fields": [field]}]}]}
+
+
+def new_api(name, key, fields=()):
+    base = {"apiKey": key, "validVersions": "0", "flexibleVersions": "0+", "fields": list(fields)}
+    return ({**base, "type": "request", "name": f"{name}Request"},
+            {**base, "type": "response", "name": f"{name}Response"})
+
+
+# ---- the rules, one test each ------------------------------------------------------------------
+
+def test_the_example_is_accepted_and_amends_four_specs():
+    ext = load_extension([EXAMPLE], BUILTIN)
+    assert sorted(ext.amends) == ["MetadataRequest", "MetadataResponse", "PartitionRecord", "UpdateMetadataRequest"]
+    assert {s.name for s in ext.specs} >= {"DeletePartitionsRequest", "DeleteTopicPartitionsRecord"}
+
+
+def test_an_api_key_kafkaproto_uses_is_refused(tmp_path):
+    text = refused(tmp_path, *new_api("Shrink", 3))
+    assert "api key 3 is already kafkaproto's MetadataRequest" in text
+    assert str(BUILTIN.files["MetadataRequest"]) in text
+
+
+def test_a_metadata_record_type_kafkaproto_uses_is_refused(tmp_path):
+    record = {"apiKey": 2, "type": "metadata", "name": "ShrinkRecord", "validVersions": "0",
+              "flexibleVersions": "0+", "fields": []}
+    text = refused(tmp_path, record)
+    assert "record type 2 is already kafkaproto's TopicRecord" in text
+    assert str(BUILTIN.files["TopicRecord"]) in text
+
+
+def test_a_tag_used_twice_is_refused(tmp_path):
+    record = {"apiKey": 3, "type": "metadata", "name": "PartitionRecord", "fields": [
+        {"name": "Mode", "type": "int8", "versions": "0+", "taggedVersions": "0+", "tag": 1, "about": "mode"}]}
+    text = refused(tmp_path, record)
+    assert "tag 1 is already used by EligibleLeaderReplicas" in text
+    assert str(BUILTIN.files["PartitionRecord"]) in text
+
+
+def test_an_untagged_field_at_a_known_version_is_refused(tmp_path):
+    spec = partition_mode(taggedVersions=None, tag=None)
+    field = spec["fields"][0]["fields"][0]["fields"][0]
+    del field["taggedVersions"], field["tag"]
+    text = refused(tmp_path, spec)
+    assert "MetadataResponse.Topics.Partitions.Mode: new field is in versions 9-13" in text
+    assert str(METADATA_RESPONSE) in text
+
+
+def test_another_type_for_a_known_field_is_refused(tmp_path):
+    spec = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "fields": [
+        {"name": "ThrottleTimeMs", "type": "int64", "versions": "3+", "about": "x"}]}
+    text = refused(tmp_path, spec)
+    assert "ThrottleTimeMs.type: type is 'int64' here but 'int32'" in text and str(METADATA_RESPONSE) in text
+
+
+def test_known_versions_of_a_field_cannot_change(tmp_path):
+    spec = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "5+", "ignorable": True, "about": "x"}]}
+    text = refused(tmp_path, spec)
+    assert "versions cover 5-13 of kafkaproto's versions 0-13 here but 3-13" in text
+
+
+def test_fields_cannot_be_reordered(tmp_path):
+    spec = {"apiKey": 3, "type": "response", "name": "MetadataResponse",
+            "fields": [{"name": "ClusterId"}, {"name": "Brokers"}]}
+    assert "fields are in another order than in kafkaproto's spec" in refused(tmp_path, spec)
+
+
+def test_versions_cannot_shrink_and_flexible_versions_cannot_change(tmp_path):
+    shrink = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "validVersions": "0-12"}
+    assert "may only add versions above them" in refused(tmp_path / "a", shrink)
+    flexible = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "flexibleVersions": "10+"}
+    assert "flexibleVersions is '10+' here but '9+'" in refused(tmp_path / "b", flexible)
+
+
+def test_a_new_version_needs_both_request_and_response(tmp_path):
+    spec = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "validVersions": "0-14"}
+    text = refused(tmp_path, spec)
+    assert "validVersions 0-14 differ from MetadataRequest's 0-13" in text
+
+
+def test_a_new_field_needs_a_type(tmp_path):
+    spec = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "fields": [{"name": "Moods"}]}
+    assert "has no field Moods here; a new field needs a type" in refused(tmp_path, spec)
+
+
+def test_every_broken_rule_is_reported_in_one_run(tmp_path, capsys):
+    from kafkaproto_codegen.__main__ import main
+
+    write(tmp_path / "ext", new_api("Shrink", 3)[0])
+    write(tmp_path / "ext", new_api("Shrink", 3)[1])
+    write(tmp_path / "ext", partition_mode(tag=None, taggedVersions=None) | {"fields": [
+        {"name": "Topics", "fields": [{"name": "Partitions", "fields": [
+            {"name": "Mode", "type": "int8", "versions": "9+", "about": "m"}]}]}]})
+    assert main(["extend", str(tmp_path / "ext"), "--name", "bad", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("kafkaproto-codegen: error:") == 3, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_writes_only_into_a_folder_it_owns(tmp_path, capsys):
+    from kafkaproto_codegen.__main__ import main
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert main(["extend", str(EXAMPLE), "--name", "pd", "--out", str(tmp_path / "mine"), "--no-wheel"]) == 1
+    assert "was not written by kafkaproto-codegen extend" in capsys.readouterr().err
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    assert main(["extend", str(EXAMPLE), "--name", "Bad-Name", "--out", str(tmp_path / "new"), "--no-wheel"]) == 1
+    assert "must be a new lower-case Python package name" in capsys.readouterr().err
+
+
+# ---- the built package -------------------------------------------------------------------------
+
+def test_building_compiles_only_the_extension(built_example):
+    import zipfile
+
+    names = zipfile.ZipFile(built_example.wheel).namelist()
+    compiled = [n for n in names if n.endswith((".so", ".pyd"))]
+    assert len([n for n in names if n.endswith(".py") and "/_py_" in n]) == 4  # four modules, not kafkaproto's 40
+    assert len(compiled) == (4 if IMPL == "compiled" else 0), names
+    assert "partition_deletion/specs/DeletePartitionsRequest.json" in names
+    assert "compiled:" in built_example.output
+    # A few seconds for seven specs, not the minutes of kafkaproto's own build.
+    assert built_example.seconds < 240
+
+
+def test_an_installed_extension_is_loaded_by_name(built_example):
+    script = (
+        "from kafkaproto import registry\n"
+        "from kafkaproto.messages import api\n"
+        "info = api(10000)\n"
+        "print(info.name, list(info.valid_versions), registry.extension_of('DeletePartitionsRequest'),\n"
+        "      registry.extension_of('MetadataResponse'), registry.extension_of('FetchRequest'),\n"
+        "      type(api('Metadata').response.MetadataResponsePartition()).__module__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(built_example.site), "KAFKAPROTO_EXTENSIONS": "partition_deletion"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT.parent)
+    assert done.returncode == 0, done.stderr
+    prefix = "_c_" if IMPL == "compiled" else "_py_"
+    assert done.stdout.split() == ["DeletePartitions", "[0]", "partition_deletion", "partition_deletion", "None",
+                                   f"partition_deletion.{prefix}api_0_7"]
+    env["KAFKAPROTO_EXTENSIONS"] = "no_such_extension"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT.parent)
+    assert done.returncode != 0 and "no kafkaproto extension 'no_such_extension'" in done.stderr
+    assert "installed extensions: partition_deletion" in done.stderr
+
+
+def metadata_with_mode(cls, mode):
+    partition = cls.MetadataResponsePartition(partition_index=3, leader_id=1, leader_epoch=0, replica_nodes=[1],
+                                              isr_nodes=[1], offline_replicas=[])
+    if mode is not None:
+        partition.mode = mode
+    topic = cls.MetadataResponseTopic(name="orders", topic_id=Uuid(1, 2), partitions=[partition])
+    return cls(brokers=[], cluster_id="c", controller_id=1, topics=[topic])
+
+
+def test_a_new_api_round_trips_through_the_frame_functions(extension):
+    request = extension.load(IMPL)["DeletePartitionsRequest"]
+    body = request(delete_partitions_delay_ms=5000,
+                   topics=[request.DeletePartitionsTopic(name="orders", partitions=[4, 5])])
+    header = RequestHeader(request_api_key=10000, request_api_version=0, correlation_id=7, client_id="admin")
+    frame = encode_request(header, body, 0)
+    decoded = decode_request(frame[4:])
+    assert decoded.body == body and decoded.header.correlation_id == 7
+    assert registry.api("DeletePartitions").api_key == 10000
+
+
+def test_the_mode_is_a_tag_clients_without_the_extension_skip_and_keep(extension):
+    extended = registry.api("Metadata").response
+    assert extended is not MetadataResponse  # kafkaproto.messages keeps kafkaproto's own class
+    for version in (9, 12, 13):
+        with_mode = metadata_with_mode(extended, 1).encode(version)
+        plain = metadata_with_mode(MetadataResponse, None)
+        # Without the extension the mode is an unknown tag, kept byte for byte.
+        old = MetadataResponse.decode(with_mode, version)
+        assert old.topics[0].partitions[0].unknown_tagged_fields == {0: b"\x01"}
+        assert old.encode(version) == with_mode
+        assert old.topics[0].partitions[0].partition_index == plain.topics[0].partitions[0].partition_index
+        # With it, the mode is a field; ReadWrite (the default) is not written, so such a reply is
+        # byte for byte what a broker without the extension sends.
+        assert extended.decode(with_mode, version).topics[0].partitions[0].mode == 1
+        assert metadata_with_mode(extended, 0).encode(version) == plain.encode(version)
+    assert metadata_with_mode(extended, 0).encode(8) == metadata_with_mode(MetadataResponse, None).encode(8)
+
+
+def test_metadata_records_with_and_without_the_extension(extension):
+    classes = extension.load(IMPL)
+    record = classes["PartitionRecord"](partition_id=4, topic_id=Uuid(1, 2), replicas=[1], isr=[1], leader=1,
+                                        mode=1)
+    value = encode_record(record)
+    assert decode_record(value)[0].mode == 1
+    delete = classes["DeleteTopicPartitionsRecord"](topic_id=Uuid(1, 2), delete_partitions=4,
+                                                   delete_partitions_delay_timestamp=1_700_000_060_000,
+                                                   create_timestamp=1_700_000_000_000)
+    delete_value = encode_record(delete)
+    assert decode_record(delete_value) == (delete, 0)
+    registry.unregister(extension)  # now as a reader without the extension
+    old, version = decode_record(value)
+    assert type(old) is PartitionRecord and old.unknown_tagged_fields == {3: b"\x01"}
+    assert encode_record(old, version) == value
+    with pytest.raises(DecodeError, match="unknown metadata record type 10000"):
+        decode_record(delete_value)
+
+
+def test_the_registry_refuses_a_second_amendment_and_a_stale_one(extension):
+    other = types.ModuleType("other_extension")
+    other.SPECS, other.load = {"MetadataResponse": extension.SPECS["MetadataResponse"]}, extension.load
+    other.AMENDS = {"MetadataResponse": extension.AMENDS["MetadataResponse"]}
+    with pytest.raises(registry.RegistryError, match="other_extension amends MetadataResponse, which "
+                                                     "partition_deletion amends too"):
+        registry.register(other)
+    registry.register(extension)  # again: nothing happens
+    assert registry.extensions() == [extension]
+
+
+def test_an_extension_built_on_another_kafkaproto_is_refused(without_extensions):
+    stale = types.ModuleType("stale_extension")
+    stale.SPECS = {"MetadataResponse": registry.spec("MetadataResponse")}
+    stale.AMENDS = {"MetadataResponse": "0" * 16}
+    stale.load = lambda impl: {"MetadataResponse": registry.message_class("MetadataResponse")}
+    with pytest.raises(registry.RegistryError, match="built on another version of kafkaproto's MetadataResponse"):
+        registry.register(stale)
+    assert stale not in registry.extensions()
+
+
+def test_the_readme_walks_through_this(built_example, extension):
+    from test_readme import EXTENDING, python_blocks, sections
+
+    text = sections()[EXTENDING]
+    # The commands the README gives are the ones the built_example fixture runs.
+    assert ("kafkaproto-codegen extend examples/partition-deletion/specs --name partition_deletion "
+            "--out build/partition-deletion") in text
+    assert "pip install build/partition-deletion/dist/partition_deletion-0.1.0-*.whl" in text
+    assert built_example.wheel.name.startswith("partition_deletion-0.1.0-")
+    (block,) = python_blocks(text)
+    exec(compile(block, "README.md", "exec"), {})
