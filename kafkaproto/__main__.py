@@ -6,6 +6,7 @@
     kafkaproto decode --response Metadata 12 F   a response frame to a Metadata v12 request
     kafkaproto capture traffic.pcapng            what the Kafka traffic in a capture did
     kafkaproto broker [server.properties]        a single-node Kafka broker on 127.0.0.1:9092
+    kafkaproto admin partitions --topic T ...    a topic's partitions; admin delete-partitions deletes some
 """
 
 import argparse
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import kafkaproto
 from kafkaproto import messages, registry
+from kafkaproto.cli import admin as admin_cli
 from kafkaproto.cli import broker as broker_cli
 from kafkaproto.cli import capture as capture_cli
 from kafkaproto.jsonview import to_json
@@ -144,6 +146,9 @@ def main(argv=None):
     cap = sub.add_parser("capture", help="summarise the Kafka traffic in pcap/pcapng files, or write its rows",
                          description=capture_cli.__doc__.splitlines()[0])
     capture_cli.add_arguments(cap)
+    adm = sub.add_parser("admin", help="list a topic's partitions, or delete some (partition deletion)",
+                         description=admin_cli.__doc__.splitlines()[0])
+    admin_cli.add_arguments(adm)
     brk = sub.add_parser("broker", help="run a single-node Kafka broker", description=broker_cli.DESCRIPTION)
     broker_cli.add_arguments(brk)
     args = parser.parse_args(argv)
@@ -155,6 +160,8 @@ def main(argv=None):
             return decode(args)
         if args.command == "capture":
             return capture_cli.run(args)
+        if args.command == "admin":
+            return admin_cli.run(args)
         if args.command == "broker":
             return broker_cli.run(args)
         return summary()

@@ -140,6 +140,9 @@ def load_extensions(names):
     import importlib
     from importlib.metadata import entry_points
 
+    if not names:
+        return []
+    importlib.invalidate_caches()  # one installed since this process started (a long-lived Spark worker, say)
     found = {ep.name: ep.value for ep in entry_points(group="kafkaproto.extensions")}
     loaded = []
     for name in names:

@@ -1,15 +1,24 @@
 """Partition deletion (examples/partition-deletion) in the broker: the proposal's semantics through the codecs
 and handlers, the metadata log, restarts; with the extension built by tests/extension_build.py."""
 
+import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
+import kafka_jvm
 from kafkaproto import errors, registry
-from kafkaproto.broker import BrokerConfig
+from kafkaproto.broker import Broker, BrokerConfig
 from kafkaproto.broker.config import ConfigError
 from kafkaproto.broker.state.cluster import METADATA_DIR
 from kafkaproto.broker.state.log import LogError
+from kafkaproto.cli.admin import Client
 from kafkaproto.messages import ApiVersionsRequest, MetadataRequest, MetadataResponse
 from kafkaproto.metadata import decode_record
 from kafkaproto.records import iter_batches
@@ -147,7 +156,8 @@ def test_only_a_broker_that_enables_it_serves_it(extension, tmp_path):
     plain = make_state(tmp_path / "plain")
     enabled = make_state(tmp_path / "enabled", **{"delete.topic.partition.enable": "true"})
     try:
-        tables = [{k.api_key for k in call(s, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).api_keys} for s in (plain, enabled)]
+        ask = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        tables = [{k.api_key for k in call(s, ask, 3).api_keys} for s in (plain, enabled)]
         assert 10000 not in tables[0] and 10000 in tables[1]
         create(plain, "t", partitions=2)
         from kafkaproto.broker.dispatch import NotHandled
@@ -175,3 +185,173 @@ def test_a_log_written_with_the_extension_needs_it_to_start(built_example, exten
     finally:
         registry.register(extension)
     assert BrokerConfig({"log.dirs": str(tmp_path)})  # the configuration itself was fine
+
+
+def test_partitions_go_from_the_top_down(state):
+    create(state, "t", partitions=4)
+    delete(state, "t", [3], delay_ms=10 * DELAY_MS)
+    # 2 asked for later, at once: it waits for 3, so no partition is missing in the middle.
+    assert result(delete(state, "t", [2], delay_ms=0)) == [(2, 1, "NONE")]
+    assert modes(state, "t") == [(0, 0), (1, 0), (2, 1), (3, 1)]
+    assert state.cluster.finish_partition_deletions(state.now_ms() + 10 * DELAY_MS + 1)
+    assert modes(state, "t") == [(0, 0), (1, 0)]
+
+
+# ---- the whole loop ------------------------------------------------------------------------------------------
+
+def start_tcpdump(port, out):
+    """tcpdump writing the broker's traffic on the loopback to out, or (None, why) when it cannot capture here."""
+    exe = shutil.which("tcpdump")
+    if exe is None:
+        return None, "tcpdump is not installed"
+    dump = subprocess.Popen([exe, "-i", "lo", "-s", "0", "-U", "-w", str(out), f"tcp port {port}"],
+                            stderr=subprocess.PIPE, text=True)
+    first = dump.stderr.readline()
+    if "listening on" not in first:  # e.g. no permission to capture
+        dump.kill()
+        return None, f"tcpdump cannot capture here: {first.strip()}"
+    return dump, None
+
+
+def stop_tcpdump(dump):
+    time.sleep(0.5)  # let the last packets reach the file
+    dump.send_signal(signal.SIGINT)
+    try:
+        dump.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        dump.kill()
+
+
+def console(*args, cwd, env=None):
+    """The kafkaproto console command as the README gives it, run outside the checkout."""
+    command = [str(Path(sys.executable).parent / "kafkaproto"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
+    """The extension built from the specs; a broker with it; the command line deletes partitions; the metadata log,
+    Metadata and a capture of the session show the new state, while Apache Kafka's Java client and kafka-python
+    keep producing to and consuming the partitions that stay."""
+    kafka = pytest.importorskip("kafka")
+    try:
+        java = kafka_jvm.classpath(kafka_jvm.KAFKA_VERSIONS[-1],
+                                   kafka_jvm.compiled(kafka_jvm.KAFKA_VERSIONS[-1], "Clients"))
+    except kafka_jvm.KafkaUnavailable as e:
+        kafka_jvm.unavailable(str(e))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(built_example.site),
+                                                                  os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("KAFKAPROTO_EXTENSIONS", "partition_deletion")
+    overrides = {"delete.topic.partition.enable": "true", "delete.topic.partition.check.interval.ms": "200"}
+    broker = Broker(overrides, log_dir=tmp_path / "data", subprocess=True).start()
+    bootstrap = broker.bootstrap_servers
+    dump, no_capture = start_tcpdump(broker.port, tmp_path / "session.pcap")
+    try:
+        admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([kafka.admin.NewTopic("orders", 4, 1)])
+        admin.close()
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for partition in range(4):
+            for i in range(10):
+                producer.send("orders", b"before-%d" % i, partition=partition)
+        producer.flush()
+        producer.close()
+
+        done = console("admin", "delete-partitions", "--bootstrap-server", bootstrap, "--topic", "orders",
+                       "--count", "2", "--delay-ms", "4000", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == ["orders 2: ReadOnly", "orders 3: ReadOnly"]
+        shown = console("admin", "partitions", "--bootstrap-server", bootstrap, "--topic", "orders", cwd=tmp_path)
+        assert shown.stdout.splitlines() == ["orders 0: leader 1, ReadWrite", "orders 1: leader 1, ReadWrite",
+                                             "orders 2: leader 1, ReadOnly", "orders 3: leader 1, ReadOnly"]
+
+        # ReadOnly: still readable.
+        reader = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        reader.assign([kafka.TopicPartition("orders", 3)])
+        read, deadline = [], time.monotonic() + 20
+        while len(read) < 10 and time.monotonic() < deadline:
+            for messages in reader.poll(timeout_ms=200).values():
+                read += [m.value for m in messages]
+        reader.close()
+        assert read == [b"before-%d" % i for i in range(10)]
+
+        # The Java producer writes to partitions 0 and 1 meanwhile, undisturbed.
+        run = subprocess.run(["java", "-cp", java, "Clients", bootstrap, "produce", "orders"], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with Client(bootstrap) as client:
+                partitions = client.partitions("orders")
+            if len(partitions) == 2:
+                break
+            time.sleep(0.2)
+        assert partitions == [(0, 1, 0), (1, 1, 0)]
+
+        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for partition in range(2):
+            for i in range(5):
+                producer.send("orders", b"after-%d" % i, partition=partition)
+        producer.flush()
+        producer.close()
+        # A kafka-python group and a Java group read everything the two partitions hold.
+        group = kafka.KafkaConsumer("orders", bootstrap_servers=bootstrap, group_id="readers",
+                                    auto_offset_reset="earliest")
+        got, deadline = {}, time.monotonic() + 30
+        while sum(map(len, got.values())) < 60 and time.monotonic() < deadline:
+            for tp, messages in group.poll(timeout_ms=200).items():
+                got.setdefault(tp.partition, []).extend(m.value for m in messages)
+        group.close()
+        assert sorted(got) == [0, 1]
+        for partition in (0, 1):
+            values = got[partition]
+            assert values[:10] == [b"before-%d" % i for i in range(10)] and values[-5:] == [b"after-%d" % i
+                                                                                            for i in range(5)]
+            assert len(values) == 30  # and the Java producer's 15
+        run = subprocess.run(["java", "-cp", java, "Clients", bootstrap, "member", "orders"], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+        seen = {tuple(map(int, line.split())) for line in run.stdout.splitlines()}
+        assert seen == {(p, o) for p in (0, 1) for o in range(30)}
+    finally:
+        if dump is not None:
+            stop_tcpdump(dump)
+        broker.stop()
+
+    # The metadata log holds the new records.
+    records = []
+    metadata_dir = tmp_path / "data" / METADATA_DIR
+    for segment in sorted(metadata_dir.glob("*.log")):
+        records += [decode_record(r.value)[0] for b in iter_batches(segment.read_bytes()) for r in b]
+    deletion = [r for r in records if type(r).__name__ == "DeleteTopicPartitionsRecord"]
+    assert [d.delete_partitions for d in deletion] == [2]
+    assert deletion[0].delete_partitions_delay_timestamp - deletion[0].create_timestamp == 4000
+    assert [(r.partition_id, r.mode) for r in records if type(r).__name__ == "PartitionRecord" and r.mode] == [
+        (2, 1), (3, 1), (3, -1), (2, -1)]
+
+    if no_capture:
+        if os.environ.get("KAFKAPROTO_REQUIRE_TSHARK") == "1":
+            pytest.fail(no_capture)
+        pytest.skip(f"the capture part: {no_capture}")
+    # With the extension, the capture shows DeletePartitions and the modes...
+    rows = [json.loads(line) for line in console("capture", tmp_path / "session.pcap", "--format", "jsonl",
+                                                  cwd=tmp_path).stdout.splitlines()]
+    (deleting,) = [r for r in rows if r["api_key"] == 10000]
+    assert deleting["status"] == "ok" and deleting["api_name"] == "DeletePartitions"
+    assert deleting["request"]["topics"] == [{"name": "orders", "partitions": [2, 3]}]
+    assert [p["status_code"] for p in deleting["response"]["responses"][0]["partitions"]] == [1, 1]
+    asked = [r for r in rows if r["api_name"] == "Metadata" and r["client_id"] == "kafkaproto-admin"]
+    assert asked and all(r["request"]["include_partition_modes"] for r in asked)
+    assert [p.get("mode", 0) for p in asked[1]["response"]["topics"][0]["partitions"]] == [0, 0, 1, 1]
+    # ...and without it, the same bytes show the DeletePartitions exchange as one it cannot read, and the modes
+    # as unknown tags.
+    env = {k: v for k, v in os.environ.items() if k != "KAFKAPROTO_EXTENSIONS"}
+    plain = [json.loads(line) for line in console("capture", tmp_path / "session.pcap", "--format", "jsonl",
+                                                   cwd=tmp_path, env=env).stdout.splitlines()]
+    (unknown,) = [r for r in plain if r["api_key"] == 10000]
+    assert unknown["status"] != "ok" and unknown["request"] is None and "10000" in unknown["error"]
+    asked = [r for r in plain if r["api_name"] == "Metadata" and r["client_id"] == "kafkaproto-admin"]
+    assert asked[1]["request"]["unknown_tagged_fields"] == {"0": "AQ=="}  # include_partition_modes=true
+    tags = [p.get("unknown_tagged_fields") for p in asked[1]["response"]["topics"][0]["partitions"]]
+    assert tags == [None, None, {"0": "AQ=="}, {"0": "AQ=="}]  # mode 1, byte for byte
+    assert len(plain) == len(rows)

@@ -110,7 +110,9 @@ class Broker:
                 failure[0] if failure else None)
 
     def _start_process(self, timeout):
-        args = [sys.executable, "-m", "kafkaproto.broker"]
+        # -P: the working directory does not go first on sys.path, so a kafkaproto source tree there (this
+        # project's own, when its tests run) does not shadow the installed, compiled package.
+        args = [sys.executable] + (["-P"] if sys.version_info >= (3, 11) else []) + ["-m", "kafkaproto.broker"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         self.process = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)

@@ -8,6 +8,8 @@ Options:
     level   exchanges (default: one row per request/response) or records (one row per record)
     bodies  true (default) or false: whether exchange rows carry the request and response as JSON
     splits  how many tasks each file is split into (default: one per 64 MiB, at most 32)
+    extensions  kafkaproto extensions to load in every task, comma-separated (see registry.load_extensions);
+            each must be installed where the tasks run, as any Python package a job uses
 
 Paths are local paths, globs and directories, or URIs of any filesystem pyarrow reaches (s3://, gs://, hdfs://,
 file://). Several paths: ``load([...])``, or one string with commas between them. A glob on a remote filesystem is
@@ -31,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from .. import capture
+from .. import capture, registry
 from ..capture import tables
 from . import schema as _schema
 
@@ -56,6 +58,8 @@ class ReadOptions:
             raise ValueError(f"option level must be one of {', '.join(_schema.LEVELS)}, not {self.level!r}")
         self.bodies = _flag("bodies", options.get("bodies"), True)
         self.splits = _positive("splits", options.get("splits"))
+        self.extensions = [n.strip() for n in str(options.get("extensions") or "").split(",") if n.strip()]
+        registry.load_extensions(self.extensions)  # here at planning too, so that a missing one fails the query
         self.paths = _paths(options)
 
 
@@ -356,6 +360,7 @@ class KafkaPcapReader(DataSourceReader):
         return plan(expand(self.options.paths), self.options.splits)
 
     def read(self, partition):
+        registry.load_extensions(self.options.extensions)  # a task's process may not have loaded them yet
         return read_split(partition, self.options, _schema.arrow_schema_of(self.struct))
 
 

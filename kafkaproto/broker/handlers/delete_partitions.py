@@ -4,14 +4,15 @@ Served when delete.topic.partition.enable is set. The partitions asked for must
 be a topic's highest ones, at least one staying; they turn ReadOnly (fetch
 still works, produce gets LEADER_NOT_AVAILABLE) and, once
 delete_partitions_delay_ms has passed, None: their data is removed and the
-topic's partition count shrinks. A delay of 0 deletes them at once. Each topic
-succeeds or fails whole.
+topic's partition count shrinks. Partitions go from the top down: one whose
+delay ends first waits for those above it. A delay of 0 deletes them at once.
+Each topic succeeds or fails whole.
 """
 
 from ... import errors
 from ...messages import api
 from ..dispatch import handles
-from ..state.cluster import READ_ONLY
+from ..state.cluster import NONE_MODE, READ_ONLY
 
 DELETE_PARTITIONS = 10000  # the extension's api key
 
@@ -44,10 +45,12 @@ def delete_partitions(ctx, request):
         results.append(response.DeletePartitionsTopicResult(name=item.name, partitions=partitions))
     if deleted_now:
         state.cluster.finish_partition_deletions(state.now_ms())
-        for result in results:  # now gone
+        for result in results:
+            topic = state.cluster.topics[result.name] if result.name in state.cluster.topics else None
             for partition in result.partitions:
                 if partition.error_code == errors.NONE.code:
-                    partition.status_code = -1
+                    gone = partition.partition_index >= len(topic.partitions)
+                    partition.status_code = NONE_MODE if gone else topic.partitions[partition.partition_index].mode
     return response(throttle_time_ms=0, error_code=errors.NONE.code, responses=results)
 
 

@@ -316,23 +316,28 @@ class Cluster:
         self._commit(records)
 
     def finish_partition_deletions(self, now_ms):
-        """Turn the ReadOnly partitions whose delay has passed None, and rename their directories away to be
-        deleted after file.delete.delay.ms; True when any did."""
+        """Turn the ReadOnly partitions whose delay has passed None, highest first, and rename their directories
+        away to be deleted after file.delete.delay.ms; True when any did."""
         partition_record = registry.message_class("PartitionRecord") if self.config["delete.topic.partition.enable"] \
             else None
         done = False
         for topic in list(self.topics.values()):
-            due = [p for p in topic.partitions if p.mode == READ_ONLY and p.delete_at_ms is not None
-                   and p.delete_at_ms <= now_ms]
+            # From the top down, so that the count shrinks: a partition whose delay is over waits for those
+            # above it.
+            due = []
+            for p in reversed(topic.partitions):
+                if p.mode != READ_ONLY or p.delete_at_ms is None or p.delete_at_ms > now_ms:
+                    break
+                due.append(p)
             if not due or partition_record is None:
                 continue
             node = self.node_id
             self._commit([partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=[node],
                                            isr=[node], leader=node, leader_epoch=p.leader_epoch, partition_epoch=0,
-                                           mode=NONE_MODE) for p in reversed(due)])
+                                           mode=NONE_MODE) for p in due])
             for partition in due:
                 self._remove_directory(partition)
-            log.info("partitions %s of %s deleted", ", ".join(str(p.index) for p in due), topic.name)
+            log.info("partitions %s of %s deleted", ", ".join(str(p.index) for p in reversed(due)), topic.name)
             done = True
         return done
 
