@@ -377,3 +377,65 @@ def test_the_readme_spark_example_runs(spark, monkeypatch):
     (block,) = re.findall(r"```python spark\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
     monkeypatch.chdir(readme.parent)
     exec(compile(block, str(readme), "exec"), {})
+
+
+def test_an_extension_decodes_in_every_task(spark, extension, built_example, tmp_path):
+    """option("extensions"): every task loads the extension, which must be installed where tasks run (here: into
+    this environment, for the test's length); without the option, its API is unreadable and its tags unknown."""
+    import subprocess
+
+    from capture_files import ethernet, ipv4, pcap, tcp
+    from kafkaproto import encode_request, encode_response, registry
+    from kafkaproto.messages import RequestHeader, ResponseHeader
+
+    delete, metadata, versions = registry.api("DeletePartitions"), registry.api("Metadata"), registry.api(18)
+    frames = []
+    for correlation_id, (info, version, request, response) in enumerate([
+            (versions, 3, versions.request(client_software_name="t", client_software_version="1"),
+             versions.response(api_keys=[versions.response.ApiVersion(api_key=10000, min_version=0, max_version=0)])),
+            (delete, 0, delete.request(topics=[delete.request.DeletePartitionsTopic(name="t", partitions=[1])]),
+             delete.response(responses=[delete.response.DeletePartitionsTopicResult(name="t", partitions=[
+                 delete.response.DeletePartitionsPartitionResult(partition_index=1, status_code=1)])])),
+            (metadata, 12, metadata.request(topics=None, include_partition_modes=True),
+             metadata.response(topics=[metadata.response.MetadataResponseTopic(name="t", partitions=[
+                 metadata.response.MetadataResponsePartition(partition_index=1, mode=1)])]))]):
+        header = RequestHeader(request_api_key=info.api_key, request_api_version=version,
+                               correlation_id=correlation_id, client_id="tests")
+        frames.append((True, encode_request(header, request, version)))
+        frames.append((False, encode_response(ResponseHeader(correlation_id=correlation_id), response, version)))
+    from kafkaproto.capture.link import ACK, SYN
+
+    start = 1_700_000_000_000_000_000
+    packets = [(start, ethernet(ipv4("10.0.0.1", "10.0.0.2", tcp(50000, 9092, 0, flags=SYN)))),
+               (start, ethernet(ipv4("10.0.0.2", "10.0.0.1", tcp(9092, 50000, 0, ack=1, flags=SYN | ACK))))]
+    seq = {True: 1, False: 1}
+    for i, (from_client, frame) in enumerate(frames):
+        ports = (50000, 9092) if from_client else (9092, 50000)
+        hosts = ("10.0.0.1", "10.0.0.2") if from_client else ("10.0.0.2", "10.0.0.1")
+        packets.append((start + (i + 1) * 1_000_000,
+                        ethernet(ipv4(*hosts, tcp(*ports, seq[from_client], frame)))))
+        seq[from_client] += len(frame)
+    path = tmp_path / "extended.pcap"
+    path.write_bytes(pcap(packets))
+
+    installed = subprocess.run([sys.executable, "-c", "import partition_deletion"], cwd=tmp_path,
+                               capture_output=True).returncode == 0
+    if not installed:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", str(built_example.wheel)],
+                       check=True)
+    try:
+        reader = spark.read.format("kafka-pcap").option("ports", "9092")
+        plain = spark_rows(reader.load(str(path)))  # first, while no task has loaded the extension
+        extended = spark_rows(reader.option("extensions", "partition_deletion").load(str(path)))
+    finally:
+        if not installed:
+            subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", "partition-deletion"],
+                           check=True)
+    assert [(r["api_name"], r["status"]) for r in extended] == [
+        ("ApiVersions", "ok"), ("DeletePartitions", "ok"), ("Metadata", "ok")]
+    assert json.loads(extended[1]["request"])["topics"] == [{"name": "t", "partitions": [1]}]
+    assert json.loads(extended[2]["response"])["topics"][0]["partitions"][0]["mode"] == 1
+    assert [r["status"] == "ok" for r in plain] == [True, False, True]
+    assert plain[1]["api_key"] == 10000 and plain[1]["request"] is None and "10000" in plain[1]["error"]
+    partition = json.loads(plain[2]["response"])["topics"][0]["partitions"][0]
+    assert "mode" not in partition and partition["unknown_tagged_fields"] == {"0": "AQ=="}

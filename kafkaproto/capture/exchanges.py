@@ -480,10 +480,19 @@ def _foreign(first, from_client, max_frame, from_syn):
     if len(first) < 8 or not from_syn:
         return None
     size, key, version = struct.unpack_from(">ihh", first)
-    if not 4 <= size <= max_frame or (from_client and not (0 <= key < 1024 and 0 <= version < 1024)):
+    if not 4 <= size <= max_frame or (from_client and not ((0 <= key < 1024 or _known(key)) and 0 <= version < 1024)):
         text = bytes(first[:16]).decode("ascii", "replace")
         return f"not Kafka: the {'client' if from_client else 'broker'} starts with {text!r}"
     return None
+
+
+def _known(key):
+    """An api key the registry knows: an extension's may lie above those Kafka hands out."""
+    try:
+        api(key)
+    except KeyError:
+        return False
+    return True
 
 
 def _tls_record(data):
