@@ -3,6 +3,8 @@ and handlers, the metadata log, restarts; with the extension built by tests/exte
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -228,6 +230,15 @@ def console(*args, cwd, env=None):
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
 
 
+def readme_commands():
+    """The shell commands of the README's partition-deletion walkthrough (continued lines joined), as argv lists."""
+    from test_readme import EXTENDING, sections
+
+    walkthrough = sections()[EXTENDING].split("### The partition-deletion example, end to end")[1]
+    block = re.search(r"```sh\n(.*?)```", walkthrough, re.S).group(1)
+    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
 def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
     """The extension built from the specs; a broker with it; the command line deletes partitions; the metadata log,
     Metadata and a capture of the session show the new state, while Apache Kafka's Java client and kafka-python
@@ -240,10 +251,21 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
         kafka_jvm.unavailable(str(e))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(built_example.site),
                                                                   os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("KAFKAPROTO_EXTENSIONS", "partition_deletion")
-    overrides = {"delete.topic.partition.enable": "true", "delete.topic.partition.check.interval.ms": "200"}
+    # The README's commands, run here against this test's broker and capture.
+    start, delete_command, list_command, capture_with, capture_without = readme_commands()
+    variable, value = start[0].split("=")
+    assert start[1:3] == ["kafkaproto", "broker"] and start[3::2] == ["--override"] * len(start[4::2])
+    monkeypatch.setenv(variable, value)
+    overrides = dict(pair.split("=", 1) for pair in start[4::2])
+    overrides["delete.topic.partition.check.interval.ms"] = "200"
     broker = Broker(overrides, log_dir=tmp_path / "data", subprocess=True).start()
     bootstrap = broker.bootstrap_servers
+
+    def readme(command):
+        assert command[0] == "kafkaproto"
+        return [bootstrap if word == "127.0.0.1:9092" else tmp_path / word if word == "session.pcap" else word
+                for word in command[1:]]
+
     dump, no_capture = start_tcpdump(broker.port, tmp_path / "session.pcap")
     try:
         admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -256,11 +278,10 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
         producer.flush()
         producer.close()
 
-        done = console("admin", "delete-partitions", "--bootstrap-server", bootstrap, "--topic", "orders",
-                       "--count", "2", "--delay-ms", "4000", cwd=tmp_path)
+        done = console(*readme(delete_command), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == ["orders 2: ReadOnly", "orders 3: ReadOnly"]
-        shown = console("admin", "partitions", "--bootstrap-server", bootstrap, "--topic", "orders", cwd=tmp_path)
+        shown = console(*readme(list_command), cwd=tmp_path)
         assert shown.stdout.splitlines() == ["orders 0: leader 1, ReadWrite", "orders 1: leader 1, ReadWrite",
                                              "orders 2: leader 1, ReadOnly", "orders 3: leader 1, ReadOnly"]
 
@@ -334,8 +355,7 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
             pytest.fail(no_capture)
         pytest.skip(f"the capture part: {no_capture}")
     # With the extension, the capture shows DeletePartitions and the modes...
-    rows = [json.loads(line) for line in console("capture", tmp_path / "session.pcap", "--format", "jsonl",
-                                                  cwd=tmp_path).stdout.splitlines()]
+    rows = [json.loads(line) for line in console(*readme(capture_with), cwd=tmp_path).stdout.splitlines()]
     (deleting,) = [r for r in rows if r["api_key"] == 10000]
     assert deleting["status"] == "ok" and deleting["api_name"] == "DeletePartitions"
     assert deleting["request"]["topics"] == [{"name": "orders", "partitions": [2, 3]}]
@@ -346,8 +366,7 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
     # ...and without it, the same bytes show the DeletePartitions exchange as one it cannot read, and the modes
     # as unknown tags.
     env = {k: v for k, v in os.environ.items() if k != "KAFKAPROTO_EXTENSIONS"}
-    plain = [json.loads(line) for line in console("capture", tmp_path / "session.pcap", "--format", "jsonl",
-                                                   cwd=tmp_path, env=env).stdout.splitlines()]
+    plain = [json.loads(line) for line in console(*readme(capture_without), cwd=tmp_path, env=env).stdout.splitlines()]
     (unknown,) = [r for r in plain if r["api_key"] == 10000]
     assert unknown["status"] != "ok" and unknown["request"] is None and "10000" in unknown["error"]
     asked = [r for r in plain if r["api_name"] == "Metadata" and r["client_id"] == "kafkaproto-admin"]
