@@ -325,7 +325,7 @@ def write_project(extension, package, out, spec_files_used, version="0.1.0"):
     """Write an installable project for the extension into out (new, or one this wrote before)."""
     import re
 
-    from .render import MARKER, _environment, render, write_package
+    from .render import MARKER, OutputError, _environment, render, write_package
 
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", package) or package in ("kafkaproto", "kafkaproto_codegen"):
         raise ProjectError(f"--name {package!r} must be a new lower-case Python package name, such as my_extension")
@@ -342,11 +342,15 @@ def write_project(extension, package, out, spec_files_used, version="0.1.0"):
     files = {f"{package}/{name}": text
              for name, text in render(extension.specs, extension=True, amends=extension.amends).items()}
     package_dir = out / package
-    if package_dir.exists():
+    if (package_dir / "specs").is_dir():  # the copy of the specs an earlier run made
         for old in (package_dir / "specs").glob("*.json"):
             old.unlink()
-    write_package({name.split("/", 1)[1]: text for name, text in files.items()}, package_dir)
-    (package_dir / "specs").mkdir(exist_ok=True)
+        (package_dir / "specs").rmdir()
+    try:
+        write_package({name.split("/", 1)[1]: text for name, text in files.items()}, package_dir)
+    except OutputError as e:
+        raise ProjectError(str(e)) from None
+    (package_dir / "specs").mkdir()
     for path in spec_files_used:
         (package_dir / "specs" / Path(path).name).write_bytes(Path(path).read_bytes())
     (out / "setup.py").write_text(env.get_template("extension_setup.py.j2").render(**fields), encoding="utf-8")

@@ -286,3 +286,15 @@ def test_the_readme_walks_through_this(built_example, extension):
     assert built_example.wheel.name.startswith("partition_deletion-0.1.0-")
     (block,) = python_blocks(text)
     exec(compile(block, "README.md", "exec"), {})
+
+
+def test_the_command_runs_again_over_its_own_project(tmp_path, capsys):
+    from kafkaproto_codegen.__main__ import main
+
+    out = tmp_path / "project"
+    for _ in range(2):
+        assert main(["extend", str(EXAMPLE), "--name", "pd", "--out", str(out), "--no-wheel"]) == 0
+    assert sorted(p.name for p in (out / "pd" / "specs").iterdir()) == sorted(p.name for p in EXAMPLE.iterdir())
+    (out / "pd" / "notes.txt").write_text("mine")
+    assert main(["extend", str(EXAMPLE), "--name", "pd", "--out", str(out), "--no-wheel"]) == 1
+    assert "notes.txt, which kafkaproto-codegen did not write" in capsys.readouterr().err
