@@ -108,9 +108,29 @@ def rebuild(cls, values):
 
 def equal(a, b):
     if type(a) is not type(b):
-        return NotImplemented
+        if getattr(type(b), "_qualname", None) != type(a)._qualname:
+            return NotImplemented
+        return _equal_amended(a, b)
     for f in type(a)._fields:
         if getattr(a, f.attr) != getattr(b, f.attr):
+            return False
+    return (a.unknown_tagged_fields or None) == (b.unknown_tagged_fields or None)
+
+
+def _equal_amended(a, b):
+    """Two classes of one struct (an extension's amended class and kafkaproto's): equal when the fields both
+    have are equal and those only one has are at their defaults."""
+    theirs = {f.attr: f for f in type(b)._fields}
+    for f in type(a)._fields:
+        value = getattr(a, f.attr)
+        if f.attr in theirs:
+            if value != getattr(b, f.attr):
+                return False
+        elif not is_default(f, value):
+            return False
+    mine = {f.attr for f in type(a)._fields}
+    for attr, f in theirs.items():
+        if attr not in mine and not is_default(f, getattr(b, attr)):
             return False
     return (a.unknown_tagged_fields or None) == (b.unknown_tagged_fields or None)
 

@@ -233,6 +233,10 @@ def test_the_mode_is_a_tag_clients_without_the_extension_skip_and_keep(extension
         assert extended.decode(with_mode, version).topics[0].partitions[0].mode == 1
         assert metadata_with_mode(extended, 0).encode(version) == plain.encode(version)
     assert metadata_with_mode(extended, 0).encode(8) == metadata_with_mode(MetadataResponse, None).encode(8)
+    # Equal to kafkaproto's own class when the new field is at its default, and only then.
+    assert metadata_with_mode(extended, 0) == metadata_with_mode(MetadataResponse, None)
+    assert metadata_with_mode(MetadataResponse, None) == metadata_with_mode(extended, 0)
+    assert metadata_with_mode(extended, 1) != metadata_with_mode(MetadataResponse, None)
 
 
 def test_metadata_records_with_and_without_the_extension(extension):
@@ -298,3 +302,60 @@ def test_the_command_runs_again_over_its_own_project(tmp_path, capsys):
     (out / "pd" / "notes.txt").write_text("mine")
     assert main(["extend", str(EXAMPLE), "--name", "pd", "--out", str(out), "--no-wheel"]) == 1
     assert "notes.txt, which kafkaproto-codegen did not write" in capsys.readouterr().err
+
+
+def test_every_amended_request_keeps_its_new_tag_without_the_extension(extension):
+    """MetadataRequest's include_partition_modes and UpdateMetadataRequest's partition mode, at every version
+    that carries them: the extension reads them; kafkaproto's own classes keep them as unknown tags, byte for byte."""
+    from kafkaproto.messages import MetadataRequest, UpdateMetadataRequest
+
+    extended = registry.api("Metadata").request
+    for version in range(9, 14):
+        wire = extended(topics=None, include_partition_modes=True).encode(version)
+        assert extended.decode(wire, version).include_partition_modes is True
+        old = MetadataRequest.decode(wire, version)
+        assert old.unknown_tagged_fields == {0: b"\x01"} and old.encode(version) == wire
+    update = registry.api("UpdateMetadata").request
+    for version in range(6, 9):
+        state = update.UpdateMetadataPartitionState(partition_index=1, leader=1, isr=[1], replicas=[1], mode=-1)
+        body = update(controller_id=1, topic_states=[update.UpdateMetadataTopicState(
+            topic_name="t", topic_id=Uuid(1, 2) if version >= 7 else Uuid.ZERO, partition_states=[state])])
+        wire = body.encode(version)
+        assert extended is not MetadataRequest and update is not UpdateMetadataRequest
+        assert update.decode(wire, version) == body
+        old = UpdateMetadataRequest.decode(wire, version)
+        assert old.topic_states[0].partition_states[0].unknown_tagged_fields == {0: b"\xff"}
+        assert old.encode(version) == wire
+
+
+def test_a_new_version_of_a_known_message(tmp_path):
+    """Metadata v14 with a new field: the versions kafkaproto knows keep their bytes, the new one carries it."""
+    from kafkaproto.messages import MetadataResponse
+    from kafkaproto_codegen.render import render, write_package
+
+    request = {"apiKey": 3, "type": "request", "name": "MetadataRequest", "validVersions": "0-14"}
+    response = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "validVersions": "0-14", "fields": [
+        {"name": "ThrottleTimeMs"},
+        {"name": "Region", "type": "string", "versions": "14+", "default": "", "about": "Where the cluster is."},
+        {"name": "Brokers"}]}
+    for spec in (request, response):
+        write(tmp_path / "ext", spec)
+    # The amended specs rendered as a plain package, so that importing it registers nothing.
+    write_package(render(load_extension([tmp_path / "ext"], BUILTIN).specs), tmp_path / "out" / "v14")
+    sys.path.insert(0, str(tmp_path / "out"))
+    try:
+        import v14
+        classes = v14.load("python")
+    finally:
+        sys.path.remove(str(tmp_path / "out"))
+        sys.modules.pop("v14", None)
+    extended = classes["MetadataResponse"]
+    assert list(extended.valid_versions) == list(range(15))
+    # Placed where the extension put it: after ThrottleTimeMs, before Brokers.
+    assert [f.name for f in extended._fields][:3] == ["ThrottleTimeMs", "Region", "Brokers"]
+    body = dict(brokers=[], cluster_id="c", controller_id=1, topics=[])
+    for version in range(14):
+        assert extended(**body).encode(version) == MetadataResponse(**body).encode(version)
+    wire = extended(region="eu", **body).encode(14)
+    assert extended.decode(wire, 14).region == "eu"
+    assert wire[4:7] == b"\x03eu"  # right after the throttle time: a compact string of 2 bytes

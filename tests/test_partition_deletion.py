@@ -95,6 +95,18 @@ def test_delete_the_highest_partitions_read_only_then_gone(state, tmp_path):
     assert deletion.delete_partitions_delay_timestamp - deletion.create_timestamp == DELAY_MS
 
 
+def test_no_partitions_are_added_while_some_are_being_deleted(state):
+    from kafkaproto.messages import CreatePartitionsRequest
+
+    create(state, "t", partitions=3)
+    delete(state, "t", [2])
+    body = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=5)],
+                                   timeout_ms=1000)
+    result = call(state, body, 3).results[0]
+    assert errors.by_code(result.error_code) is errors.INVALID_PARTITIONS and "being deleted" in result.error_message
+    assert len(state.cluster.topics["t"].partitions) == 3
+
+
 def test_a_delay_of_zero_deletes_at_once(state):
     create(state, "now", partitions=3)
     assert result(delete(state, "now", [2], delay_ms=0)) == [(2, -1, "NONE")]
@@ -173,6 +185,21 @@ def test_only_a_broker_that_enables_it_serves_it(extension, tmp_path):
 def test_without_the_extension_the_broker_says_what_is_missing(without_extensions, tmp_path):
     with pytest.raises(ConfigError, match="needs the partition_deletion extension"):
         make_state(tmp_path, **{"delete.topic.partition.enable": "true"})
+    with pytest.raises(ConfigError, match="kafkaproto.extensions: no kafkaproto extension 'nope'"):
+        make_state(tmp_path, **{"kafkaproto.extensions": "nope"})
+
+
+def test_the_broker_loads_the_extensions_its_configuration_names(built_example, without_extensions, monkeypatch,
+                                                                  tmp_path):
+    monkeypatch.syspath_prepend(str(built_example.site))
+    state = make_state(tmp_path, **{"kafkaproto.extensions": "partition_deletion",
+                                    "delete.topic.partition.enable": "true"})
+    try:
+        assert registry.extension_of("DeletePartitionsRequest") == "partition_deletion"
+        create(state, "t", partitions=2)
+        assert result(delete(state, "t", [1])) == [(1, 1, "NONE")]
+    finally:
+        state.close()
 
 
 def test_a_log_written_with_the_extension_needs_it_to_start(built_example, extension, tmp_path):
@@ -249,14 +276,14 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
                                    kafka_jvm.compiled(kafka_jvm.KAFKA_VERSIONS[-1], "Clients"))
     except kafka_jvm.KafkaUnavailable as e:
         kafka_jvm.unavailable(str(e))
+    # Where the extension is installed, for the broker and commands this test starts.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(built_example.site),
                                                                   os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("KAFKAPROTO_EXTENSIONS", raising=False)  # what the README's commands name is enough
     # The README's commands, run here against this test's broker and capture.
     start, delete_command, list_command, capture_with, capture_without = readme_commands()
-    variable, value = start[0].split("=")
-    assert start[1:3] == ["kafkaproto", "broker"] and start[3::2] == ["--override"] * len(start[4::2])
-    monkeypatch.setenv(variable, value)
-    overrides = dict(pair.split("=", 1) for pair in start[4::2])
+    assert start[:2] == ["kafkaproto", "broker"] and start[2::2] == ["--override"] * len(start[3::2])
+    overrides = dict(pair.split("=", 1) for pair in start[3::2])
     overrides["delete.topic.partition.check.interval.ms"] = "200"
     broker = Broker(overrides, log_dir=tmp_path / "data", subprocess=True).start()
     bootstrap = broker.bootstrap_servers
@@ -365,8 +392,7 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
     assert [p.get("mode", 0) for p in asked[1]["response"]["topics"][0]["partitions"]] == [0, 0, 1, 1]
     # ...and without it, the same bytes show the DeletePartitions exchange as one it cannot read, and the modes
     # as unknown tags.
-    env = {k: v for k, v in os.environ.items() if k != "KAFKAPROTO_EXTENSIONS"}
-    plain = [json.loads(line) for line in console(*readme(capture_without), cwd=tmp_path, env=env).stdout.splitlines()]
+    plain = [json.loads(line) for line in console(*readme(capture_without), cwd=tmp_path).stdout.splitlines()]
     (unknown,) = [r for r in plain if r["api_key"] == 10000]
     assert unknown["status"] != "ok" and unknown["request"] is None and "10000" in unknown["error"]
     asked = [r for r in plain if r["api_name"] == "Metadata" and r["client_id"] == "kafkaproto-admin"]

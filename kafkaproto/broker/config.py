@@ -66,6 +66,7 @@ SETTINGS = {
     "transactional.id.expiration.ms": Setting(int, 604800000),
     "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
     "delete.topic.enable": Setting(bool, True),
+    "kafkaproto.extensions": Setting(str, "", doc="kafkaproto extensions to load at start-up, comma-separated"),
     # Partition deletion (examples/partition-deletion): needs that extension loaded.
     "delete.topic.partition.enable": Setting(bool, False, doc="serve DeletePartitions (the partition_deletion "
                                              "extension must be loaded)"),

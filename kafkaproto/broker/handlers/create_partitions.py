@@ -3,6 +3,7 @@
 from ... import errors
 from ...messages import ApiKey, CreatePartitionsResponse
 from ..dispatch import handles
+from ..state.cluster import READ_WRITE
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -15,6 +16,9 @@ def create_partitions(ctx, request):
         topic = state.cluster.topics.get(item.name)
         if topic is None:
             error, message = errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {item.name!r}"
+        elif any(p.mode != READ_WRITE for p in topic.partitions):  # partition deletion: they go from the top
+            error, message = errors.INVALID_PARTITIONS, (f"partitions of {item.name!r} are being deleted; add "
+                                                         "partitions once they are gone")
         elif item.count <= len(topic.partitions):
             error, message = errors.INVALID_PARTITIONS, (f"topic {item.name!r} has {len(topic.partitions)} "
                                                          f"partitions; {item.count} would not add any")

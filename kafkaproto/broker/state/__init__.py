@@ -39,11 +39,14 @@ class BrokerState:
     """The cluster (topics, partitions, configs), the partition logs, groups, producers and transactions."""
 
     def __init__(self, config):
+        try:
+            registry.load_extensions([n.strip() for n in config["kafkaproto.extensions"].split(",") if n.strip()])
+        except (registry.RegistryError, ImportError) as e:
+            raise ConfigError(f"kafkaproto.extensions: {e}") from None
         if config["delete.topic.partition.enable"] and "DeletePartitionsRequest" not in registry.classes():
             raise ConfigError("delete.topic.partition.enable=true needs the partition_deletion extension "
                               "(examples/partition-deletion): build it with kafkaproto-codegen extend and load it "
-                              "(KAFKAPROTO_EXTENSIONS=partition_deletion, or kafkaproto --extension "
-                              "partition_deletion broker ...)")
+                              "(kafkaproto.extensions=partition_deletion)")
         self.config = config
         self.producers = {}  # Partition -> PartitionProducers
         self.partition_transactions = {}  # Partition -> PartitionTransactions
