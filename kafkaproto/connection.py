@@ -304,7 +304,8 @@ class ServerConnection(_End):
         header = getattr(request, "header", request)
         if header.correlation_id not in self._state.pending:
             raise ProtocolError(f"no pending request has correlation id {header.correlation_id}", close=False)
-        if type(body) is not api(header.request_api_key).response:
+        info = api(header.request_api_key)
+        if type(body) is not info.response and type(body) not in info.response_classes:
             raise TypeError(f"{type(body).__name__} does not answer {api(header.request_api_key).name}")
         version = header.request_api_version if version is None else version
         frame = encode_response(ResponseHeader(correlation_id=header.correlation_id), body, version)

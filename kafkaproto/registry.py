@@ -153,6 +153,8 @@ def load_extensions(names):
             known = ", ".join(sorted(found)) or "none is installed"
             raise RegistryError(f"no kafkaproto extension {name!r} ({e}); installed extensions: {known}") from None
         if not hasattr(package, "SPECS"):
+            if getattr(getattr(package, "__spec__", None), "_initializing", False):
+                continue  # being imported (and so loading kafkaproto, which named it): it registers itself next
             raise RegistryError(f"{module} is not a package made by kafkaproto-codegen")
         register(package)
         loaded.append(package)

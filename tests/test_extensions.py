@@ -191,6 +191,11 @@ def test_an_installed_extension_is_loaded_by_name(built_example):
     prefix = "_c_" if IMPL == "compiled" else "_py_"
     assert done.stdout.split() == ["DeletePartitions", "[0]", "partition_deletion", "partition_deletion", "None",
                                    f"partition_deletion.{prefix}api_0_7"]
+    # Importing it while KAFKAPROTO_EXTENSIONS names it too (kafkaproto, loaded by the import, loads it back).
+    done = subprocess.run([sys.executable, "-c", "import partition_deletion; from kafkaproto import registry; "
+                           "print(len(registry.extensions()))"], capture_output=True, text=True, env=env,
+                          cwd=ROOT.parent)
+    assert done.returncode == 0 and done.stdout.split() == ["1"], done.stderr
     env["KAFKAPROTO_EXTENSIONS"] = "no_such_extension"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT.parent)
     assert done.returncode != 0 and "no kafkaproto extension 'no_such_extension'" in done.stderr
