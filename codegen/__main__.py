@@ -32,21 +32,14 @@ def main(argv=None):
     try:
         from .render import OutputError, check_output_folder, render, write_package
     except ImportError as e:
-        print(f"kafkaproto-codegen: error: {e.name or e} is missing; install the generator's "
-              "dependencies with: pip install 'kafkaproto[codegen]'", file=sys.stderr)
-        return 2
+        return _missing(e)
     try:
         specs = load_model(args.schema_dirs)
         if not args.check:
             check_output_folder(args.out)
             write_package(render(specs), args.out)
-    except SpecError as e:
-        for error in getattr(e, "errors", [e]):
-            print(f"kafkaproto-codegen: error: {error}", file=sys.stderr)
-        return 1
-    except OutputError as e:
-        print(f"kafkaproto-codegen: error: {e}", file=sys.stderr)
-        return 1
+    except (SpecError, OutputError) as e:
+        return _failed(e)
     versions = sum(len(range(s.valid.lo, s.valid.hi + 1)) for s in specs if not s.valid.empty)
     print(f"{len(specs)} specs, {versions} spec versions" + ("" if args.check else f" -> {args.out}"))
     return 0
@@ -71,9 +64,7 @@ def extend(argv):
         from .extend import ProjectError, build_wheel, install_wheel, load_extension, write_project
         from .loader import spec_files
     except ImportError as e:
-        print(f"kafkaproto-codegen: error: {e.name or e} is missing; install the generator's "
-              "dependencies with: pip install 'kafkaproto[codegen]'", file=sys.stderr)
-        return 2
+        return _missing(e)
     try:
         extension = load_extension(args.spec_dirs)
         out = write_project(extension, args.name, args.out, spec_files(args.spec_dirs), args.version)
@@ -87,14 +78,22 @@ def extend(argv):
                 print(f"installed {args.name}; load it with: import {args.name} (or KAFKAPROTO_EXTENSIONS={args.name})")
             else:
                 print(f"install it with: pip install {wheel}")
-    except SpecError as e:
-        for error in getattr(e, "errors", [e]):
-            print(f"kafkaproto-codegen: error: {error}", file=sys.stderr)
-        return 1
-    except ProjectError as e:
-        print(f"kafkaproto-codegen: error: {e}", file=sys.stderr)
-        return 1
+    except (SpecError, ProjectError) as e:
+        return _failed(e)
     return 0
+
+
+def _missing(error):
+    print(f"kafkaproto-codegen: error: {error.name or error} is missing; install the generator's "
+          "dependencies with: pip install 'kafkaproto[codegen]'", file=sys.stderr)
+    return 2
+
+
+def _failed(error):
+    """Every broken rule of a SpecErrors, or the one error, on stderr; the exit status 1."""
+    for each in getattr(error, "errors", [error]):
+        print(f"kafkaproto-codegen: error: {each}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

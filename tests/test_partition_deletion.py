@@ -266,6 +266,16 @@ def readme_commands():
     return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
+def produce_to(kafka, bootstrap, partitions, value, count):
+    """count records (value % i) to each of orders' first partitions, with kafka-python."""
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for partition in range(partitions):
+        for i in range(count):
+            producer.send("orders", value % i, partition=partition)
+    producer.flush()
+    producer.close()
+
+
 def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
     """The extension built from the specs; a broker with it; the command line deletes partitions; the metadata log,
     Metadata and a capture of the session show the new state, while Apache Kafka's Java client and kafka-python
@@ -298,12 +308,7 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
         admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap)
         admin.create_topics([kafka.admin.NewTopic("orders", 4, 1)])
         admin.close()
-        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-        for partition in range(4):
-            for i in range(10):
-                producer.send("orders", b"before-%d" % i, partition=partition)
-        producer.flush()
-        producer.close()
+        produce_to(kafka, bootstrap, 4, b"before-%d", 10)
 
         done = console(*readme(delete_command), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
@@ -338,12 +343,7 @@ def test_the_whole_loop(built_example, extension, tmp_path, monkeypatch):
             time.sleep(0.2)
         assert partitions == [(0, 1, 0), (1, 1, 0)]
 
-        producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all")
-        for partition in range(2):
-            for i in range(5):
-                producer.send("orders", b"after-%d" % i, partition=partition)
-        producer.flush()
-        producer.close()
+        produce_to(kafka, bootstrap, 2, b"after-%d", 5)
         # A kafka-python group and a Java group read everything the two partitions hold.
         group = kafka.KafkaConsumer("orders", bootstrap_servers=bootstrap, group_id="readers",
                                     auto_offset_reset="earliest")

@@ -318,8 +318,7 @@ class Cluster:
     def finish_partition_deletions(self, now_ms):
         """Turn the ReadOnly partitions whose delay has passed None, highest first, and rename their directories
         away to be deleted after file.delete.delay.ms; True when any did."""
-        partition_record = registry.message_class("PartitionRecord") if self.config["delete.topic.partition.enable"] \
-            else None
+        partition_record = registry.message_class("PartitionRecord")  # the extension's: ReadOnly came from it
         done = False
         for topic in list(self.topics.values()):
             # From the top down, so that the count shrinks: a partition whose delay is over waits for those
@@ -329,7 +328,7 @@ class Cluster:
                 if p.mode != READ_ONLY or p.delete_at_ms is None or p.delete_at_ms > now_ms:
                     break
                 due.append(p)
-            if not due or partition_record is None:
+            if not due:
                 continue
             node = self.node_id
             self._commit([partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=[node],
