@@ -71,8 +71,9 @@ def extend(argv):
         amended = ", ".join(sorted(extension.amends)) or "none"
         print(f"{len(extension.specs)} specs ({len(extension.amends)} amending kafkaproto's: {amended}) -> {out}")
         if not args.no_wheel:
-            wheel = build_wheel(out)
-            print(f"compiled: {wheel}")
+            wheel = build_wheel(out, args.name)
+            pure = wheel.name.endswith("-none-any.whl")  # a wheel with compiled modules is tagged with its platform
+            print(f"{'built, not compiled (KAFKAPROTO_PURE_BUILD=1)' if pure else 'compiled'}: {wheel}")
             if args.install:
                 install_wheel(wheel)
                 print(f"installed {args.name}; load it with: import {args.name} (or KAFKAPROTO_EXTENSIONS={args.name})")

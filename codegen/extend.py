@@ -358,12 +358,13 @@ def write_project(extension, package, out, spec_files_used, version="0.1.0"):
     return out
 
 
-def build_wheel(out):
+def build_wheel(out, package):
     """Compile the project into a wheel in out/dist, with the kafkaproto and Cython installed here."""
     import subprocess
     import sys
 
-    dist = Path(out) / "dist"
+    out = Path(out).resolve()  # pip reads a bare word ("build") as a project on PyPI, a path as a folder
+    dist = out / "dist"
     for old in dist.glob("*.whl"):
         old.unlink()
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps",
@@ -371,7 +372,11 @@ def build_wheel(out):
     wheels = sorted(dist.glob("*.whl"))
     if result.returncode != 0 or not wheels:
         raise ProjectError(f"building the wheel failed:\n{result.stdout}{result.stderr}")
-    return wheels[0]
+    # A wheel's file name starts with its project's name, "-" and "." written "_".
+    ours = [w for w in wheels if w.name.startswith(package + "-")]
+    if len(ours) != 1 or len(wheels) != 1:
+        raise ProjectError(f"building {out} made {', '.join(w.name for w in wheels)}, not one wheel of {package}")
+    return ours[0]
 
 
 def install_wheel(wheel):

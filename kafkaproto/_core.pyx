@@ -707,6 +707,14 @@ cdef inline int patch_size(Writer w) except -1:
 
 
 def decode_request(frame, bint allow_trailing=False):
+    try:
+        return _decode_request(frame, allow_trailing)
+    except (DecodeError, UnsupportedVersionError) as exc:
+        _generic.note_size_prefix(exc, frame)
+        raise
+
+
+cdef _decode_request(frame, bint allow_trailing):
     cdef Reader r = Reader(frame)
     if r.end < 4:
         raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
@@ -731,31 +739,45 @@ def decode_request(frame, bint allow_trailing=False):
 
 def decode_response(frame, int api_key, int api_version):
     cdef ApiEntry e = _api_entry(api_key)
+    try:
+        return _decode_response(e, frame, api_version)
+    except (DecodeError, UnsupportedVersionError) as exc:
+        _generic.note_size_prefix(exc, frame)
+        raise
+
+
+cdef _read_response_body(ApiEntry e, Reader r, int version):
+    cdef Struct body = new_struct(e.response)
+    read_message(body, r, version)
+    if r.pos != r.end:
+        raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
+                          message=f"{e.response._qualname} v{version}")
+    return body
+
+
+cdef _decode_response(ApiEntry e, frame, int api_version):
     cdef Reader r = Reader(frame)
     cdef Struct header = new_struct(_RESPONSE_HEADER)
     read_message(header, r, response_header_version(e, api_version))
     cdef Py_ssize_t start = r.pos
-    cdef Struct body
     if e.fallback >= 0 and api_version != e.fallback:
+        first = None
+        if e.lo <= api_version <= e.hi:
+            try:
+                return make_response(header, _read_response_body(e, r, api_version), api_version)
+            except DecodeError as exc:
+                first = exc
+        r.pos = start
         try:
-            if not e.lo <= api_version <= e.hi:
-                raise UnsupportedVersionError(api_version)
-            body = new_struct(e.response)
-            read_message(body, r, api_version)
-            if r.pos != r.end:
-                raise DecodeError("left over", r.pos)
-            return make_response(header, body, api_version)
-        except (DecodeError, UnsupportedVersionError):
-            r.pos = start
-            api_version = e.fallback
-    elif not e.lo <= api_version <= e.hi:
+            body = _read_response_body(e, r, e.fallback)
+        except DecodeError:
+            if first is None:
+                raise
+            raise first from None  # the version asked is the likelier truth; its error says more
+        return make_response(header, body, e.fallback)
+    if not e.lo <= api_version <= e.hi:
         _generic.bad_version(e.response, api_version)
-    body = new_struct(e.response)
-    read_message(body, r, api_version)
-    if r.pos != r.end:
-        raise DecodeError(f"{r.end - r.pos} bytes left over after the message", r.pos,
-                          message=f"{e.response._qualname} v{api_version}")
-    return make_response(header, body, api_version)
+    return make_response(header, _read_response_body(e, r, api_version), api_version)
 
 
 cdef ApiEntry _entry_of(Struct body, str side):

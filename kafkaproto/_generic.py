@@ -8,7 +8,7 @@ None of this is on the encode/decode hot path.
 import operator
 from typing import NamedTuple
 
-from .exceptions import EncodeError, EncodeTypeError, UnsupportedVersionError
+from .exceptions import DecodeError, EncodeError, EncodeTypeError, UnsupportedVersionError
 from .uuid import Uuid
 
 class FieldInfo(NamedTuple):
@@ -223,14 +223,30 @@ def merge_tags(known, unknown, tags, version):
     return items
 
 
-# ---- encode diagnosis -------------------------------------------------------
-# The encoders fail fast with a bare exception; encode() then calls diagnose()
-# to find the first bad field and say where it is.
+_SIZE_PREFIX_HINT = ("the bytes start with their own size (4 bytes that count the rest): pass a frame without its "
+                     "size prefix, as split_frames and FrameBuffer hand frames out")
+
+
+def note_size_prefix(error, frame):
+    """Name the likely cause of a decoding error when the frame still starts with its int32 size prefix."""
+    view = memoryview(frame)
+    if len(view) < 8 or int.from_bytes(view[:4], "big") != len(view) - 4:
+        return
+    if isinstance(error, DecodeError):
+        error.reason = f"{error.reason}; {_SIZE_PREFIX_HINT}"
+    else:
+        error.args = (f"{error.args[0] if error.args else error}; {_SIZE_PREFIX_HINT}",) + error.args[1:]
+
 
 def bad_version(cls, version):
     vv = cls.valid_versions
     supported = f"{vv.start}-{vv.stop - 1}" if len(vv) else "none"
     raise UnsupportedVersionError(f"{cls._qualname} has no version {version!r} (supported: {supported})")
+
+
+# ---- encode diagnosis -------------------------------------------------------
+# The encoders fail fast with a bare exception; encode() then calls diagnose()
+# to find the first bad field and say where it is.
 
 
 def diagnose_encode(obj, version, error):

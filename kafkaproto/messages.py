@@ -12,6 +12,7 @@ Spark's workers, when they inherit it.
 """
 
 import os
+import sys
 
 from . import _impl, registry
 
@@ -26,17 +27,17 @@ except ImportError as exc:
 from ._generated import ApiKey
 from .registry import ApiInfo, api, apis
 
+__all__ = ["ApiInfo", "ApiKey", "api", "apis", "load_implementation"]
 registry.register(_generated)
-
-_ALL = {name: cls for name, cls in _generated.load(_impl.IMPL).items()
-        if _generated.SPECS[name].kind in ("request", "response", "header")}
-globals().update(_ALL)
-__all__ = sorted(_ALL) + ["ApiInfo", "ApiKey", "api", "apis", "load_implementation"]
+# Every request, response and header class is an attribute here, and stays the registry's: an extension's
+# amended class takes the place of kafkaproto's once the extension is imported.
+registry.publish(sys.modules[__name__], ("request", "response", "header"))
 
 
-def load_implementation(impl):
-    """{name: class} of kafkaproto's own specs in one implementation, "compiled" or "python"."""
-    return _generated.load(impl)
+def load_implementation(impl=None):
+    """{name: class} of kafkaproto's own specs, as no extension amends them, in one implementation: "compiled",
+    "python", or by default the one in use."""
+    return _generated.load(impl or _impl.IMPL)
 
 
 if os.environ.get("KAFKAPROTO_EXTENSIONS", "").strip():

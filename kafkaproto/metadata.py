@@ -5,15 +5,16 @@
     record, version = decode_record(value)
 """
 
-from . import _generated, _impl
+import sys
+
 from . import messages  # noqa: F401 - registers kafkaproto's own specs
+from . import registry
 from .exceptions import DecodeError
 from .registry import record_class
 
-# kafkaproto's own classes, as in kafkaproto.messages; decode_record gives an extension's where one amends them.
-_RECORDS = {name: cls for name, cls in _generated.load(_impl.IMPL).items() if _generated.SPECS[name].kind == "metadata"}
-globals().update(_RECORDS)
-__all__ = sorted(_RECORDS) + ["decode_record", "encode_record", "record_class"]
+__all__ = ["decode_record", "encode_record", "record_class"]
+# Every record class is an attribute here, and stays the registry's (an extension's amended class once imported).
+registry.publish(sys.modules[__name__], ("metadata",))
 
 
 # How KRaft frames a record in the value of a __cluster_metadata record: unsigned varints for the

@@ -10,7 +10,7 @@ from struct import Struct as _S
 from typing import NamedTuple
 
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
-from ._generic import bad_version as _bad_version
+from ._generic import bad_version as _bad_version, note_size_prefix
 from . import _impl, registry
 from ._pycore import Request, Response
 from .registry import api
@@ -103,19 +103,23 @@ def _python_frames(impl):
         them, and librdkafka sends some after certain Metadata requests)."""
         if len(memoryview(frame)) < 4:
             raise DecodeError("a request needs at least 4 bytes for its api key and version", 0)
-        api_key, version = _HEAD.unpack_from(frame, 0)
         try:
-            info = api(api_key)
-        except KeyError:
-            raise DecodeError(f"unknown api key {api_key}", 0) from None
-        cls = class_of(info, "request")
-        if version not in info.valid_versions:
-            _bad_version(cls, version)
-        r = Reader(frame)
-        header = request_header.read_from(r, info.request_header_version(version))
-        body = cls.read_from(r, version)
-        if not allow_trailing:
-            _check_end(r, cls, version)
+            api_key, version = _HEAD.unpack_from(frame, 0)
+            try:
+                info = api(api_key)
+            except KeyError:
+                raise DecodeError(f"unknown api key {api_key}", 0) from None
+            cls = class_of(info, "request")
+            if version not in info.valid_versions:
+                _bad_version(cls, version)
+            r = Reader(frame)
+            header = request_header.read_from(r, info.request_header_version(version))
+            body = cls.read_from(r, version)
+            if not allow_trailing:
+                _check_end(r, cls, version)
+        except (DecodeError, UnsupportedVersionError) as e:
+            note_size_prefix(e, frame)
+            raise
         return Request(header, body)
 
     def decode_response(frame, api_key, api_version):
@@ -127,25 +131,40 @@ def _python_frames(impl):
         """
         info = api(api_key)
         cls = class_of(info, "response")
-        r = Reader(frame)
-        header = response_header.read_from(r, info.response_header_version(api_version))
-        start = r.pos
-        fallback = info.fallback_version
-        if fallback is not None and api_version != fallback:
-            try:
-                if api_version not in info.valid_versions:
-                    raise UnsupportedVersionError(api_version)
-                body = cls.read_from(r, api_version)
-                _check_end(r, cls, api_version)
-                return Response(header, body, api_version)
-            except (DecodeError, UnsupportedVersionError):
+        try:
+            r = Reader(frame)
+            header = response_header.read_from(r, info.response_header_version(api_version))
+            start = r.pos
+            fallback = info.fallback_version
+            if fallback is not None and api_version != fallback:
+                first = None
+                try:
+                    if api_version not in info.valid_versions:
+                        raise UnsupportedVersionError(api_version)
+                    body = cls.read_from(r, api_version)
+                    _check_end(r, cls, api_version)
+                    return Response(header, body, api_version)
+                except DecodeError as e:
+                    first = e
+                except UnsupportedVersionError:
+                    pass
                 r.pos = start
-                api_version = fallback
-        elif api_version not in info.valid_versions:
-            _bad_version(cls, api_version)
-        body = cls.read_from(r, api_version)
-        _check_end(r, cls, api_version)
-        return Response(header, body, api_version)
+                try:
+                    body = cls.read_from(r, fallback)
+                    _check_end(r, cls, fallback)
+                except DecodeError:
+                    if first is None:
+                        raise
+                    raise first from None  # the version asked is the likelier truth; its error says more
+                return Response(header, body, fallback)
+            if api_version not in info.valid_versions:
+                _bad_version(cls, api_version)
+            body = cls.read_from(r, api_version)
+            _check_end(r, cls, api_version)
+            return Response(header, body, api_version)
+        except (DecodeError, UnsupportedVersionError) as e:
+            note_size_prefix(e, frame)
+            raise
 
     return Frames(encode_request, encode_response, decode_request, decode_response)
 

@@ -65,6 +65,7 @@ _records = {}  # metadata record type -> class
 _owners = {}  # spec name -> the package it comes from
 _amended = {}  # spec name -> the classes an extension's amended class replaced, which still encode
 _replacing = {}  # package -> whether it joined with replace=True
+_published = []  # (module, kinds, names it holds now): modules whose class attributes follow the registry
 
 
 def register(package, *, replace=False):
@@ -161,6 +162,31 @@ def load_extensions(names):
     return loaded
 
 
+def publish(module, kinds):
+    """Keep module's attributes equal to the registry's classes of those spec kinds, and its __all__ listing them.
+
+    kafkaproto.messages and kafkaproto.metadata publish this way, so that once an extension is
+    imported ``kafkaproto.messages.MetadataResponse`` is its amended class and its new messages are
+    there too. A name imported from the module before that (``from ... import MetadataResponse``)
+    stays bound to the class it was.
+    """
+    entry = [module, frozenset(kinds), ()]
+    _published.append(entry)
+    _publish(entry)
+
+
+def _publish(entry):
+    module, kinds, before = entry
+    names = sorted(name for name, spec in _specs.items() if spec.kind in kinds)
+    namespace = vars(module)
+    for gone in set(before) - set(names):
+        namespace.pop(gone, None)
+    namespace.update((name, _classes[name]) for name in names)
+    others = [name for name in namespace.get("__all__", ()) if name not in before]
+    namespace["__all__"] = sorted(set(others) | set(names))
+    entry[2] = tuple(names)
+
+
 def _forget(name):
     _owners.pop(name, None)
     _specs.pop(name, None)
@@ -179,6 +205,8 @@ def _rebuild():
             _records[spec.api_key] = _classes[name]
     if _impl.COMPILED:
         install_compiled(_classes)
+    for entry in _published:
+        _publish(entry)
 
 
 def _api_infos(classes, impl=None):

@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import re
+import struct
 from collections import Counter, defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -431,3 +432,81 @@ def test_dissector_versions_are_read():
     versions = tshark.dissector_versions()
     assert 0 in versions[0] and 0 in versions[1] and 0 in versions[18], versions
     assert all(isinstance(r, range) and len(r) for r in versions.values())
+
+
+# --- Captures with a small snap length (tcpdump -s 200) -----------------------------------------------------------
+
+def cut_to_snaplen(data, snaplen):
+    """A classic pcap as tcpdump -s snaplen would have written the same traffic: each packet's first bytes."""
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    out = bytearray(data[:24])
+    struct.pack_into(order + "I", out, 16, snaplen)
+    at = 24
+    while at < len(data):
+        seconds, fraction, captured, original = struct.unpack_from(order + "IIII", data, at)
+        packet = data[at + 16:at + 16 + captured][:snaplen]
+        out += struct.pack(order + "IIII", seconds, fraction, len(packet), original) + packet
+        at += 16 + captured
+    return bytes(out)
+
+
+def snaplen_check(path, truth, ports=None):
+    """The reader on a snap-length capture: what it reports is true, every request tshark finds is among its
+    requests, and no response is left unexplained. ``truth``: {(client port, correlation id): api key}."""
+    from kafkaproto.capture import GAP, OK, UNMATCHED_RESPONSE, read_capture
+
+    exchanges = list(read_capture(path, ports=ports))
+    ours = {}
+    for ex in exchanges:
+        if ex.request_header is not None:
+            key = (ex.client_port, ex.correlation_id)
+            assert truth.get(key) == ex.api_key, f"a request the traffic never had: {ex}"
+            ours[key] = ex
+        elif ex.correlation_id is not None:  # a response whose request the capture lost
+            assert ex.status == GAP and "no request" in ex.error, ex
+        assert ex.status != UNMATCHED_RESPONSE, ex
+    port = next(iter({ex.broker_port for ex in exchanges}))
+    found = {(p["src_port"], p["correlation_id"]): p["api_key"] for p in tshark.kafka_pdus(path, {port})
+             if p["is_request"]}
+    # Where a packet's captured bytes end mid-frame tshark reads the next packet's first bytes as a frame
+    # start; those it reads out of record data are not in the traffic, and are left out.
+    real = {key: api_key for key, api_key in found.items() if truth.get(key) == api_key}
+    missed = sorted(set(real) - set(ours))
+    assert not missed, f"requests tshark reads that the reader does not: {missed}"
+    COMPARED["snap-length requests"] += len(real)
+    paired = [ex for ex in ours.values() if ex.response_packet is not None]
+    assert all(ex.status in (OK, GAP) for ex in paired)
+    return ours
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=[p.stem for p in CAPTURES])
+def test_real_captures_cut_to_a_small_snap_length(path, tmp_path):
+    """The clients' captures as tcpdump -s 200 would have recorded them; the whole capture says what is true."""
+    need_tshark()
+    from kafkaproto.capture import read_capture
+
+    truth = {(ex.client_port, ex.correlation_id): ex.api_key for ex in read_capture(path)}
+    cut = tmp_path / path.name
+    cut.write_bytes(cut_to_snaplen(path.read_bytes(), 200))
+    ours = snaplen_check(cut, truth)
+    assert len(ours) == len(truth)  # each of these requests starts a packet: every one keeps its header
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pipelined_traffic_cut_to_a_small_snap_length(seed, tmp_path):
+    """Requests pipelined behind large ones start inside packets whose bytes the capture cut away: the framer loses
+    its place and must find it again at the next frame that starts a packet, so that its request is paired with its
+    response; a response whose request was cut away is a gap that says so."""
+    need_tshark()
+    import random
+
+    from capture_traffic import Damage, conversation, segments
+    from test_capture import pcap_bytes
+
+    rng = random.Random(seed)
+    conns = conversation(rng, connections=2, exchanges=(8, 12))
+    sent = segments(rng, conns, Damage(snaplen=134))  # -s 200, less 66 bytes of Ethernet, IP and TCP headers
+    path = tmp_path / f"synthetic-{seed}.pcap"
+    path.write_bytes(pcap_bytes([s.segment for s in sent]))
+    truth = {(c.client[1], t.correlation_id): t.header.request_api_key for c in conns for t in c.exchanges}
+    snaplen_check(path, truth, ports=[9092])

@@ -353,6 +353,55 @@ def test_api_versions_response_falls_back_to_v0():
     assert resp.version == 0 and resp.body.error_code == 35 and resp.body.api_keys[0].max_version == 3
 
 
+SIZE_PREFIX_NOTE = "the bytes start with their own size"
+
+
+@impl_param
+def test_a_response_that_reads_at_neither_version_reports_the_first_error(impl):
+    """The fallback to v0 is a second try: when it fails too, the error of the version asked is the one reported,
+    and a frame that still has its size prefix says so."""
+    from kafkaproto.messages import ApiVersionsResponse, ResponseHeader
+    from kafkaproto.protocol import frame_functions
+
+    frames = frame_functions(impl)
+    body = ApiVersionsResponse(api_keys=[ApiVersionsResponse.ApiVersion(api_key=0, max_version=9)])
+    frame = kafkaproto.encode_response(ResponseHeader(correlation_id=1), body, 3)
+    with pytest.raises(DecodeError) as info:
+        frames.decode_response(frame, kafkaproto.ApiKey.API_VERSIONS, 3)
+    assert str(info.value).startswith("ApiVersionsResponse v3") and "65536" not in str(info.value)
+    assert SIZE_PREFIX_NOTE in str(info.value)
+    assert frames.decode_response(frame[4:], kafkaproto.ApiKey.API_VERSIONS, 3).body == body
+    # Damaged, not prefixed: v3's error, no note.
+    with pytest.raises(DecodeError) as info:
+        frames.decode_response(frame[4:-1], kafkaproto.ApiKey.API_VERSIONS, 3)
+    assert str(info.value).startswith("ApiVersionsResponse v3") and SIZE_PREFIX_NOTE not in str(info.value)
+    # A version kafkaproto does not have: only v0 was tried, and its error is the one.
+    with pytest.raises(DecodeError, match="ApiVersionsResponse v0"):
+        frames.decode_response(frame[4:-1], kafkaproto.ApiKey.API_VERSIONS, 99)
+
+
+@impl_param
+def test_frames_with_their_size_prefix_left_on_say_so(impl):
+    from kafkaproto.messages import MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader
+    from kafkaproto.protocol import frame_functions
+
+    frames = frame_functions(impl)
+    response = kafkaproto.encode_response(ResponseHeader(correlation_id=1), MetadataResponse(), 12)
+    with pytest.raises(DecodeError, match=f"MetadataResponse v12 .*{SIZE_PREFIX_NOTE}"):
+        frames.decode_response(response, kafkaproto.ApiKey.METADATA, 12)
+    header = RequestHeader(request_api_key=3, request_api_version=12, correlation_id=1, client_id="c")
+    request = kafkaproto.encode_request(header, MetadataRequest(topics=None), 12)
+    with pytest.raises(kafkaproto.KafkaProtoError, match=SIZE_PREFIX_NOTE):  # read as Produce v<size>
+        frames.decode_request(request)
+    big = kafkaproto.encode_request(header, MetadataRequest(topics=[
+        MetadataRequest.MetadataRequestTopic(name="t" * 100) for _ in range(700)]), 12)
+    with pytest.raises(kafkaproto.KafkaProtoError, match=f"FetchRequest has no version .*{SIZE_PREFIX_NOTE}"):
+        frames.decode_request(big)  # over 64 KiB: the size reads as api key 1 and its version
+    with pytest.raises(DecodeError) as info:
+        frames.decode_request(request[4:-1])
+    assert SIZE_PREFIX_NOTE not in str(info.value)
+
+
 def test_frame_buffer_handles_chunks_and_bad_sizes():
     buf = kafkaproto.FrameBuffer(max_frame=1000)
     stream = b"\x00\x00\x00\x02ab" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x03xyz"

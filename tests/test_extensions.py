@@ -224,7 +224,7 @@ def test_a_new_api_round_trips_through_the_frame_functions(extension):
 
 def test_the_mode_is_a_tag_clients_without_the_extension_skip_and_keep(extension):
     extended = registry.api("Metadata").response
-    assert extended is not MetadataResponse  # kafkaproto.messages keeps kafkaproto's own class
+    assert extended is not MetadataResponse  # the name this module imported before the extension was loaded
     for version in (9, 12, 13):
         with_mode = metadata_with_mode(extended, 1).encode(version)
         plain = metadata_with_mode(MetadataResponse, None)
@@ -242,6 +242,38 @@ def test_the_mode_is_a_tag_clients_without_the_extension_skip_and_keep(extension
     assert metadata_with_mode(extended, 0) == metadata_with_mode(MetadataResponse, None)
     assert metadata_with_mode(MetadataResponse, None) == metadata_with_mode(extended, 0)
     assert metadata_with_mode(extended, 1) != metadata_with_mode(MetadataResponse, None)
+
+
+@pytest.fixture
+def own_classes(without_extensions):
+    """kafkaproto's own MetadataResponse and PartitionRecord, as its modules hold them before an extension loads."""
+    import kafkaproto.messages
+    import kafkaproto.metadata
+
+    assert not hasattr(kafkaproto.messages, "DeletePartitionsRequest")
+    return kafkaproto.messages.MetadataResponse, kafkaproto.metadata.PartitionRecord
+
+
+def test_module_attributes_follow_the_registry(own_classes, extension):
+    """kafkaproto.messages and kafkaproto.metadata hold the registry's classes: an extension's amended and new
+    classes once it is imported, kafkaproto's own again once it is unregistered."""
+    import kafkaproto.messages
+    import kafkaproto.metadata
+    from kafkaproto.metadata import record_class
+
+    assert kafkaproto.messages.MetadataResponse is registry.api("Metadata").response is not own_classes[0]
+    assert kafkaproto.metadata.PartitionRecord is record_class(3) is not own_classes[1]
+    assert kafkaproto.messages.DeletePartitionsRequest is registry.api(10000).request
+    assert "DeletePartitionsRequest" in kafkaproto.messages.__all__
+    assert "DeleteTopicPartitionsRecord" in kafkaproto.metadata.__all__
+    from kafkaproto.messages import MetadataResponse as imported_now
+    assert "mode" in {f.attr for f in imported_now.MetadataResponsePartition._fields}
+
+    registry.unregister(extension)
+    assert (kafkaproto.messages.MetadataResponse, kafkaproto.metadata.PartitionRecord) == own_classes
+    assert not hasattr(kafkaproto.messages, "DeletePartitionsRequest")
+    assert "DeletePartitionsRequest" not in kafkaproto.messages.__all__
+    assert "ApiKey" in kafkaproto.messages.__all__ and "encode_record" in kafkaproto.metadata.__all__
 
 
 def test_metadata_records_with_and_without_the_extension(extension):
@@ -309,11 +341,28 @@ def test_the_command_runs_again_over_its_own_project(tmp_path, capsys):
     assert "notes.txt, which kafkaproto-codegen did not write" in capsys.readouterr().err
 
 
+def test_an_out_folder_named_like_a_pypi_project_builds_the_extension(tmp_path):
+    """--out build: pip is handed the folder as a path, not the word "build" (a project on PyPI), and the wheel
+    reported is the extension's."""
+    write(tmp_path / "ext", new_api("Tiny", 20000)[0])
+    write(tmp_path / "ext", new_api("Tiny", 20000)[1])
+    command = [str(Path(sys.executable).parent / "kafkaproto-codegen"), "extend", "ext", "--name", "tiny_ext",
+               "--out", "build"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "KAFKAPROTO_PURE_BUILD": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = (tmp_path / "build" / "dist").iterdir()
+    assert wheel.name.startswith("tiny_ext-0.1.0-"), wheel.name
+    assert f"built, not compiled (KAFKAPROTO_PURE_BUILD=1): {wheel}" in done.stdout
+
+
 def test_every_amended_request_keeps_its_new_tag_without_the_extension(extension):
     """MetadataRequest's include_partition_modes and UpdateMetadataRequest's partition mode, at every version
     that carries them: the extension reads them; kafkaproto's own classes keep them as unknown tags, byte for byte."""
-    from kafkaproto.messages import MetadataRequest, UpdateMetadataRequest
+    from kafkaproto.messages import load_implementation
 
+    own = load_implementation()
+    MetadataRequest, UpdateMetadataRequest = own["MetadataRequest"], own["UpdateMetadataRequest"]
     extended = registry.api("Metadata").request
     for version in range(9, 14):
         wire = extended(topics=None, include_partition_modes=True).encode(version)

@@ -104,6 +104,34 @@ def test_builder_refuses_floats_and_out_of_range_header_values(impl):
         mod.RecordBatchBuilder().append(b"k", b"v", timestamp=1.5)
 
 
+@impl_param
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_builder_refuses_offsets_past_the_last_long_at_the_call(impl, magic):
+    """Record offsets stop at 2**63-1, as in Java's MemoryRecordsBuilder; the append that would pass it raises,
+    not the build, and nothing is appended."""
+    for compression in ("none", "gzip"):
+        builder = records(impl).RecordBatchBuilder(magic=magic, base_offset=2**63 - 1, compression=compression)
+        assert builder.append(b"k", b"v", timestamp=1) == 2**63 - 1
+        with pytest.raises(ValueError, match=r"offset 9223372036854775808 \(base_offset 9223372036854775807 \+ 1\) "
+                                             r"is beyond 2\*\*63-1"):
+            builder.append(b"k", b"v", timestamp=1)
+        assert len(builder) == 1
+        (batch,) = records(impl).iter_batches(builder.build())
+        assert [r.offset for r in batch] == [2**63 - 1]
+
+
+@impl_param
+def test_builder_refuses_an_offset_of_any_size_by_value(impl):
+    builder = records(impl).RecordBatchBuilder(base_offset=5)
+    for offset in (2**70, 2**64, 2**63, 5 + 2**31):
+        with pytest.raises(ValueError, match=f"offset {offset} is more than 2\\*\\*31-1 past the base offset 5"):
+            builder.append(b"k", b"v", offset=offset)
+    for offset in (-2**70, 4):
+        with pytest.raises(ValueError, match=f"offset {offset} is not above the last appended offset 4"):
+            builder.append(b"k", b"v", offset=offset)
+    assert builder.append(b"k", b"v", offset=5 + 2**31 - 1) == 5 + 2**31 - 1
+
+
 def huge_buffer(size):
     """A writable buffer of size bytes whose pages are never touched (so it costs no memory)."""
     try:
@@ -359,7 +387,7 @@ def test_to_arrow_agrees_on_sequences_that_wrap():
     tables = []
     for impl in IMPLS:
         mod = records(impl)
-        builder = mod.RecordBatchBuilder(base_offset=2**63 - 1, producer_id=1, producer_epoch=0,
+        builder = mod.RecordBatchBuilder(base_offset=2**63 - 4, producer_id=1, producer_epoch=0,
                                          base_sequence=2**31 - 2)
         for _ in range(4):
             builder.append(b"k", b"v", timestamp=1)

@@ -145,7 +145,7 @@ def test_timestamp_and_offset_arithmetic_wraps_like_java(impl):
     assert batch.next_offset == -(2**63)  # past the last long, as Java computes it
     for bad in (-2, 2**63):
         with pytest.raises(ValueError, match="timestamp"):
-            b.append(None, b"c", timestamp=bad)
+            mod.RecordBatchBuilder().append(None, b"c", timestamp=bad)
 
 
 @impl_param

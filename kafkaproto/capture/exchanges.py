@@ -270,13 +270,17 @@ class _Framer:
     Footing is found again at a plausible frame start (``starts(buf, i)`` yields
     (position, size) candidates from i on) whose whole frame reads (``reads(payload)``).
     A candidate whose frame has not fully arrived waits for it, as long as what is
-    held stays under _SCAN_LIMIT; past that the earliest is taken on trust.
+    held stays under _SCAN_LIMIT; past that the earliest is taken on trust. A frame
+    that cannot arrive whole, because a hole cuts it, is taken when it starts one
+    of the pieces fed since the last hole and its start reads (``heads(prefix)``):
+    a capture with a small snap length keeps only the first bytes of each packet,
+    and a sender starts a frame on a new packet whenever nothing else waits to go.
     """
 
-    __slots__ = ("buf", "need", "size", "damaged", "synced", "offset", "frame_offset", "starts", "reads",
-                 "max_frame", "lost_at", "lost_reason", "scan_from", "waiting", "skipped")
+    __slots__ = ("buf", "need", "size", "damaged", "synced", "offset", "frame_offset", "starts", "reads", "heads",
+                 "max_frame", "lost_at", "lost_reason", "scan_from", "waiting", "skipped", "pieces", "joined")
 
-    def __init__(self, starts, reads, max_frame, synced=True):
+    def __init__(self, starts, reads, heads, max_frame, synced=True):
         self.buf = bytearray()
         self.need = -1  # payload bytes still owed to the current frame; -1 while reading a size prefix
         self.size = 0
@@ -286,17 +290,21 @@ class _Framer:
         self.frame_offset = 0
         self.starts = starts
         self.reads = reads
+        self.heads = heads
         self.max_frame = max_frame
         self.lost_at = None if synced else 0
         self.lost_reason = None if synced else "the capture starts after the connection did"
         self.scan_from = 0  # while lost: where in buf the search for candidates goes on
         self.waiting = []  # while lost: (position in buf, size) of candidates whose frame is still arriving
         self.skipped = 0  # bytes passed over while lost
+        self.pieces = []  # while lost: where in buf the pieces fed since the last hole began (packets' first bytes)
+        self.joined = not synced  # the capture joined the stream after its start: its first frames went unseen
 
     def start(self):
         """The stream starts here, at a frame boundary (its SYN was seen)."""
         if not self.offset and not self.buf:
             self.synced = True
+            self.joined = False
             self.lost_at = self.lost_reason = None
 
     def feed(self, data):
@@ -359,12 +367,17 @@ class _Framer:
 
     def hole(self, count):
         events = []
+        if not self.synced:
+            rest = self._cut_frame(events)
+            if rest is not None:
+                events += self.feed(rest)
         start = self.offset
         self.offset += count
         if not self.synced:
             self.buf.clear()  # bytes on either side of a hole do not belong together
             self.scan_from = 0
             self.waiting = []
+            self.pieces = []
         elif self.need < 0:
             self._lose(start, "bytes missing from the capture where a frame should start")
         elif count < self.need:
@@ -377,6 +390,32 @@ class _Framer:
             if after:
                 self._lose(start + count - after, "bytes missing from the capture across a frame boundary")
         return events
+
+    def _cut_frame(self, events):
+        """While lost, just before a hole: the bytes from a frame start that opens a piece, whose frame runs
+        into the hole and whose start reads; None when there is none."""
+        buf = self.buf
+        for piece in self.pieces:
+            if len(buf) - piece < 8:
+                break
+            at, size = next(iter(self.starts(bytes(buf[piece:piece + 64]), 0)), (None, 0))  # a start at 0 only
+            if at == 0 and 4 + size > len(buf) - piece and self.heads(bytes(buf[piece + 4:])):
+                self._found(self.offset - len(buf) + piece, events)
+                rest = bytes(buf[piece:])
+                buf.clear()
+                return rest
+        return None
+
+    def _found(self, at, events):
+        """Footing found again at stream offset at."""
+        self.synced = True
+        if at > self.lost_at:
+            self.skipped += at - self.lost_at
+            events.append(("resync", self.lost_at, at, self.lost_reason))
+        self.lost_at = self.lost_reason = None
+        self.scan_from = 0
+        self.waiting = []
+        self.offset = at
 
     def end(self):
         """Events for what is left when the stream ends: a frame cut short, or footing never found again."""
@@ -400,11 +439,14 @@ class _Framer:
         self.damaged = False
         self.scan_from = 0
         self.waiting = []
+        self.pieces = []
 
     def _scan(self, data, pos, events):
         """Look for a frame start in what has arrived; return the bytes from there on, or None to wait."""
         buf = self.buf
         base = self.offset + pos - len(buf)  # stream offset of buf[0]
+        if pos == 0 and len(self.pieces) < 64:
+            self.pieces.append(len(buf))
         buf += data[pos:]
         self.offset += len(data)
         reads = self.reads
@@ -434,21 +476,14 @@ class _Framer:
             keep = min([self.scan_from] + [at for at, _ in still])
             if keep > 0:
                 del buf[:keep]
+                self.pieces = [at - keep for at in self.pieces if at >= keep]
                 self.scan_from -= keep
                 still = [(at - keep, size) for at, size in still]
             self.waiting = still
             return None
-        self.synced = True
-        at = base + found
-        if at > self.lost_at:
-            self.skipped += at - self.lost_at
-            events.append(("resync", self.lost_at, at, self.lost_reason))
-        self.lost_at = self.lost_reason = None
-        self.scan_from = 0
-        self.waiting = []
+        self._found(base + found, events)
         rest = bytes(buf[found:])
         buf.clear()
-        self.offset = at
         return rest
 
 
@@ -510,10 +545,13 @@ class _Request:
                  "response_holes")
 
 
+_NOT_SEEN = object()
+
+
 class _Connection:
     __slots__ = ("index", "client", "broker", "client_key", "up", "down", "up_frames", "down_frames", "pending",
                  "sasl_mechanism", "raw_rounds", "foreign", "fin", "last_ns", "undecided", "undecided_bytes",
-                 "requests", "detectors")
+                 "requests", "client_id", "detectors")
 
     def __init__(self, index):
         self.index = index
@@ -530,6 +568,7 @@ class _Connection:
         self.undecided = []  # (segment, time, packet) held until the client side is known
         self.undecided_bytes = 0
         self.requests = 0  # requests read so far: each pending one knows its place
+        self.client_id = _NOT_SEEN  # of the last request whose header was read (None is a client id)
         self.detectors = {}  # (address, port) -> (its stream, a framer looking for a whole request in it)
 
 
@@ -683,7 +722,7 @@ class Exchanges:
         conn.up = Direction(self.max_pending)
         conn.down = Direction(self.max_pending)
         # Until its SYN is seen, a stream may start inside a frame: each looks for a frame start first.
-        conn.up_frames = self._request_framer(False)
+        conn.up_frames = self._request_framer(conn, False)
         conn.down_frames = self._response_framer(conn, False)
         return True
 
@@ -693,7 +732,7 @@ class Exchanges:
         detectors = conn.detectors
         for side in (a, b):
             if side not in detectors:
-                detectors[side] = (Direction(self.max_pending), self._request_framer(False))
+                detectors[side] = (Direction(self.max_pending), self._request_framer(conn, False))
         # A framer that has lost its footing gives events only once it found a request that reads.
         if seg.flags & _ACK:
             stream, framer = detectors[b]
@@ -808,6 +847,7 @@ class Exchanges:
         if header is None:
             out.append(_request_exchange(conn, req, DECODE_ERROR if req.status == OK else req.status))
             return
+        conn.client_id = header.client_id
         if req.body is not None:
             if header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0:
                 conn.sasl_mechanism = req.body.mechanism
@@ -835,11 +875,20 @@ class Exchanges:
         correlation_id = _INT32.unpack_from(payload, 0)[0]
         req = conn.pending.pop(correlation_id, None)
         if req is None:
-            ex = Exchange(UNMATCHED_RESPONSE, conn)
+            # Its request may be in bytes the capture lacks: then it is a gap, not a stray answer.
+            if conn.up.gaps or conn.up_frames.skipped:
+                unseen = "no request: the client's stream lost bytes before this response, its request among them"
+            elif conn.up_frames.joined:
+                unseen = "no request: the capture joined the client's stream after it began"
+            else:
+                unseen = None
+            ex = Exchange(GAP if unseen else UNMATCHED_RESPONSE, conn)
             ex.correlation_id = correlation_id
             ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
-            if damaged:
-                ex.error = f"response frame at stream offset {offset} lost {size - len(payload)} of its bytes"
+            cut = f"response frame at stream offset {offset} lost {size - len(payload)} of its bytes" if damaged \
+                else None
+            ex.error = "; ".join(part for part in (unseen, cut) if part) or None
+            ex.error_offset = offset if unseen else None
             out.append(ex)
             return
         # A broker answers a connection's requests in order: those asked before this one got no answer.
@@ -916,7 +965,7 @@ class Exchanges:
 
     # ---- finding a frame start again ----
 
-    def _request_framer(self, synced):
+    def _request_framer(self, conn, synced):
         table, max_frame = self._apis, self.max_frame
 
         def starts(buf, i):
@@ -928,7 +977,13 @@ class Exchanges:
                 if _plausible_request(buf, at, table, max_frame):
                     yield at, _INT32.unpack_from(buf, at)[0]
 
-        return _Framer(starts, _reads_as_request, max_frame, synced)
+        def heads(start):
+            """A request cut short is trusted when its header reads and names the client id this connection's
+            requests have had (a client keeps one client.id)."""
+            header = _header_or_none(start)
+            return header is not None and conn.client_id is not _NOT_SEEN and header.client_id == conn.client_id
+
+        return _Framer(starts, _reads_as_request, heads, max_frame, synced)
 
     def _response_framer(self, conn, synced):
         max_frame = self.max_frame
@@ -957,7 +1012,8 @@ class Exchanges:
                 return False
             return True
 
-        return _Framer(starts, reads, max_frame, synced)
+        # A response's start is trusted on the pending correlation id that starts() found in it.
+        return _Framer(starts, reads, lambda start: True, max_frame, synced)
 
 
 def _plausible_request(buf, at, table, max_frame):

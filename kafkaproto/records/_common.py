@@ -179,6 +179,13 @@ def check_int(name, value, bits):
     return value
 
 
+def check_offset(base_offset, delta):
+    """A record's offset, base_offset + delta, must fit Kafka's int64 offsets."""
+    if base_offset + delta > 0x7FFFFFFFFFFFFFFF:
+        raise ValueError(f"offset {base_offset + delta} (base_offset {base_offset} + {delta}) is beyond 2**63-1, "
+                         "the last offset Kafka has")
+
+
 def check_builder(b, magic, compression, level, transactional, control, timestamp_type, log_append_time,
                   delete_horizon_ms, base_offset, partition_leader_epoch, producer_id, producer_epoch, base_sequence):
     """Validate a builder's settings and store them on b."""

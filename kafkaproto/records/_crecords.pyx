@@ -9,7 +9,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
@@ -30,6 +30,7 @@ from ._common import (
     arrow_schema,
     check_blob,
     check_builder,
+    check_offset,
     check_timestamp,
     codec_name,
     control_marker,
@@ -956,12 +957,15 @@ cdef class RecordBatchBuilder:
         else:
             if type(offset) is not int:
                 raise TypeError(f"offset must be an int, not {type(offset).__name__}")
-            delta = offset - self.base_offset
-            if delta <= self.last_delta:
+            asked = offset - self.base_offset  # a Python int: offset may be any size
+            if asked <= self.last_delta:
                 raise ValueError(f"offset {offset} is not above the last appended offset "
                                  f"{self.base_offset + self.last_delta}")
-            if delta > INT32_MAX:
+            if asked > INT32_MAX:
                 raise ValueError(f"offset {offset} is more than 2**31-1 past the base offset {self.base_offset}")
+            delta = asked
+        if self.base_offset > INT64_MAX - delta:
+            check_offset(self.base_offset, delta)
         if self.magic == 0:
             timestamp = -1
         elif timestamp is None:

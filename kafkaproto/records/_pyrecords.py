@@ -30,6 +30,7 @@ from ._common import (
     record_sequence,
     check_blob,
     check_builder,
+    check_offset,
     check_timestamp,
     codec_name,
     control_marker,
@@ -399,6 +400,7 @@ def _next_record(b, timestamp, offset):
             raise ValueError(f"offset {offset} is not above the last appended offset {b.base_offset + last}")
         if delta > _INT32_MAX:
             raise ValueError(f"offset {offset} is more than 2**31-1 past the base offset {b.base_offset}")
+    check_offset(b.base_offset, delta)
     if b.magic == 0:
         return delta, NO_TIMESTAMP
     if timestamp is None:
