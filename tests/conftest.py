@@ -1,3 +1,4 @@
+import json
 import os
 import sys
 
@@ -27,6 +28,39 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 # Hypothesis's pytest plugin wraps a parametrized test's settings once per parameter, and
 # reading a setting walks that chain: several hundred parameters need a deeper stack.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+
+
+# ---- the pure-Python pass -----------------------------------------------------------------------------------
+# The codecs have twins: compiled modules (kafkaproto._core, the generated _c_* classes, records._crecords, the
+# capture's _cpcap and _cpackets) and pure-Python ones that must behave the same. KAFKAPROTO_PURE=1 makes the pure
+# twins the ones in use. Run after the compiled pass on the same build (as .ci/run and tox do), it repeats only
+# what can differ between them:
+# - a test parametrized over the implementations ("impl") ran its python case in the compiled pass already;
+# - a module marked above_the_codecs tests code that sits on top of the twins and is the same code whichever runs
+#   (the broker, Spark, packaging, the import contracts): the twins' equality is tested below it, case by case.
+# Everything else reaches the twins through the implementation in use, and runs in both passes.
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "above_the_codecs: tests code that runs the same over either codec "
+                                       "implementation; the pure-Python pass after a compiled one leaves it out")
+
+
+def _after_a_compiled_pass():
+    import importlib.util
+
+    return os.environ.get("KAFKAPROTO_PURE") == "1" and importlib.util.find_spec("kafkaproto._core") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _after_a_compiled_pass():
+        return
+    done = [item for item in items if item.get_closest_marker("above_the_codecs")
+            or "impl" in getattr(getattr(item, "callspec", None), "params", {})]
+    if done:
+        config.hook.pytest_deselected(items=done)
+        chosen = set(map(id, done))
+        items[:] = [item for item in items if id(item) not in chosen]
 
 
 _oracles = {}
@@ -60,25 +94,69 @@ def pytest_unconfigure(config):
         oracle.close()
 
 
-def pytest_terminal_summary(terminalreporter):
-    """How many (message, version) pairs each Kafka jar confirmed, and which it does not define."""
-    if not any(GOLDEN.values()):
-        return
-    from test_kafka_messages import PAIRS
+# ---- the reports printed at the end of the run -------------------------------------------------------------
+# Under pytest -n each worker tallies its own tests; it sends its tallies to the process that prints them.
 
+_worker_reports = []
+
+
+def _reports():
+    """This process's tallies as plain values: golden vectors per Kafka jar, and the comparisons with tshark."""
+    import tshark
+
+    golden = {}
+    if any(GOLDEN.values()):
+        from test_kafka_messages import PAIRS
+
+        for version, checked in GOLDEN.items():
+            oracle = _oracles.get(version)
+            if oracle is None or not oracle.alive:
+                continue
+            golden[version] = {
+                "checked": sorted(f"{n} v{v}" for n, v in checked),
+                "absent": [f"{c.__name__} v{v}" for c, v in PAIRS if v not in oracle.versions(c.__name__)[0]],
+                "unstable": {f"{n} v{v}": problem for (n, v), problem in GOLDEN_UNSTABLE[version].items()}}
+    return {"golden": golden, "tshark": tshark.tallies()}
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a pytest -n worker
+        session.config.workeroutput["reports"] = json.dumps(_reports())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    if "reports" in getattr(node, "workeroutput", {}):
+        _worker_reports.append(json.loads(node.workeroutput["reports"]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    import tshark
+
+    reports = [_reports()] + _worker_reports
     write = terminalreporter.write_line
-    terminalreporter.section("golden vectors from Apache Kafka")
-    for version, checked in GOLDEN.items():
-        oracle = _oracles.get(version)
-        if oracle is None or not oracle.alive:
-            continue
-        absent = [f"{c.__name__} v{v}" for c, v in PAIRS if v not in oracle.versions(c.__name__)[0]]
-        unstable = GOLDEN_UNSTABLE[version]
-        agree = sorted(f"{n} v{v}" for (n, v), problem in unstable.items() if problem is None)
-        differ = sorted(f"{n} v{v} ({problem})" for (n, v), problem in unstable.items() if problem)
-        write(f"Kafka {version}: {len(checked)} (message, version) pairs verified.")
+    golden = {}
+    for report in reports:
+        for version, part in report["golden"].items():
+            mine = golden.setdefault(version, {"checked": set(), "absent": part["absent"], "unstable": {}})
+            mine["checked"].update(part["checked"])
+            for pair, problem in part["unstable"].items():
+                if problem or pair not in mine["unstable"]:
+                    mine["unstable"][pair] = problem
+    if golden:
+        terminalreporter.section("golden vectors from Apache Kafka")
+    # How many (message, version) pairs each Kafka jar confirmed, and which it does not define.
+    for version, part in sorted(golden.items()):
+        agree = sorted(pair for pair, problem in part["unstable"].items() if problem is None)
+        differ = sorted(f"{pair} ({problem})" for pair, problem in part["unstable"].items() if problem)
+        write(f"Kafka {version}: {len(part['checked'])} (message, version) pairs verified.")
         write(f"  Unstable in this release, reported only: {len(agree)} agree; differ: {'; '.join(differ) or 'none'}")
-        write(f"  Not in this release: {', '.join(absent) or 'none'}")
+        write(f"  Not in this release: {', '.join(part['absent']) or 'none'}")
+    lines = tshark.summary_lines([report["tshark"] for report in reports])
+    if lines:
+        terminalreporter.section(f"kafkaproto against tshark {tshark.tshark_version()}")
+        for line in lines:
+            write(line)
 
 
 @pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")

@@ -1,6 +1,8 @@
 """The partition-deletion example built as an extension, for the tests that need it (fixtures, via conftest)."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -8,6 +10,7 @@ import types
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from kafkaproto import registry
 from kafkaproto._impl import IMPL
@@ -22,7 +25,18 @@ def built_example(tmp_path_factory):
 
     When the suite runs the pure-Python codecs, the extension is built without compiling, as
     KAFKAPROTO_PURE_BUILD=1 asks."""
-    work = tmp_path_factory.mktemp("extension")
+    work = run_dir(tmp_path_factory) / "extension"
+    with FileLock(f"{work}.lock"):  # parallel workers build it once
+        if not (work / "built.json").is_file():
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            _build(work)
+        built = json.loads((work / "built.json").read_text())
+    (wheel,) = (work / "partition-deletion" / "dist").glob("*.whl")
+    return types.SimpleNamespace(site=work / "site", wheel=wheel, **built)
+
+
+def _build(work):
     env = {**os.environ, "KAFKAPROTO_PURE_BUILD": "1" if IMPL == "python" else "0"}
     command = [str(Path(sys.executable).parent / "kafkaproto-codegen"), "extend", str(EXAMPLE),
                "--name", "partition_deletion", "--out", str(work / "partition-deletion")]
@@ -33,7 +47,13 @@ def built_example(tmp_path_factory):
     (wheel,) = (work / "partition-deletion" / "dist").glob("*.whl")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(work / "site"),
                     str(wheel)], check=True)
-    return types.SimpleNamespace(site=work / "site", wheel=wheel, seconds=seconds, output=done.stdout)
+    (work / "built.json").write_text(json.dumps({"seconds": seconds, "output": done.stdout}))
+
+
+def run_dir(tmp_path_factory):
+    """A folder this test run's parallel workers share (pytest -n): each worker's own base folder sits in it."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 # 3.9.2 is the last release with the protocol versions 4.0 removed; 4.3.1 is the newest 4.x
 # release whose jars are all on Maven Central (4.4.0's kafka-tools-api is not published).
@@ -49,11 +50,23 @@ def _tool(name):
     return path
 
 
+def cache_lock(name):
+    """A lock on one entry of the cache, which parallel test workers (pytest -n) share."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(CACHE / f"{name}.lock"))
+
+
 def kafka_lib(version):
     """The folder holding Kafka ``version``'s jars and their dependencies, resolved once."""
     lib = CACHE / version / "lib"
-    done = lib / ".resolved"
-    if done.exists():
+    if (lib / ".resolved").exists():
+        return lib
+    with cache_lock("maven"):  # one mvn at a time: parallel ones would share ~/.m2 unsafely
+        return _resolve(version, lib)
+
+
+def _resolve(version, lib):
+    if (lib / ".resolved").exists():  # another worker did it while this one waited
         return lib
     _tool("java")  # mvn needs it, and without it its own error does not say so
     mvn = _tool("mvn")
@@ -87,6 +100,13 @@ def compiled(version, program="Oracle"):
     classes = CACHE / version / f"{program.lower()}-{digest}"
     if (classes / f"{program}.class").exists():
         return classes
+    with cache_lock(f"{version}-{program}"):
+        return _compile(version, program, source, classes)
+
+
+def _compile(version, program, source, classes):
+    if (classes / f"{program}.class").exists():
+        return classes
     javac = _tool("javac")
     tmp = classes.with_name(classes.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -113,7 +133,7 @@ class Oracle:
         self._defined = {}
         java = _tool("java")
         classes = compiled(version)
-        self._log = CACHE / version / "oracle.log"  # the JVM's stderr, shown if it dies
+        self._log = CACHE / version / f"oracle-{os.getpid()}.log"  # the JVM's stderr, shown if it dies
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(
                 [java, "-Xss8m", "-cp", classpath(version, classes), "Oracle"],

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# Import contracts hold whichever codecs run (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 CONFIG = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 

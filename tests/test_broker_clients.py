@@ -26,6 +26,9 @@ kafka = pytest.importorskip("kafka")
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 
 def fresh(prefix):
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
@@ -274,11 +277,12 @@ def kafkajs():
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         kafka_jvm.unavailable("node and npm are needed for the kafkajs client")
-    if not (here / "node_modules" / "kafkajs").is_dir():
-        run = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=here, capture_output=True, text=True,
-                             timeout=300)
-        if run.returncode != 0:
-            kafka_jvm.unavailable(f"npm ci failed: {run.stderr[-2000:]}")
+    with kafka_jvm.cache_lock("npm"):  # parallel workers install once
+        if not (here / "node_modules" / "kafkajs").is_dir():
+            run = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=here, capture_output=True, text=True,
+                                 timeout=300)
+            if run.returncode != 0:
+                kafka_jvm.unavailable(f"npm ci failed: {run.stderr[-2000:]}")
     return node, here / "kafkajs_client.js"
 
 

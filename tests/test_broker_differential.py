@@ -35,6 +35,10 @@ from kafkaproto.uuid import Uuid
 
 from test_kafka_broker import RawClient
 
+# Under pytest -n these tests share one worker, so that its two Kafka brokers start once; the broker is the same
+# code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = [pytest.mark.xdist_group("kafka-broker"), pytest.mark.above_the_codecs]
+
 # Retried, not compared: Kafka's coordinators answer these for a while after it starts.
 LOADING = {errors.COORDINATOR_LOAD_IN_PROGRESS.code, errors.COORDINATOR_NOT_AVAILABLE.code,
            errors.NOT_COORDINATOR.code, errors.CONCURRENT_TRANSACTIONS.code, errors.NOT_LEADER_OR_FOLLOWER.code,

@@ -13,6 +13,9 @@ from kafkaproto.uuid import Uuid
 
 from test_broker_handlers import create, make_state
 
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 PROTOCOLS = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x01meta")]
 
 

@@ -21,6 +21,9 @@ from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest
                                  MetadataRequest, ProduceRequest, RequestHeader, api)
 from kafkaproto.uuid import Uuid
 
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 load_handlers()
 
 

@@ -23,6 +23,9 @@ import kafka_jvm
 from test_broker_groups import call
 from test_broker_handlers import make_state
 
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 USERS = {"alice": "alice-secret", "bob": "b0b"}
 JAAS_PLAIN = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_alice="alice-secret" user_bob="b0b";')

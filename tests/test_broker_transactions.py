@@ -14,6 +14,9 @@ from kafkaproto.messages import (AddOffsetsToTxnRequest, AddPartitionsToTxnReque
 from test_broker_groups import call
 from test_broker_handlers import create, make_state, produce
 
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 TID = "txn-1"
 
 

@@ -37,9 +37,8 @@ CAPTURES = sorted(CAPTURES_DIR.glob("*.pcap"))
 SPECS = Path(__file__).parent.parent / "schemas" / "message"
 REQUIRED = os.environ.get("KAFKAPROTO_REQUIRE_TSHARK") == "1"
 
-# {rule: Counter of capture names}: the disagreements met, for the summary at the end.
-DISAGREEMENTS = defaultdict(Counter)
-COMPARED = Counter()  # what was compared, over all tests: "PDUs", "bodies", "records", ...
+# What was compared and where the two disagreed, tallied for the summary at the end of the run (conftest.py).
+COMPARED, DISAGREEMENTS = tshark.COMPARED, tshark.DISAGREEMENTS
 
 
 def need_tshark():
@@ -48,31 +47,6 @@ def need_tshark():
         if REQUIRED:
             pytest.fail(f"KAFKAPROTO_REQUIRE_TSHARK=1 but {reason}")
         pytest.skip(reason)
-
-
-class SummaryPlugin:
-    """Prints, after the run, which disagreements with tshark were met and how often."""
-
-    name = "kafkaproto-tshark-summary"
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if not COMPARED:
-            return
-        write = terminalreporter.write_line
-        terminalreporter.section(f"kafkaproto against tshark {tshark.tshark_version()}")
-        write("compared: " + ", ".join(f"{count} {what}" for what, count in sorted(COMPARED.items())))
-        if not DISAGREEMENTS:
-            write("no disagreements")
-        for rule, per_capture in sorted(DISAGREEMENTS.items()):
-            where = ", ".join(f"{name} {count}" for name, count in sorted(per_capture.items()))
-            write(f"- {rule}: {sum(per_capture.values())} ({where})")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def summary(request):
-    manager = request.config.pluginmanager
-    if not manager.has_plugin(SummaryPlugin.name):
-        manager.register(SummaryPlugin(), SummaryPlugin.name)
 
 
 def disagree(rule, capture):

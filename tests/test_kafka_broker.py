@@ -24,6 +24,9 @@ from kafkaproto.messages import (
     api,
 )
 
+# Under pytest -n these tests share one worker, so that its two Kafka brokers start once.
+pytestmark = pytest.mark.xdist_group("kafka-broker")
+
 
 class RawClient:
     def __init__(self, port):

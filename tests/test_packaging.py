@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# Packaging builds its own venvs; it does not depend on the codecs in use (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -27,6 +27,10 @@ from kafkaproto.records import iter_batches
 
 from test_broker_handlers import batch, call, create, fetch, make_state, produce
 
+# The broker, the command line and captures over an extension: the same code over either codec implementation
+# (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
 DELAY_MS = 60_000
 
 

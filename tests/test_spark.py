@@ -28,6 +28,10 @@ from kafkaproto.registry import api  # noqa: E402
 from kafkaproto.spark import datasource, schema, udfs  # noqa: E402
 from pcap_streams import tcp_streams  # noqa: E402
 
+# Under pytest -n these tests share one worker, so that one Spark session serves them; the Spark layer is the same
+# code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.above_the_codecs]
+
 CAPTURES = sorted((Path(__file__).parent / "data" / "captures").glob("*.pcap"))
 JAVA_431, JAVA_431_PORT = CAPTURES[[p.name for p in CAPTURES].index("java-4.3.1.pcap")], 59341
 

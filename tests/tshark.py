@@ -27,10 +27,38 @@ import struct
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
 from functools import lru_cache
 from pathlib import Path
 
 TIMEOUT = 300  # seconds for one tshark run; the captures here take well under one
+
+# Tallied by the tests that compare with tshark, for the summary at the end of the run (conftest.py).
+COMPARED = Counter()  # what was compared: "PDUs", "bodies", "records", ...
+DISAGREEMENTS = defaultdict(Counter)  # rule -> Counter of capture names: the disagreements met
+
+
+def tallies():
+    """This process's tallies, as plain values (parallel workers send them to the process that reports)."""
+    return {"compared": dict(COMPARED), "disagreements": {rule: dict(c) for rule, c in DISAGREEMENTS.items()}}
+
+
+def summary_lines(all_tallies):
+    """The summary of several processes' tallies, or [] when nothing was compared."""
+    compared, disagreements = Counter(), defaultdict(Counter)
+    for t in all_tallies:
+        compared.update(t["compared"])
+        for rule, per_capture in t["disagreements"].items():
+            disagreements[rule].update(per_capture)
+    if not compared:
+        return []
+    lines = ["compared: " + ", ".join(f"{count} {what}" for what, count in sorted(compared.items()))]
+    if not disagreements:
+        lines.append("no disagreements")
+    for rule, per_capture in sorted(disagreements.items()):
+        where = ", ".join(f"{name} {count}" for name, count in sorted(per_capture.items()))
+        lines.append(f"- {rule}: {sum(per_capture.values())} ({where})")
+    return lines
 
 
 class TsharkError(Exception):
