@@ -36,7 +36,9 @@ CAPTURES = sorted((Path(__file__).parent / "data" / "captures").glob("*.pcap"))
 JAVA_431, JAVA_431_PORT = CAPTURES[[p.name for p in CAPTURES].index("java-4.3.1.pcap")], 59341
 
 
-@pytest.fixture(scope="module")
+# For the whole session: under pytest -n a worker may run other modules' tests between these, and a module-scoped
+# session would be stopped and started again each time.
+@pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     if os.environ.get("KAFKAPROTO_PURE") == "1":
         pytest.skip("the Spark layer does not depend on the codecs in use; the compiled pass checks it")
