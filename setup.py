@@ -90,6 +90,9 @@ class CachedBuildExt(build_ext):
                 todo.append((ext, target, cached))
         if not todo:
             return
+        # Largest first, in translating and in compiling: the worker processes take modules in this order, and a
+        # large one started last would leave the other cores idle while it finishes.
+        todo.sort(key=lambda item: -sum(os.path.getsize(source) for source in item[0].sources))
         translated = cythonize([ext for ext, _, _ in todo], nthreads=os.cpu_count() or 1, quiet=True,
                                compiler_directives=DIRECTIVES)
         for (ext, _, _), c_ext in zip(todo, translated):
