@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -10,10 +9,10 @@ import types
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 from kafkaproto import registry
 from kafkaproto._impl import IMPL
+from workers import made_once
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "partition-deletion" / "specs"
@@ -25,13 +24,8 @@ def built_example(tmp_path_factory):
 
     When the suite runs the pure-Python codecs, the extension is built without compiling, as
     KAFKAPROTO_PURE_BUILD=1 asks."""
-    work = run_dir(tmp_path_factory) / "extension"
-    with FileLock(f"{work}.lock"):  # parallel workers build it once
-        if not (work / "built.json").is_file():
-            shutil.rmtree(work, ignore_errors=True)
-            work.mkdir()
-            _build(work)
-        built = json.loads((work / "built.json").read_text())
+    work = made_once(tmp_path_factory, "extension", _build)
+    built = json.loads((work / "built.json").read_text())
     (wheel,) = (work / "partition-deletion" / "dist").glob("*.whl")
     return types.SimpleNamespace(site=work / "site", wheel=wheel, **built)
 
@@ -48,12 +42,6 @@ def _build(work):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(work / "site"),
                     str(wheel)], check=True)
     (work / "built.json").write_text(json.dumps({"seconds": seconds, "output": done.stdout}))
-
-
-def run_dir(tmp_path_factory):
-    """A folder this test run's parallel workers share (pytest -n): each worker's own base folder sits in it."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture

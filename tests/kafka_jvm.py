@@ -298,7 +298,7 @@ class KafkaBroker:
                         return
             except OSError:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.1)
         raise AssertionError(f"Kafka {self.version} broker did not answer within {self.START_TIMEOUT} s")
 
     def stop(self):
