@@ -626,11 +626,16 @@ def closed_by_peer(sock):
         return True
 
 
-def test_api_versions_above_the_known_ones_is_answered_at_v0(kafkaproto_broker):
+@pytest.mark.parametrize("version", [5, 99], ids=["v5-read-but-not-served", "v99-unknown"])
+def test_api_versions_above_the_served_ones_is_answered_at_v0(kafkaproto_broker, version):
+    """Kafka's fallback (KIP-511), whether kafkaproto reads the version (v5, franz-go's first request, is in trunk's
+    spec) or not: UNSUPPORTED_VERSION and the versions served, written at v0."""
     with raw_connection(kafkaproto_broker) as sock:
-        frame = bytearray(encode_request(RequestHeader(request_api_key=18, request_api_version=3, correlation_id=9,
-                                                       client_id="x"), ApiVersionsRequest(), 3))
-        struct.pack_into(">h", frame, 6, 99)  # version 99
+        body = ApiVersionsRequest(client_software_name="franz-go", client_software_version="1.22.0")
+        known = min(version, 5)
+        frame = bytearray(encode_request(RequestHeader(request_api_key=18, request_api_version=known, correlation_id=9,
+                                                       client_id="x"), body, known))
+        struct.pack_into(">h", frame, 6, version)
         sock.sendall(frame)
         size = struct.unpack(">i", sock.recv(4))[0]
         data = b""

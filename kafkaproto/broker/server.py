@@ -149,8 +149,7 @@ class Server:
                     if e.header is None:
                         log.warning("%s: closing the connection: %s", where, e)
                         return
-                    table = api_versions.response(self.state, errors.UNSUPPORTED_VERSION)
-                    writer.write(connection.send_response(e.header, table, version=0))
+                    writer.write(self._refuse_api_versions(connection, e.header))
                     await writer.drain()
                     continue
                 for event in events:
@@ -167,6 +166,9 @@ class Server:
                         log.warning("%s: %s before authenticating on SASL listener %s; closing the connection",
                                     where, type(event.body).__name__, listener.name)
                         return
+                    if api_versions.refused(event.header):  # a version kafkaproto reads but this broker lacks
+                        writer.write(self._refuse_api_versions(connection, event.header))
+                        continue
                     response = await self._answer(event, where, session)
                     if response is None:
                         return
@@ -182,6 +184,12 @@ class Server:
             self._connections.discard(writer)
             self._tasks.discard(asyncio.current_task())
             writer.close()
+
+    def _refuse_api_versions(self, connection, header):
+        """Kafka's answer to ApiVersions at a version it does not serve, whether kafkaproto can read that version
+        or not (KIP-511): UNSUPPORTED_VERSION and the versions served, at version 0, which every client reads."""
+        return connection.send_response(header, api_versions.response(self.state, errors.UNSUPPORTED_VERSION),
+                                        version=0)
 
     async def _answer(self, event, where, session):
         """The response to a request, or None to close the connection."""
