@@ -245,6 +245,19 @@ def test_a_fetch_session(sides):
     both(sides, session(4), 13, "a session by name continued by topic ID")
 
 
+def test_too_many_partitions_in_one_request(sides):
+    """More than 10,000 partitions in one CreateTopics request: refused whole, before anything is made."""
+    names = [f"diff-many-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    create = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=n,
+                                                                            replication_factor=1)
+                                         for name, n in zip(names, (1, 10_000))], timeout_ms=10000)
+    k, o = both(sides, create, 7, "CreateTopics of 10,001 partitions")
+    assert {t.error_code for t in o.topics} == {errors.POLICY_VIOLATION.code}
+    metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                               allow_auto_topic_creation=False)
+    both(sides, metadata, 12, "Metadata of the topics refused")
+
+
 def test_delete_by_id_and_recreate(sides):
     topic = f"diff-del-{uuid.uuid4().hex[:8]}"
     create = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=1,

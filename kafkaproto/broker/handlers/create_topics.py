@@ -16,6 +16,8 @@ from ..state import topic_name_error
 
 Result = CreateTopicsResponse.CreatableTopicResult
 DEFAULT_CONFIG, TOPIC_CONFIG = 5, 1  # DescribeConfigs config sources
+# Kafka's controller refuses a request that would make more partitions than this, before making any.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 def _error(name, error, message=None):
@@ -54,10 +56,27 @@ def _check(state, node, item, seen):
     return None
 
 
+def _partitions_asked(state, request):
+    """The partitions the request would make, counted as Kafka's controller counts them."""
+    total = 0
+    for item in request.topics:
+        if item.assignments:
+            total += len(item.assignments)
+        elif item.num_partitions == -1:
+            total += state.config["num.partitions"]
+        elif item.num_partitions > 0:
+            total += item.num_partitions
+    return total
+
+
 @handles(ApiKey.CREATE_TOPICS, versions=range(2, 8))
 def create_topics(ctx, request):
     state = ctx.state
     node = state.node_id
+    if _partitions_asked(state, request) > MAX_PARTITIONS_PER_REQUEST:
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            _error(item.name, errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            for item in request.topics])
     results = []
     seen = set()
     for item in request.topics:
