@@ -138,16 +138,13 @@ def _python_frames(impl):
             fallback = info.fallback_version
             if fallback is not None and api_version != fallback:
                 first = None
-                try:
-                    if api_version not in info.valid_versions:
-                        raise UnsupportedVersionError(api_version)
-                    body = cls.read_from(r, api_version)
-                    _check_end(r, cls, api_version)
-                    return Response(header, body, api_version)
-                except DecodeError as e:
-                    first = e
-                except UnsupportedVersionError:
-                    pass
+                if api_version in info.valid_versions:
+                    try:
+                        body = cls.read_from(r, api_version)
+                        _check_end(r, cls, api_version)
+                        return Response(header, body, api_version)
+                    except DecodeError as e:
+                        first = e
                 r.pos = start
                 try:
                     body = cls.read_from(r, fallback)
