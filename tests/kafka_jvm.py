@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from kafkaproto.uuid import Uuid
+
 # 3.9.2 is the last release with the protocol versions 4.0 removed; 4.3.1 is the newest 4.x
 # release whose jars are all on Maven Central (4.4.0's kafka-tools-api is not published).
 KAFKA_VERSIONS = ("3.9.2", "4.3.1")
@@ -264,7 +266,7 @@ class KafkaBroker:
         props = self.workdir / "server.properties"
         props.write_text(SERVER_PROPERTIES.format(port=self.port, controller_port=self.controller_port,
                                                   log_dir=self.workdir / "data"))
-        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        cluster_id = str(Uuid.random())  # Kafka's own form: an ID starting with '-' reads as an option
         fmt = subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
                              capture_output=True, text=True, timeout=120)
         if fmt.returncode != 0:

@@ -6,7 +6,6 @@ handed out) is one batch of metadata records appended to
 the state in memory is what replaying that log gives.
 """
 
-import base64
 import logging
 import os
 import shutil
@@ -149,7 +148,7 @@ class Cluster:
             if props.get("node.id") and int(props["node.id"]) != self.node_id:
                 raise LogError(f"{path}: node.id {props['node.id']} is not the configured {self.node_id}")
             return props["cluster.id"]
-        cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(_uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = self.config.cluster_id or str(Uuid.random())
         write_synced(path, f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n")
         return cluster_id
 
