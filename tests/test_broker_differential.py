@@ -20,17 +20,21 @@ What is normalised, and why:
   (the time each broker wrote the marker) are dropped.
 """
 
+import socket
 import time
 import uuid
 
 import pytest
 
-from kafkaproto import errors, records
-from kafkaproto.messages import (AddPartitionsToTxnRequest, CreateTopicsRequest,
+from kafka_jvm import _recv_exact
+from kafkaproto import decode_response, encode_request, errors, records
+from kafkaproto.broker.dispatch import HANDLERS, load_handlers
+from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest,
                                  DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-                                 OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, SyncGroupRequest)
+                                 OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader,
+                                 SyncGroupRequest, api)
 from kafkaproto.uuid import Uuid
 
 from test_kafka_broker import RawClient
@@ -256,6 +260,60 @@ def test_too_many_partitions_in_one_request(sides):
     metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
                                allow_auto_topic_creation=False)
     both(sides, metadata, 12, "Metadata of the topics refused")
+
+
+def served_table(side):
+    """{api key: range of versions} from the broker's own ApiVersions."""
+    table = side.client.call(ApiVersionsRequest(client_software_name="kafkaproto-tests",
+                                                client_software_version="1"), 3).body.api_keys
+    return {k.api_key: range(k.min_version, k.max_version + 1) for k in table}
+
+
+def unserved_answer(port, api_key, version):
+    """What a broker does with one request it does not serve: "closed", or the error code it answers with
+    (and, for ApiVersions, whether its own range is in the table)."""
+    body = api(api_key).request(acks=-1, timeout_ms=1000) if api_key == ApiKey.PRODUCE else api(api_key).request()
+    header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=5, client_id="t")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(encode_request(header, body, version))
+        try:
+            raw = _recv_exact(sock, int.from_bytes(_recv_exact(sock, 4), "big"))
+        except (ConnectionError, OSError):
+            return "closed"
+    answer = decode_response(raw, api_key, 0 if api_key == ApiKey.API_VERSIONS else version).body
+    if api_key == ApiKey.API_VERSIONS:
+        return answer.error_code, any(k.api_key == ApiKey.API_VERSIONS for k in answer.api_keys)
+    return answer.error_code
+
+
+def test_requests_at_versions_neither_serves(sides, kafka_broker):
+    """A request neither broker serves at its version: ApiVersions falls back to v0, anything else closes the
+    connection, as Kafka's SocketServer does (Produce v0-2 too, which Kafka 4 advertises but cannot read)."""
+    kafka, ours = sides
+    load_handlers()
+    tables = [served_table(kafka), {h.api_key: h.versions for h in HANDLERS.values()}]
+    if int(kafka_broker.version.split(".")[0]) >= 4:  # Kafka 4 lists Produce v0-2 without serving them
+        tables[0][ApiKey.PRODUCE] = range(3, tables[0][ApiKey.PRODUCE].stop)
+    asked = []
+    for api_key in sorted(set(HANDLERS) | set(tables[0]) | {ApiKey.VOTE, ApiKey.BROKER_REGISTRATION}):
+        try:
+            known = api(api_key).valid_versions
+        except KeyError:
+            continue  # an extension's API
+        for version in known:
+            if all(version not in table.get(api_key, ()) for table in tables):
+                asked.append((api_key, version))
+    assert (ApiKey.API_VERSIONS, 5) in asked and (ApiKey.VOTE, 0) in asked and len(asked) > 10
+    assert ((ApiKey.PRODUCE, 0) in asked) == (ApiKey.PRODUCE in tables[0] and tables[0][ApiKey.PRODUCE].start == 3)
+    found = []
+    for api_key, version in asked:
+        answers = [unserved_answer(side.client.sock.getpeername()[1], api_key, version) for side in sides]
+        if answers[0] != answers[1]:
+            found.append(f"{api(api_key).name} v{version}: Kafka {answers[0]!r}, this broker {answers[1]!r}")
+    assert not found, "requests neither broker serves are treated differently:\n" + "\n".join(found)
+    # A client may go on after ApiVersions' fallback: the connection still answers.
+    assert unserved_answer(ours.client.sock.getpeername()[1], ApiKey.API_VERSIONS, 5) == (
+        errors.UNSUPPORTED_VERSION.code, True)
 
 
 def test_delete_by_id_and_recreate(sides):

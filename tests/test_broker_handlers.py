@@ -11,7 +11,8 @@ import pytest
 
 from kafkaproto import decode_request, encode_request, errors, records
 from kafkaproto.broker import BrokerConfig
-from kafkaproto.broker.dispatch import HANDLERS, Context, Wait, advertised, dispatch, load_handlers
+from kafkaproto.broker.dispatch import (ANSWER_API_VERSIONS_V0, CLOSE, HANDLERS, Context, NotHandled, Wait,
+                                        advertised, dispatch, load_handlers, unserved)
 from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.cluster import read_partition_metadata
 from kafkaproto.broker.config import Listener
@@ -173,12 +174,25 @@ def test_fetch_limits_and_waiting(state):
     assert out_of_range.error_code == errors.OFFSET_OUT_OF_RANGE.code
 
 
-def test_produce_below_v3_is_refused_partition_by_partition(state):
+def test_produce_below_v3_is_advertised_but_not_served(state):
+    """Kafka 4 lists Produce from v0 (old librdkafka gives up otherwise) and closes the connection on v0-2."""
+    assert next(low for key, low, _ in advertised(state) if key == ApiKey.PRODUCE) == 0
     create(state, "t")
     for version in (0, 1, 2):
-        response = produce(state, batch(b"v"), version=version)
-        assert response.error_code == errors.UNSUPPORTED_VERSION.code
+        header = RequestHeader(request_api_key=ApiKey.PRODUCE, request_api_version=version, correlation_id=1)
+        assert unserved(state, header) == CLOSE
+        with pytest.raises(NotHandled):
+            produce(state, batch(b"v"), version=version)
+    assert unserved(state, RequestHeader(request_api_key=ApiKey.PRODUCE, request_api_version=3)) is None
     assert fetch(state).responses[0].partitions[0].high_watermark == 0
+
+
+@pytest.mark.parametrize("api_key, version", [(ApiKey.API_VERSIONS, 5), (ApiKey.FETCH, 3), (ApiKey.METADATA, 99),
+                                              (ApiKey.VOTE, 0), (9999, 0)])
+def test_what_is_not_served_is_refused_as_kafka_does(state, api_key, version):
+    header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=1)
+    expected = ANSWER_API_VERSIONS_V0 if api_key == ApiKey.API_VERSIONS else CLOSE
+    assert unserved(state, header) == expected
 
 
 def test_produce_refuses_bad_data(state):

@@ -85,13 +85,35 @@ def advertised(state):
             for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if served(h, state)]
 
 
+def handler_for(state, api_key, version):
+    """The handler that serves api_key at version on this broker, or None."""
+    handler = HANDLERS.get(api_key)
+    if handler is None or version not in handler.versions or not served(handler, state):
+        return None
+    return handler
+
+
+# What Kafka does with a request it does not serve at its version (SocketServer and KafkaApis): ApiVersions is
+# answered at version 0 with UNSUPPORTED_VERSION and the table, so the client can ask again at a version both
+# have (KIP-511); anything else (an API it lacks, a version outside the range, Produce v0-2, which Kafka 4
+# advertises but cannot read) closes the connection, whatever error field the response may have.
+ANSWER_API_VERSIONS_V0, CLOSE = "answer ApiVersions at v0", "close the connection"
+
+
+def unserved(state, header):
+    """None when this broker serves the request; else ANSWER_API_VERSIONS_V0 or CLOSE."""
+    if handler_for(state, header.request_api_key, header.request_api_version) is not None:
+        return None
+    return ANSWER_API_VERSIONS_V0 if header.request_api_key == ApiKey.API_VERSIONS else CLOSE
+
+
 class NotHandled(Exception):
-    """A request this broker has no handler for at its version (the server answers UNSUPPORTED_VERSION or closes)."""
+    """dispatch was given a request this broker does not serve (the server asks ``unserved`` first)."""
 
 
 def dispatch(ctx, body):
-    handler = HANDLERS.get(ctx.header.request_api_key)
-    if handler is None or ctx.version not in handler.versions or not served(handler, ctx.state):
+    handler = handler_for(ctx.state, ctx.header.request_api_key, ctx.version)
+    if handler is None:
         raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
     return handler.function(ctx, body)
 
@@ -101,4 +123,5 @@ def load_handlers():
     from . import handlers  # noqa: F401
 
 
-__all__ = ["ApiKey", "Context", "HANDLERS", "Handler", "NotHandled", "Wait", "advertised", "dispatch", "handles"]
+__all__ = ["ANSWER_API_VERSIONS_V0", "ApiKey", "CLOSE", "Context", "HANDLERS", "Handler", "NotHandled", "Wait",
+           "advertised", "dispatch", "handler_for", "handles", "unserved"]

@@ -23,7 +23,7 @@ from ..messages import ApiKey
 from ..exceptions import KafkaProtoError
 from ..registry import api
 from .config import Listener
-from .dispatch import Context, NotHandled, Wait, dispatch, load_handlers
+from .dispatch import ANSWER_API_VERSIONS_V0, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
 
@@ -146,10 +146,12 @@ class Server:
                 try:
                     events = connection.receive_data(data)
                 except ProtocolError as e:
+                    # A request kafkaproto cannot read: an ApiVersions at a version it lacks keeps its header.
                     if e.header is None:
                         log.warning("%s: closing the connection: %s", where, e)
                         return
-                    writer.write(self._refuse_api_versions(connection, e.header))
+                    if not self._refuse(connection, writer, e.header, where):
+                        return
                     await writer.drain()
                     continue
                 for event in events:
@@ -166,8 +168,9 @@ class Server:
                         log.warning("%s: %s before authenticating on SASL listener %s; closing the connection",
                                     where, type(event.body).__name__, listener.name)
                         return
-                    if api_versions.refused(event.header):  # a version kafkaproto reads but this broker lacks
-                        writer.write(self._refuse_api_versions(connection, event.header))
+                    if unserved(self.state, event.header) is not None:
+                        if not self._refuse(connection, writer, event.header, where):
+                            return
                         continue
                     response = await self._answer(event, where, session)
                     if response is None:
@@ -185,11 +188,16 @@ class Server:
             self._tasks.discard(asyncio.current_task())
             writer.close()
 
-    def _refuse_api_versions(self, connection, header):
-        """Kafka's answer to ApiVersions at a version it does not serve, whether kafkaproto can read that version
-        or not (KIP-511): UNSUPPORTED_VERSION and the versions served, at version 0, which every client reads."""
-        return connection.send_response(header, api_versions.response(self.state, errors.UNSUPPORTED_VERSION),
-                                        version=0)
+    def _refuse(self, connection, writer, header, where):
+        """Treat a request this broker does not serve as Kafka does (dispatch.unserved); False to close."""
+        if unserved(self.state, header) == ANSWER_API_VERSIONS_V0:
+            # UNSUPPORTED_VERSION and the versions served, at version 0, which every client reads (KIP-511).
+            writer.write(connection.send_response(
+                header, api_versions.response(self.state, errors.UNSUPPORTED_VERSION), version=0))
+            return True
+        log.warning("%s: %s v%d is not served here; closing the connection, as Kafka does", where,
+                    api(header.request_api_key).name, header.request_api_version)
+        return False
 
     async def _answer(self, event, where, session):
         """The response to a request, or None to close the connection."""
@@ -210,8 +218,6 @@ class Server:
                     ctx.final = True
                 if self._closing:
                     return None
-        except NotHandled as e:
-            return self._error_response(event, errors.UNSUPPORTED_VERSION, where, str(e))
         except (KafkaProtoError, OSError, ValueError, TypeError, KeyError) as e:
             log.exception("%s: %s v%d failed", where, type(event.body).__name__, event.version)
             return self._error_response(event, errors.UNKNOWN_SERVER_ERROR, where, str(e))

@@ -2,8 +2,8 @@
 
 v3+ clients name their software; a name or version that breaks Kafka's
 pattern is INVALID_REQUEST. A request at a version above 4 never reaches
-here (``refused``): the server answers it at v0 with UNSUPPORTED_VERSION and
-the table, so the client can retry at a version both know.
+here (``dispatch.unserved``): the server answers it at v0 with
+UNSUPPORTED_VERSION and the table, so the client can retry at a version both know.
 """
 
 import re
@@ -24,16 +24,7 @@ def response(state, error=errors.NONE):
     return ApiVersionsResponse(error_code=error.code, api_keys=table(state), throttle_time_ms=0)
 
 
-VERSIONS = range(0, 5)
-
-
-def refused(header):
-    """Whether a request is ApiVersions at a version this broker does not serve (franz-go opens with v5, which
-    kafkaproto reads from trunk's spec)."""
-    return header.request_api_key == ApiKey.API_VERSIONS and header.request_api_version not in VERSIONS
-
-
-@handles(ApiKey.API_VERSIONS, versions=VERSIONS)
+@handles(ApiKey.API_VERSIONS, versions=range(0, 5))
 def api_versions(ctx, request):
     if ctx.version >= 3 and not (SOFTWARE.fullmatch(request.client_software_name)
                                  and SOFTWARE.fullmatch(request.client_software_version)):

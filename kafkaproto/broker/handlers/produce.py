@@ -10,8 +10,8 @@ for a partition added with AddPartitionsToTxn (INVALID_TXN_STATE otherwise);
 control batches come from the broker only (INVALID_RECORD). acks 0, 1
 and -1 all append before answering (there are no followers to wait for); with
 acks 0 the server sends no response. Versions 0-2 are advertised, as Kafka 4
-does for old librdkafka, and every partition of such a request is answered
-UNSUPPORTED_VERSION.
+does for old librdkafka's sake (KAFKA-18659), but not served: such a request
+closes the connection, as it does on Kafka 4.
 """
 
 from ... import errors
@@ -85,12 +85,9 @@ def _transaction_error(state, transactional_id, topic, index, batches):
     return errors.NONE
 
 
-@handles(ApiKey.PRODUCE, versions=range(0, 14))
+@handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)
 def produce(ctx, request):
     state = ctx.state
-    if ctx.version < 3:  # listed for old librdkafka's sake (KAFKA-18659), refused as Kafka 4 refuses them
-        error = errors.UNSUPPORTED_VERSION
-        return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
     if request.acks not in (-1, 0, 1):
         error = errors.INVALID_REQUIRED_ACKS
         return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
