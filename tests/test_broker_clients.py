@@ -224,6 +224,45 @@ def test_java_group_of_two_with_a_rebalance(kafkaproto_broker, java_clients):
     assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(15)}
 
 
+def test_java_kip848_group_of_two_with_a_member_leaving(kafkaproto_broker, java_clients, tmp_path):
+    """Two Java consumers with group.protocol=consumer (KIP-848, the broker assigns): the second joining takes
+    partitions from the first; once the first has left, the second is given its partitions and reads what is
+    produced after."""
+    if "/3.9.2/" in java_clients:
+        pytest.skip("the KIP-848 consumer is generally available from the 4.0 Java client")
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic, group = fresh("java-848"), fresh("java-848-group")
+    for mode in ("admin", "produce"):
+        run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+    config = tmp_path / "consumer.properties"
+    config.write_text("group.protocol=consumer\n")
+
+    def member(quiet_ms):
+        return subprocess.Popen(["java", f"-Dclient.config={config}", f"-Dmember.group={group}",
+                                 f"-Dmember.quiet.ms={quiet_ms}", "-cp", java_clients, "Clients", bootstrap, "member",
+                                 topic], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = member(4000)
+    time.sleep(1.5)
+    second = member(15000)
+    first_out, first_err = first.communicate(timeout=120)
+    assert first.returncode == 0, first_err[-3000:]
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(20):
+        producer.send(topic, value=b"late-%d" % i, partition=i % 2)
+    producer.flush(20)
+    producer.close()
+    second_out, second_err = second.communicate(timeout=120)
+    assert second.returncode == 0, second_err[-3000:]
+    read = [{tuple(map(int, line.split())) for line in out.splitlines() if line.strip()}
+            for out in (first_out, second_out)]
+    assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(25)}
+    assert {(p, o) for p in range(2) for o in range(15, 25)} <= read[1], "the member left behind got no partitions"
+    assert read[1] - {(p, o) for p in range(2) for o in range(15, 25)}, "the second member was given nothing"
+
+
 def test_confluent_kafka_idempotence_transactions_and_groups(kafkaproto_broker):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, NewTopic

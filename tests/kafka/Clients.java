@@ -6,8 +6,9 @@
 //   txn       a transactional producer commits one transaction and aborts another
 //   consume   a consumer in group "captures" reads everything (read_committed) and commits
 //   delete    delete the topic by its topic ID
-//   member    a consumer in group "members" that commits after every poll and stops 5 s after its last
-//             record, printing "partition offset" per record (run several to form a group)
+//   member    a consumer in group "members" (-Dmember.group) that commits after every poll and stops 5 s
+//             (-Dmember.quiet.ms) after its last record, printing "partition offset" per record (run several
+//             to form a group; group.protocol=consumer in -Dclient.config makes it a KIP-848 member)
 
 import java.time.Duration;
 import java.util.Collections;
@@ -127,14 +128,15 @@ public final class Clients {
     private static void member(Properties props, String topic) {
         props.put("key.deserializer", ByteArrayDeserializer.class.getName());
         props.put("value.deserializer", ByteArrayDeserializer.class.getName());
-        props.put("group.id", "members");
+        props.put("group.id", System.getProperty("member.group", "members"));
         props.put("auto.offset.reset", "earliest");
         props.put("enable.auto.commit", "false");
+        long quiet = Long.parseLong(System.getProperty("member.quiet.ms", "5000"));
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
             consumer.subscribe(Collections.singletonList(topic));
-            long deadline = System.currentTimeMillis() + 40_000;
+            long deadline = System.currentTimeMillis() + 40_000 + quiet;
             long quietSince = System.currentTimeMillis();
-            while (System.currentTimeMillis() < deadline && System.currentTimeMillis() - quietSince < 5_000) {
+            while (System.currentTimeMillis() < deadline && System.currentTimeMillis() - quietSince < quiet) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
                 for (org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> r : records) {
                     System.out.println(r.partition() + " " + r.offset());
