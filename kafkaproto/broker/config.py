@@ -60,6 +60,18 @@ SETTINGS = {
     "group.initial.rebalance.delay.ms": Setting(int, 3000),
     "group.min.session.timeout.ms": Setting(int, 6000),
     "group.max.session.timeout.ms": Setting(int, 1800000),
+    # KIP-848 consumer groups (state/consumer_groups.py)
+    "group.consumer.session.timeout.ms": Setting(int, 45000),
+    "group.consumer.heartbeat.interval.ms": Setting(int, 5000),
+    "group.consumer.max.size": Setting(int, 2147483647),
+    "group.consumer.assignors": Setting(str, "uniform,range", doc="the server-side assignors; the first is the "
+                                        "default (of uniform and range)"),
+    "group.consumer.assignment.interval.ms": Setting(int, 1000, doc="the least time between two computations of a "
+                                                     "group's target assignment"),
+    "group.consumer.regex.refresh.interval.ms": Setting(int, 600000),
+    "group.consumer.migration.policy": Setting(str, "bidirectional", doc="whether a classic group's members may "
+                                               "move to the consumer protocol (upgrade), back (downgrade), both "
+                                               "(bidirectional) or neither (disabled)"),
     "offsets.retention.minutes": Setting(int, 10080),
     "offsets.retention.check.interval.ms": Setting(int, 600000),
     "transaction.max.timeout.ms": Setting(int, 900000),
@@ -223,6 +235,14 @@ class BrokerConfig:
         for key in ("num.partitions", "message.max.bytes", "socket.request.max.bytes", "log.segment.bytes"):
             if get(key) <= 0:
                 raise ConfigError(f"{where}: {key}={get(key)} must be positive")
+        unknown = [a for a in get("group.consumer.assignors").split(",") if a.strip() not in ("uniform", "range")]
+        if unknown or not get("group.consumer.assignors").strip():
+            raise ConfigError(f"{where}: group.consumer.assignors={get('group.consumer.assignors')!r}; the "
+                              "assignors are uniform and range")
+        if get("group.consumer.migration.policy").lower() not in ("bidirectional", "upgrade", "downgrade",
+                                                                  "disabled"):
+            raise ConfigError(f"{where}: group.consumer.migration.policy={get('group.consumer.migration.policy')!r}"
+                              " is not bidirectional, upgrade, downgrade or disabled")
         if get("default.replication.factor") != 1:
             raise ConfigError(f"{where}: default.replication.factor={get('default.replication.factor')}; a one-node "
                               "cluster can only keep 1 replica")

@@ -99,7 +99,8 @@ class Server:
                     cleaning_due = time.monotonic() + self.config["log.cleaner.backoff.ms"] / 1000
                     self.state.compact()
                 now = time.monotonic()
-                if self.state.groups.expire(now) | self.state.expire_transactions(now):
+                if self.state.groups.expire(now) | self.state.consumer_groups.expire(now * 1000) | \
+                        self.state.expire_transactions(now):
                     self._changed()
             except OSError as e:
                 log.error("housekeeping: %s", e)

@@ -11,6 +11,7 @@ from ..config import ConfigError
 from ..security import load_credentials
 from .cluster import Cluster
 from .compaction import compact
+from .consumer_groups import ConsumerCoordinator
 from .fetch_sessions import FetchSessions
 from .groups import Groups
 from .log import parse_batches
@@ -57,6 +58,7 @@ class BrokerState:
         self.credentials.scram.update(self.cluster.scram)
         self.cluster.scram = self.credentials.scram
         self.groups = Groups(config, config.log_dir)
+        self.consumer_groups = ConsumerCoordinator(self.groups.groups, self.cluster, config)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
         self.transactions = Transactions(config.log_dir)
         for topic in self.cluster.topics.values():

@@ -46,6 +46,8 @@ class Member:
 
 
 class Group:
+    kind = "classic"
+
     def __init__(self, group_id):
         self.group_id = group_id
         self.state = EMPTY
@@ -218,6 +220,8 @@ class Groups:
         """Drop members whose session timed out; True when anything changed."""
         changed = False
         for group in self.groups.values():
+            if group.kind != "classic":
+                continue
             for member in list(group.members.values()):
                 if group.state == PREPARING and member.joined:
                     continue  # a member waiting in JoinGroup is alive

@@ -1,0 +1,33 @@
+"""ConsumerGroupHeartbeat (KIP-848): join, stay in and leave a consumer group whose partitions the broker assigns.
+
+The coordinator (state.consumer_groups) decides; this module turns its
+answer, or its error with Kafka's message, into the response. The
+assignment is sent only when the member must be told it.
+"""
+
+import time
+
+from ...messages import ApiKey, ConsumerGroupHeartbeatResponse
+from ..dispatch import handles
+from ..state.assignors import topic_order
+from ..state.consumer_groups import GroupError
+
+R = ConsumerGroupHeartbeatResponse
+
+
+@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=range(0, 2))
+def consumer_group_heartbeat(ctx, request):
+    try:
+        beat = ctx.state.consumer_groups.heartbeat(request, ctx.version, ctx.header.client_id or "",
+                                                   ctx.client_host, time.monotonic() * 1000)
+    except GroupError as e:
+        return R(throttle_time_ms=0, error_code=e.error.code, error_message=e.message, member_id=None,
+                 member_epoch=0, heartbeat_interval_ms=0)
+    ctx.state.changed()
+    assignment = None
+    if beat.assignment is not None:
+        assignment = R.Assignment(topic_partitions=[
+            R.TopicPartitions(topic_id=topic_id, partitions=beat.assignment[topic_id])
+            for topic_id in topic_order(beat.assignment)])
+    return R(throttle_time_ms=0, error_code=0, error_message=None, member_id=beat.member_id,
+             member_epoch=beat.member_epoch, heartbeat_interval_ms=beat.interval_ms, assignment=assignment)

@@ -1,0 +1,300 @@
+"""KIP-848 consumer groups on the broker, without sockets: joining, epochs, revocation before reassignment,
+fencing, static members, regular expressions, the assignors and offset commits with member epochs."""
+
+import pytest
+
+from kafkaproto import errors
+from kafkaproto.broker.state.assignors import MemberSpec, java_order, range_assignor, string_hash, uniform
+from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ListGroupsRequest,
+                                 OffsetCommitRequest, OffsetFetchRequest)
+from kafkaproto.uuid import Uuid
+
+from test_broker_handlers import call, create, make_state
+
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
+pytestmark = pytest.mark.above_the_codecs
+
+HB = ConsumerGroupHeartbeatRequest
+
+
+@pytest.fixture
+def state(tmp_path):
+    state = make_state(tmp_path, **{"group.consumer.assignment.interval.ms": "0"})
+    yield state
+    state.close()
+
+
+def owned(assignment):
+    """The TopicPartitions a member reports, from a response's assignment ({topic id: [partitions]})."""
+    return [HB.TopicPartitions(topic_id=t, partitions=sorted(p)) for t, p in assignment.items()]
+
+
+class Member:
+    """One consumer: it heartbeats, takes what it is given and gives up what it is no longer given at once."""
+
+    def __init__(self, state, member_id, group="g", topics=("t",), regex=None, instance_id=None, assignor=None,
+                 version=1):
+        self.state, self.member_id, self.group, self.version = state, member_id, group, version
+        self.topics, self.regex, self.instance_id, self.assignor = topics, regex, instance_id, assignor
+        self.epoch = 0
+        self.assignment = {}
+
+    def beat(self, full=False, **fields):
+        joining = self.epoch == 0
+        request = HB(group_id=self.group, member_id=self.member_id, member_epoch=self.epoch,
+                     instance_id=self.instance_id, rebalance_timeout_ms=30000 if joining or full else -1,
+                     subscribed_topic_names=list(self.topics) if (joining or full) and self.topics is not None
+                     else None,
+                     subscribed_topic_regex=self.regex if joining or full else None,
+                     server_assignor=self.assignor if joining else None,
+                     topic_partitions=[] if joining else owned(self.assignment))
+        for key, value in fields.items():
+            setattr(request, key, value)
+        response = call(self.state, request, self.version)
+        if response.error_code == 0:
+            self.epoch = response.member_epoch
+            if response.assignment is not None:
+                self.assignment = {tp.topic_id: set(tp.partitions) for tp in response.assignment.topic_partitions}
+        return response
+
+    def partitions(self):
+        return {(t, p) for t, parts in self.assignment.items() for p in parts}
+
+
+def topic_id(state, name):
+    return state.cluster.topics[name].topic_id
+
+
+def describe(state, group="g"):
+    return call(state, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+                1).groups[0]
+
+
+def test_a_heartbeat_is_checked_as_kafka_checks_it(state):
+    cases = [
+        (dict(member_id="", member_epoch=0), 1, "MemberId can't be empty."),
+        (dict(member_id="m", member_epoch=5, group_id=""), 1, "GroupId can't be empty."),
+        (dict(member_id="m", member_epoch=0, rebalance_timeout_ms=-1), 1,
+         "RebalanceTimeoutMs must be provided in first request."),
+        (dict(member_id="m", member_epoch=0, topic_partitions=None), 1,
+         "TopicPartitions must be empty when (re-)joining."),
+        (dict(member_id="m", member_epoch=0, subscribed_topic_names=None), 1,
+         "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
+        (dict(member_id="m", member_epoch=-2), 1, "InstanceId can't be null."),
+        (dict(member_id="m", member_epoch=-3), 1, "MemberEpoch is invalid."),
+        (dict(member_id="m", member_epoch=0, instance_id="  "), 1, "InstanceId can't be empty."),
+    ]
+    for fields, version, message in cases:
+        request = HB(group_id="g", rebalance_timeout_ms=1000, subscribed_topic_names=["t"], topic_partitions=[])
+        for key, value in fields.items():
+            setattr(request, key, value)
+        response = call(state, request, version)
+        assert (response.error_code, response.error_message) == (errors.INVALID_REQUEST.code, message), fields
+    bad = HB(group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+             topic_partitions=[], server_assignor="sticky")
+    response = call(state, bad, 1)
+    assert response.error_code == errors.UNSUPPORTED_ASSIGNOR.code and "uniform, range" in response.error_message
+    bad.server_assignor, bad.subscribed_topic_regex = None, "a(?=b)"
+    assert call(state, bad, 1).error_code == errors.INVALID_REGULAR_EXPRESSION.code
+    # v0 lets the coordinator make the member id up
+    v0 = HB(group_id="g0", member_id="", member_epoch=0, rebalance_timeout_ms=1000, subscribed_topic_names=[],
+            topic_partitions=[])
+    response = call(state, v0, 0)
+    assert response.error_code == 0 and len(response.member_id) == 36
+
+
+def test_one_member_gets_every_partition_at_epoch_2(state):
+    create(state, "t", partitions=3)
+    a = Member(state, "a")
+    response = a.beat()
+    assert (response.member_epoch, response.heartbeat_interval_ms) == (2, 5000)
+    assert a.assignment == {topic_id(state, "t"): {0, 1, 2}}
+    assert a.beat().assignment is None  # nothing changed: a keep-alive answer carries no assignment
+    group = describe(state)
+    assert (group.group_state, group.group_epoch, group.assignment_epoch, group.assignor_name) == (
+        "Stable", 2, 2, "uniform")
+    member = group.members[0]
+    assert (member.member_id, member.client_id, member.member_epoch, member.member_type) == ("a", "tests", 2, 1)
+
+
+def test_partitions_are_revoked_before_they_are_reassigned(state):
+    create(state, "t", partitions=4)
+    t = topic_id(state, "t")
+    a, b = Member(state, "a"), Member(state, "b")
+    a.beat()
+    assert a.partitions() == {(t, p) for p in range(4)}
+    b.beat()  # the group moves to epoch 3; b's target partitions are still a's
+    assert b.epoch == 3 and b.assignment == {} and describe(state).group_state == "Reconciling"
+    given_to_b = describe(state).members[1].target_assignment.topic_partitions
+    assert sum(len(tp.partitions) for tp in given_to_b) == 2
+    kept = a.beat()  # a is told to give up two partitions and stays at epoch 2 until it has
+    assert kept.member_epoch == 2 and len(a.partitions()) == 2
+    assert b.beat().assignment is None and b.assignment == {}  # still not released: a reported them as owned
+    a.beat()  # a reports it no longer owns them: it reaches epoch 3
+    assert a.epoch == 3
+    b.beat()
+    assert len(b.partitions()) == 2 and not (a.partitions() & b.partitions())
+    assert a.partitions() | b.partitions() == {(t, p) for p in range(4)}
+    assert describe(state).group_state == "Stable"
+
+
+def test_fencing_by_epoch_and_membership(state):
+    create(state, "t", partitions=2)
+    a = Member(state, "a")
+    a.beat()
+    ahead = a.beat(member_epoch=a.epoch + 1)
+    assert ahead.error_code == errors.FENCED_MEMBER_EPOCH.code and "greater member epoch (3)" in ahead.error_message
+    assert Member(state, "nobody").beat(member_epoch=4).error_code == errors.UNKNOWN_MEMBER_ID.code
+    b = Member(state, "b")
+    b.beat()
+    a.beat()
+    a.beat()
+    assert a.epoch == 3
+    # one epoch back, owning what it has: tolerated (the answer that moved it on may have been lost)
+    assert a.beat(member_epoch=2).error_code == 0
+    behind = a.beat(member_epoch=1)
+    assert behind.error_code == errors.FENCED_MEMBER_EPOCH.code and "smaller member epoch (1)" in behind.error_message
+    assert call(state, HB(group_id="none", member_id="x", member_epoch=1), 1).error_code == \
+        errors.GROUP_ID_NOT_FOUND.code
+
+
+def test_a_member_leaving_hands_its_partitions_to_the_rest(state):
+    create(state, "t", partitions=2)
+    a, b = Member(state, "a"), Member(state, "b")
+    a.beat(), b.beat(), a.beat(), a.beat(), b.beat()
+    assert len(a.partitions()) == len(b.partitions()) == 1
+    left = a.beat(member_epoch=-1)
+    assert (left.member_id, left.member_epoch) == ("a", -1)
+    b.beat()
+    assert len(b.partitions()) == 2 and describe(state).group_epoch == 4
+    assert b.beat(member_epoch=-1).error_code == 0
+    assert describe(state).group_state == "Empty"
+
+
+def test_a_session_that_expires_fences_the_member(state):
+    create(state, "t", partitions=2)
+    a, b = Member(state, "a"), Member(state, "b")
+    a.beat(), b.beat()
+    coordinator = state.consumer_groups
+    group = coordinator.group("g")
+    group.members["a"].session_deadline = 0  # a heartbeat long ago
+    assert coordinator.expire(1.0)
+    assert "a" not in group.members
+    b.beat()
+    assert len(b.partitions()) == 2
+
+
+def test_static_members_leave_for_a_while_and_come_back(state):
+    create(state, "t", partitions=2)
+    a = Member(state, "a1", instance_id="A")
+    a.beat()
+    before = a.partitions()
+    twin = Member(state, "a2", instance_id="A")
+    response = twin.beat()
+    assert response.error_code == errors.UNRELEASED_INSTANCE_ID.code
+    epoch = a.epoch
+    away = a.beat(member_epoch=-2)
+    assert (away.error_code, away.member_epoch) == (0, -2)
+    assert describe(state).members[0].member_epoch == -2
+    back = twin.beat()
+    assert back.error_code == 0 and twin.partitions() == before and back.member_epoch == epoch
+    a.epoch = epoch
+    fenced = a.beat()
+    assert fenced.error_code == errors.FENCED_INSTANCE_ID.code and "was fenced by member a2" in fenced.error_message
+
+
+def test_a_regex_is_resolved_by_the_broker_after_the_heartbeat(state):
+    create(state, "orders-eu", partitions=1)
+    create(state, "orders-us", partitions=1)
+    create(state, "payments", partitions=1)
+    a = Member(state, "a", topics=None, regex="orders-.*")
+    first = a.beat()
+    assert first.error_code == 0 and a.assignment == {}  # resolved in the background, as in Kafka
+    a.beat()
+    assert {t for t, _ in a.partitions()} == {topic_id(state, "orders-eu"), topic_id(state, "orders-us")}
+    assert describe(state).members[0].subscribed_topic_regex == "orders-.*"
+
+
+def test_range_gives_co_partitioned_ranges(state):
+    create(state, "x", partitions=4)
+    create(state, "y", partitions=4)
+    a = Member(state, "a", topics=("x", "y"), assignor="range")
+    b = Member(state, "b", topics=("x", "y"), assignor="range")
+    a.beat(), b.beat()
+    for _ in range(3):
+        a.beat(), b.beat()
+    x, y = topic_id(state, "x"), topic_id(state, "y")
+    assert a.assignment == {x: {0, 1}, y: {0, 1}} and b.assignment == {x: {2, 3}, y: {2, 3}}
+    assert describe(state).assignor_name == "range"
+
+
+def test_offset_commits_carry_member_epochs(state):
+    create(state, "t", partitions=2)
+    a = Member(state, "a")
+    a.beat()
+
+    def commit(epoch, version=9, member_id="a"):
+        request = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=epoch, member_id=member_id,
+                                      topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+                                          OffsetCommitRequest.OffsetCommitRequestPartition(
+                                              partition_index=0, committed_offset=5)])])
+        return call(state, request, version).topics[0].partitions[0].error_code
+
+    assert commit(a.epoch) == 0
+    assert commit(a.epoch + 1) == errors.STALE_MEMBER_EPOCH.code
+    assert commit(1) == errors.STALE_MEMBER_EPOCH.code  # older than the partition's assignment epoch
+    assert commit(a.epoch, version=8) == errors.UNSUPPORTED_VERSION.code
+    assert commit(-1, member_id="") == errors.UNKNOWN_MEMBER_ID.code  # an admin commit while members are in
+    fetch = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+        group_id="g", member_id="a", member_epoch=a.epoch, topics=None)])
+    group = call(state, fetch, 9).groups[0]
+    assert group.error_code == 0 and group.topics[0].partitions[0].committed_offset == 5
+    fetch.groups[0].member_epoch = 1
+    assert call(state, fetch, 9).groups[0].error_code == errors.STALE_MEMBER_EPOCH.code
+
+
+def test_list_groups_shows_consumer_groups(state):
+    create(state, "t")
+    Member(state, "a").beat()
+    listed = call(state, ListGroupsRequest(states_filter=[], types_filter=["consumer"]), 5).groups
+    assert [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in listed] == [
+        ("g", "consumer", "consumer", "Stable")]
+
+
+# --- the assignors, against what Kafka's give ---------------------------------------------------------------------
+
+def test_java_hash_order():
+    assert string_hash("a") == 97 and string_hash("hello") == 99162322 and string_hash("polygenelubricants") == \
+        -2147483648
+    assert java_order(["b", "a", "c"], string_hash) == ["a", "b", "c"]
+    assert java_order([1, 33, 16], lambda i: i) == [16, 1, 33]  # buckets 0 and 1 of 16; 1 was put in before 33
+
+
+def test_uniform_spreads_and_keeps_what_members_have():
+    t = Uuid.random()
+    count = {t: 5}.get
+    fresh = uniform({"a": MemberSpec(None, frozenset({t}), {}), "b": MemberSpec(None, frozenset({t}), {})}, count)
+    assert sorted(len(fresh[m][t]) for m in "ab") == [2, 3]
+    assert fresh["a"][t] | fresh["b"][t] == set(range(5))
+    # a third member takes from the others only what balance needs
+    current = {m: {t: set(p[t])} for m, p in fresh.items()}
+    after = uniform({**{m: MemberSpec(None, frozenset({t}), current[m]) for m in "ab"},
+                     "c": MemberSpec(None, frozenset({t}), {})}, count)
+    assert sorted(len(after[m].get(t, ())) for m in "abc") == [1, 2, 2]
+    for m in "ab":
+        assert after[m][t] <= current[m][t]
+
+
+def test_uniform_with_different_subscriptions():
+    x, y = Uuid.random(), Uuid.random()
+    counts = {x: 3, y: 3}.get
+    got = uniform({"a": MemberSpec(None, frozenset({x}), {}), "b": MemberSpec(None, frozenset({x, y}), {})}, counts)
+    assert got["a"].keys() <= {x} and got["b"].get(y) == {0, 1, 2}
+    assert got["a"][x] | got["b"].get(x, set()) == {0, 1, 2}
+
+
+def test_range_orders_static_members_first():
+    x = Uuid.random()
+    got = range_assignor({"z": MemberSpec(None, frozenset({x}), {}), "m": MemberSpec("i", frozenset({x}), {})},
+                         {x: 3}.get)
+    assert got == {"m": {x: {0, 1}}, "z": {x: {2}}}
