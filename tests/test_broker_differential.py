@@ -5,7 +5,8 @@ What is normalised, and why:
 - identifiers each broker makes up (cluster id, node and controller ids, broker addresses, topic IDs,
   producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first
   appearance, so that which ids are equal to which is still compared;
-- the order of partitions within a topic (Kafka lists them in hash order);
+- the order of partitions within a topic, of a consumer group's members, and of topics listed by ID with their
+  partitions (Kafka lists them in hash order, and each side's topic IDs differ);
 - requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start,
   or with NOT_LEADER_OR_FOLLOWER (or LEADER_NOT_AVAILABLE) for a moment after it creates a topic, are sent
   again until it answers, and so are those it answers CONCURRENT_TRANSACTIONS while it still
@@ -100,6 +101,10 @@ def normalise(value, labels, field=None):
         items = [normalise(v, labels, field) for v in value]
         if items and all(isinstance(v, dict) and "partition_index" in v for v in items):
             items.sort(key=lambda v: v["partition_index"])
+        elif items and all(isinstance(v, dict) and "member_epoch" in v for v in items):
+            items.sort(key=lambda v: v["member_id"])  # consumer group members, listed in Kafka's hash order
+        elif items and all(isinstance(v, dict) and "topic_id" in v and "partitions" in v for v in items):
+            items.sort(key=lambda v: str(v["topic_id"]))  # topics by ID, in the hash order of each side's IDs
         return items
     if field == "records" and value is not None:
         return batches(value, labels)

@@ -177,7 +177,13 @@ class Server:
                     if response is None:
                         return
                     if event.expects_response:
-                        writer.write(connection.send_response(event, response))
+                        try:
+                            frame = connection.send_response(event, response)
+                        except Exception:  # a handler's answer that cannot be written: its bug, logged whole
+                            log.exception("%s: the answer to %s v%d cannot be written; closing the connection",
+                                          where, type(event.body).__name__, event.version)
+                            return
+                        writer.write(frame)
                     if session.failed:
                         await writer.drain()
                         return
@@ -219,7 +225,7 @@ class Server:
                     ctx.final = True
                 if self._closing:
                     return None
-        except (KafkaProtoError, OSError, ValueError, TypeError, KeyError) as e:
+        except Exception as e:  # a handler's bug: logged whole, and answered as Kafka answers an unexpected error
             log.exception("%s: %s v%d failed", where, type(event.body).__name__, event.version)
             return self._error_response(event, errors.UNKNOWN_SERVER_ERROR, where, str(e))
 

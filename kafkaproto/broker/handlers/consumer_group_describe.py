@@ -4,7 +4,7 @@ and target assignment (topics by ID and name). A classic group, or none, is GROU
 from ... import errors
 from ...messages import ApiKey, ConsumerGroupDescribeResponse
 from ..dispatch import handles
-from ..state.assignors import topic_order
+from ..state.assignors import java_order, string_hash, topic_order
 from ..state.consumer_groups import GroupError
 
 R = ConsumerGroupDescribeResponse
@@ -25,12 +25,11 @@ def _assignment(cluster, partitions):
 @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=range(0, 2))
 def consumer_group_describe(ctx, request):
     coordinator = ctx.state.consumer_groups
-    described = []
-    for group_id in request.group_ids:
-        if not group_id:
-            described.append(R.DescribedGroup(group_id="", error_code=errors.INVALID_GROUP_ID.code,
-                                              authorized_operations=UNKNOWN_OPERATIONS))
-            continue
+    # As Kafka does, the ids that cannot name a group are answered first, then the groups.
+    described = [R.DescribedGroup(group_id="", error_code=errors.INVALID_GROUP_ID.code,
+                                  authorized_operations=UNKNOWN_OPERATIONS)
+                 for group_id in request.group_ids if not group_id]
+    for group_id in filter(None, request.group_ids):
         try:
             group = coordinator.group(group_id)
         except GroupError as e:
@@ -39,7 +38,8 @@ def consumer_group_describe(ctx, request):
             continue
         members = [R.Member(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
-            client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=sorted(m.subscribed_names),
+            client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=java_order(m.subscribed_names, string_hash, copied=True),
             subscribed_topic_regex=m.regex, assignment=_assignment(ctx.state.cluster, m.assigned),
             target_assignment=_assignment(ctx.state.cluster, group.target.get(m.member_id, {})),
             member_type=CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER)

@@ -16,6 +16,14 @@ def describe_groups(ctx, request):
     described = []
     for group_id in request.groups:
         group = ctx.state.groups.group(group_id)
+        if group is not None and group.kind != "classic":  # Kafka describes another kind of group as Dead
+            error = errors.GROUP_ID_NOT_FOUND if ctx.version >= 6 else errors.NONE
+            described.append(DescribeGroupsResponse.DescribedGroup(
+                error_code=error.code, group_id=group_id,
+                error_message=f"Group {group_id} is not a classic group." if ctx.version >= 6 else None,
+                group_state="Dead", protocol_type="", protocol_data="", members=[],
+                authorized_operations=UNKNOWN_OPERATIONS))
+            continue
         if group is None and group_id not in ctx.state.groups.offsets:
             error = errors.GROUP_ID_NOT_FOUND if ctx.version >= 6 else errors.NONE
             described.append(DescribeGroupsResponse.DescribedGroup(

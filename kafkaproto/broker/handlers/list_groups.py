@@ -1,4 +1,4 @@
-"""ListGroups: every group, filtered by state (v4+) and type (v5+; all of these are "classic")."""
+"""ListGroups: every group, filtered by state (v4+) and type (v5+: "classic" or "consumer")."""
 
 from ... import errors
 from ...messages import ApiKey, ListGroupsResponse
@@ -14,9 +14,10 @@ def list_groups(ctx, request):
     for group_id in sorted(group_ids):
         group = ctx.state.groups.group(group_id)
         state = group.state if group is not None else "Empty"
-        if states and state.lower() not in states or types and "classic" not in types:
+        kind = group.kind if group is not None else "classic"
+        if states and state.lower() not in states or types and kind not in types:
             continue
         listed.append(ListGroupsResponse.ListedGroup(
             group_id=group_id, protocol_type=(group.protocol_type or "") if group is not None else "",
-            group_state=state if ctx.version >= 4 else "", group_type="classic" if ctx.version >= 5 else ""))
+            group_state=state if ctx.version >= 4 else "", group_type=kind if ctx.version >= 5 else ""))
     return ListGroupsResponse(throttle_time_ms=0, error_code=errors.NONE.code, groups=listed)

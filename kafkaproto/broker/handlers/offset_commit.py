@@ -19,6 +19,8 @@ MAX_METADATA = 4096  # Kafka's offset.metadata.max.bytes
 
 
 def _check_member(ctx, request, group):
+    if group is not None and group.kind == "consumer":
+        return ctx.state.consumer_groups.commit_error(group, request, ctx.version)
     if request.generation_id_or_member_epoch < 0 and not request.member_id:
         return errors.NONE if group is None or not group.members else errors.UNKNOWN_MEMBER_ID
     if group is None:

@@ -15,9 +15,11 @@ R = TxnOffsetCommitResponse
 
 
 def _member_error(ctx, request):
+    group = ctx.state.groups.group(request.group_id)
+    if group is not None and group.kind == "consumer" and ctx.version >= 3:
+        return ctx.state.consumer_groups.commit_error(group, request, ctx.version, transactional=True)
     if ctx.version < 3 or request.generation_id_or_member_epoch < 0:
         return errors.NONE
-    group = ctx.state.groups.group(request.group_id)
     if group is None:
         return errors.ILLEGAL_GENERATION
     member, error = group.member(request.member_id, request.group_instance_id)

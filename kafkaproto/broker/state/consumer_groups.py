@@ -24,9 +24,9 @@ Group membership is kept in memory: after a restart the members join again.
 """
 
 import re
-import uuid
 
 from ... import errors
+from ...uuid import Uuid
 from .assignors import ASSIGNORS, AssignorError, MemberSpec
 
 EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
@@ -59,7 +59,7 @@ class ConsumerMember:
         self.rebalance_timeout_ms = -1
         self.client_id = ""
         self.client_host = ""
-        self.subscribed_names = frozenset()
+        self.subscribed_names = ()  # distinct names, in the order first asked for
         self.regex = ""
         self.assignor = None
         self.assigned = {}  # {topic id: {partition: the epoch it was assigned at}}
@@ -155,9 +155,9 @@ class ConsumerGroup:
 
     def topics_of(self, member):
         """The topic names a member subscribes to: by name, and through its regex once resolved."""
-        names = member.subscribed_names
+        names = frozenset(member.subscribed_names)
         if member.regex:
-            names = names | self.regexes.get(member.regex, frozenset())
+            names |= self.regexes.get(member.regex, frozenset())
         return names
 
     def preferred_assignor(self, default):
@@ -296,7 +296,7 @@ class ConsumerCoordinator:
         if len(group.members) >= limit and (not request.member_id or request.member_id not in group.members):
             raise GroupError(errors.GROUP_MAX_SIZE_REACHED,
                              f"The consumer group has reached its maximum capacity of {limit} members.")
-        member_id = request.member_id or str(uuid.uuid4())
+        member_id = request.member_id or str(Uuid.random())  # v0: the coordinator names the member
         owned = request.topic_partitions
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request.member_epoch, owned)
@@ -313,7 +313,7 @@ class ConsumerCoordinator:
         if request.server_assignor is not None:
             updated.assignor = request.server_assignor
         if request.subscribed_topic_names is not None:
-            updated.subscribed_names = frozenset(request.subscribed_topic_names)
+            updated.subscribed_names = tuple(dict.fromkeys(request.subscribed_topic_names))  # a set, as asked
         regex = request.subscribed_topic_regex if version >= 1 else None
         if regex is not None:
             updated.regex = regex
@@ -321,7 +321,7 @@ class ConsumerCoordinator:
         updated.client_host = client_host
         updated.classic = None
 
-        names_changed = updated.subscribed_names != member.subscribed_names
+        names_changed = set(updated.subscribed_names) != set(member.subscribed_names)
         regex_changed, regex_resolved, to_resolve = self._regex_update(group, member, updated, now)
         others = [m for m in group.members.values() if m.member_id != member.member_id]
         metadata_hash = self._metadata_hash(group, others + [updated])
@@ -650,6 +650,23 @@ class ConsumerCoordinator:
             if epoch < given:
                 raise GroupError(stale, f"Received {what} {epoch} is older than assignment epoch {given} for "
                                         f"partition {name}-{p}.")
+
+    def commit_error(self, group, request, version, transactional=False):
+        """The error of an OffsetCommit or TxnOffsetCommit request to a consumer group, for all its partitions."""
+        partitions = []
+        for item in request.topics:
+            by_id = getattr(item, "topic_id", None)
+            topic = self.cluster.by_id.get(by_id) if by_id is not None and by_id.int else \
+                self.cluster.topics.get(item.name)
+            for p in item.partitions:
+                partitions.append((topic.name if topic else item.name, topic.topic_id if topic else by_id,
+                                   p.partition_index))
+        try:
+            self.check_commit(group, request.member_id, request.generation_id_or_member_epoch, version, partitions,
+                              transactional)
+        except GroupError as e:
+            return e.error
+        return errors.NONE
 
     def check_fetch(self, group, member_id, epoch):
         """OffsetFetch v9+ from a member: it must be known and at its current epoch exactly."""
