@@ -518,7 +518,8 @@ class Member:
             return SyncGroupRequest(
                 group_id=self.script.group, member_id=self.ids[i], group_instance_id=self.instance_id,
                 generation_id=self.generations[i] if generation is None else generation,
-                protocol_type=protocol_type, protocol_name=protocol_name,
+                protocol_type=protocol_type, protocol_name=protocol_name(i) if callable(protocol_name) else
+                protocol_name,
                 assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=m.ids[i], assignment=a)
                              for m, a in (assignments or [])])
         return make
@@ -778,3 +779,165 @@ def wait_for_state(script, state, timeout=10):
                 time.sleep(0.02)
         finally:
             client.close()
+
+
+@pytest.mark.parametrize("join_version", [5, 9])
+def test_static_members_replace_each_other(sides, join_version):
+    """A static member restarted under a new member id takes its old self's place; the old id is fenced."""
+    v = {**NEW, "join": join_version}
+    script = Script(sides, v)
+    try:
+        s = script.member("s", instance_id="host-1")
+        k = s.ask(s.join(v["join"]), v["join"], "JoinGroup of a static member (no MEMBER_ID_REQUIRED)")[0]
+        assert k.generation_id == 1 and k.leader == k.member_id
+        s.ask(s.sync([(s, b"s-plan")]), v["sync"], "SyncGroup of the static leader")
+        back = script.member("s-restarted", instance_id="host-1")
+        back.ask(back.join(v["join"]), v["join"], "JoinGroup of the static member under a new id, in Stable")
+        s.ask(s.heartbeat(), v["heartbeat"], "Heartbeat of the fenced old id")
+        s.ask(s.sync(), v["sync"], "SyncGroup of the fenced old id")
+        s.ask(s.join(v["join"]), v["join"], "JoinGroup of the fenced old id")
+        s.ask(s.commit(3), v["commit"], "OffsetCommit of the fenced old id")
+        s.ask(s.leave(v["leave"]), v["leave"], "LeaveGroup of the fenced old id")
+        back.ask(back.sync(), v["sync"], "SyncGroup of the new id: the old one's assignment")
+        back.ask(back.heartbeat(), v["heartbeat"], "Heartbeat of the new id")
+        script.describe("a static member replaced")
+        # A dynamic member joins; the static one rejoins and waits for it; then restarts while it waits.
+        e = script.member("e")
+        joining = e.send(e.join(v["join"]), v["join"])
+        joining.get("JoinGroup of a dynamic member")
+        joining = e.send(e.join(v["join"]), v["join"])
+        wait_for_state(script, "PreparingRebalance")
+        back.ask(back.join(v["join"]), v["join"], "JoinGroup: the static leader rejoins")
+        joining.get("JoinGroup: the dynamic member's answer")
+        syncing = e.send(e.sync(), v["sync"])
+        back.ask(back.sync([(back, b"back-plan"), (e, b"e-plan")]), v["sync"], "SyncGroup of the static leader")
+        syncing.get("SyncGroup of the dynamic member")
+        d = script.member("d")
+        d.ask(d.join(v["join"]), v["join"], "JoinGroup of a third member")
+        joining = d.send(d.join(v["join"]), v["join"])
+        wait_for_state(script, "PreparingRebalance")
+        waiting = back.send(back.join(v["join"]), v["join"])
+        again = script.member("s-again", instance_id="host-1")
+        rejoined = again.send(again.join(v["join"]), v["join"])
+        waiting.get("JoinGroup of a static member waiting when it restarts: fenced")
+        script.describe("the static member restarted during a rebalance")
+        e.ask(e.join(v["join"]), v["join"], "JoinGroup: the last member rejoins")
+        rejoined.get("JoinGroup of the restarted static member")
+        joining.get("JoinGroup of the third member")
+        f = script.member("f")
+        f.ask(f.join(v["join"]), v["join"], "JoinGroup of a fourth member: group.max.size is 3")
+        # LeaveGroup by instance id: with the wrong member id, with none, and for an instance nobody has
+        again.ask(lambda i: LeaveGroupRequest(group_id=script.group, members=[LeaveGroupRequest.MemberIdentity(
+            member_id=s.ids[i], group_instance_id="host-1")]), v["leave"], "LeaveGroup of a fenced instance")
+        again.ask(again.leave(v["leave"], by_instance_only=True), v["leave"], "LeaveGroup by instance id alone")
+        again.ask(again.leave(v["leave"], by_instance_only=True), v["leave"], "LeaveGroup of an instance gone")
+        script.describe("the static member left")
+    finally:
+        script.close()
+
+
+def run_script(sides, versions, body):
+    script = Script(sides, versions)
+    try:
+        body(script, versions)
+    finally:
+        script.close()
+
+
+def test_session_and_rebalance_timeouts(sides):
+    """Seconds-long timeouts run out on both brokers alike: a member's session, a member that does not rejoin
+    in time, one that never sends SyncGroup, and one that got its id but never joined with it."""
+    v = NEW
+
+    def session(script, v):
+        a = script.member("a")
+        a.ask(a.join(v["join"], session_ms=1000, rebalance_ms=1000), v["join"], "JoinGroup")
+        a.ask(a.join(v["join"], session_ms=1000, rebalance_ms=1000), v["join"], "JoinGroup with its id")
+        a.ask(a.sync([(a, b"plan")]), v["sync"], "SyncGroup")
+        time.sleep(1.6)
+        a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat after the session timed out")
+        script.describe("the only member's session timed out")
+
+    def rebalance(script, v):
+        a, b = script.member("a"), script.member("b")
+        for member in (a, a):
+            member.ask(member.join(v["join"], session_ms=3000, rebalance_ms=1000), v["join"], "JoinGroup")
+        a.ask(a.sync([(a, b"plan")]), v["sync"], "SyncGroup")
+        b.ask(b.join(v["join"], session_ms=3000, rebalance_ms=1000), v["join"], "JoinGroup of a second member")
+        joining = b.send(b.join(v["join"], session_ms=3000, rebalance_ms=1000), v["join"])
+        time.sleep(0.4)
+        a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat of a member that will not rejoin")
+        joining.get("JoinGroup answered after the rebalance timeout, without the member that did not rejoin")
+        a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat of the member dropped")
+        time.sleep(1.4)  # b never sends SyncGroup
+        b.ask(b.heartbeat(), v["heartbeat"], "Heartbeat of a member that did not sync in time")
+        script.describe("nobody synced")
+
+    def pending(script, v):
+        a, c = script.member("a"), script.member("c")
+        for member in (a, a):
+            member.ask(member.join(v["join"], rebalance_ms=8000), v["join"], "JoinGroup")
+        a.ask(a.sync([(a, b"plan")]), v["sync"], "SyncGroup")
+        c.ask(c.join(v["join"], session_ms=1000), v["join"], "JoinGroup of a member that will not come back")
+        started = time.monotonic()
+        rejoin = a.send(a.join(v["join"], rebalance_ms=8000), v["join"])
+        rejoin.get("JoinGroup of the leader: a rebalance, held for the member id given out")
+        assert time.monotonic() - started < 5, "held for the rebalance timeout, not for the pending member's session"
+
+    for body in (session, rebalance, pending):
+        run_script(sides, v, body)
+
+
+def test_protocol_and_leader_choice(sides):
+    """The protocol most members rank first among those all support (a tie as Kafka's hash map orders the
+    names); the leader is the first member, then one that rejoined."""
+    v = NEW
+
+    def body(script, v):
+        both_ways = [("range", subscription("t1")), ("sticky", subscription("t1"))]
+        a, b = script.member("a"), script.member("b")
+        for member in (a, a):
+            member.ask(member.join(v["join"], protocols=both_ways), v["join"], "JoinGroup")
+        a.ask(a.sync([(a, b"plan")], protocol_name="range"), v["sync"], "SyncGroup")
+        b.ask(b.join(v["join"], protocols=both_ways[::-1]), v["join"], "JoinGroup of a member preferring sticky")
+        joining = b.send(b.join(v["join"], protocols=both_ways[::-1]), v["join"])
+        wait_for_state(script, "PreparingRebalance")
+        # Kafka 3.9's coordinator breaks the tie otherwise (Scala's maxBy over its own map).
+        tie = (lambda plain: {**plain, "protocol_name": None}) if script.sides[0].version.startswith("3.") else None
+        chosen = a.ask(a.join(v["join"], protocols=both_ways), v["join"], "JoinGroup: one vote each", tie)
+        joining.get("JoinGroup: one vote each, the follower", tie)
+        name = [response.protocol_name for response in chosen]
+        syncing = b.send(b.sync(protocol_name=lambda i: name[i]), v["sync"])
+        a.ask(a.sync([(a, b"a"), (b, b"b")], protocol_name=lambda i: name[i]), v["sync"], "SyncGroup of the leader",
+              tie)
+        syncing.get("SyncGroup of the follower", tie)
+        a.ask(a.leave(v["leave"]), v["leave"], "LeaveGroup of the leader")
+        k = b.ask(b.join(v["join"], protocols=both_ways[::-1]), v["join"], "JoinGroup: the one left leads")[0]
+        assert k.leader == k.member_id
+        b.ask(b.sync([(b, b"b")], protocol_name=k.protocol_name), v["sync"], "SyncGroup")
+        b.ask(b.join(v["join"], protocols=both_ways[::-1]), v["join"], "JoinGroup of the leader in Stable: a "
+                                                                         "rebalance, done at once")
+
+    run_script(sides, v, body)
+
+
+@pytest.mark.parametrize("versions", [NEW, OLD], ids=["newest-versions", "older-versions"])
+def test_refused_before_the_group_is_looked_at(sides, versions):
+    """No group id, and session timeouts outside group.min/max.session.timeout.ms."""
+
+    def body(script, v):
+        m = script.member("m")
+        for session_ms in (999, 1800001):
+            m.ask(m.join(v["join"], session_ms=session_ms), v["join"], f"JoinGroup with session timeout {session_ms}")
+        script.describe("no group made by a refused JoinGroup", exists=False)
+        script.group = ""
+        m.ask(m.join(v["join"]), v["join"], "JoinGroup without a group id")
+        m.ask(m.sync(generation=1), v["sync"], "SyncGroup without a group id")
+        m.ask(m.heartbeat(generation=1), v["heartbeat"], "Heartbeat without a group id")
+        m.ask(m.commit(1, generation=1), v["commit"], "OffsetCommit without a group id")
+        m.ask(m.leave(v["leave"]), v["leave"], "LeaveGroup without a group id")
+        script.describe("no group id", exists=False)
+        script.fetch("no group id")
+        script.delete("no group id")
+
+    run_script(sides, versions, body)

@@ -18,9 +18,7 @@ MAX_METADATA = 4096  # Kafka's offset.metadata.max.bytes
 
 
 def _check_member(ctx, request, now):
-    if not request.group_id:
-        return errors.INVALID_GROUP_ID
-    group = ctx.state.groups.group(request.group_id)
+    group = ctx.state.groups.group(request.group_id)  # "" too: Kafka 3.9 and 4.3 take it as any other id
     generation = request.generation_id_or_member_epoch
     if group is None:
         if generation < 0:
