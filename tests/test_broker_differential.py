@@ -17,7 +17,11 @@ What is normalised, and why:
 - a Fetch may hold fewer of the batches ready than it could (Kafka's did, right after a transaction ended):
   the partitions of the last transaction test are read to their end, fetch after fetch, and compared whole;
 - record batches are compared as decoded fields, not bytes, and the timestamps of control batches
-  (the time each broker wrote the marker) are dropped.
+  (the time each broker wrote the marker) are dropped;
+- group members are listed in the order of their ids (Kafka lists them in hash order), and in the scripted group
+  lives a member's ids are labelled by its name in the script;
+- where Kafka 3.9's group coordinator answers otherwise than 4.x's, which this broker follows, 3.9's answer is
+  excused at those places only (before_4_0).
 """
 
 import time
