@@ -240,9 +240,13 @@ num.partitions=1
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 """
+# Group settings the test Kafka runs with (tests/test_broker_differential.py gives this broker the same): no
+# initial rebalance delay, session timeouts from 1 s (timeouts are tested in seconds), at most 3 members.
+GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
+                  "group.max.size": "3"}
+SERVER_PROPERTIES += "".join(f"{k}={v}\n" for k, v in GROUP_SETTINGS.items())
 
 
 class KafkaBroker:

@@ -65,9 +65,9 @@ def topic_id(state, name):
     return state.cluster.topics[name].topic_id
 
 
-def describe(state, group="g"):
+def describe(state, group="g", version=1):
     return call(state, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
-                1).groups[0]
+                version).groups[0]
 
 
 def test_a_heartbeat_is_checked_as_kafka_checks_it(state):
@@ -115,6 +115,21 @@ def test_one_member_gets_every_partition_at_epoch_2(state):
         "Stable", 2, 2, "uniform")
     member = group.members[0]
     assert (member.member_id, member.client_id, member.member_epoch, member.member_type) == ("a", "tests", 2, 1)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_a_life_at_each_version(state, version):
+    """Join, share, leave, at each version of both APIs (v1 adds regexes, client-made member ids and the member
+    type)."""
+    create(state, "t", partitions=2)
+    a, b = Member(state, "a", version=version), Member(state, "b", version=version)
+    a.beat(), b.beat(), a.beat(), a.beat(), b.beat()
+    assert len(a.partitions()) == len(b.partitions()) == 1
+    group = describe(state, version=version)
+    assert group.group_state == "Stable" and len(group.members) == 2
+    assert {m.member_type for m in group.members} == ({1} if version >= 1 else {-1})
+    assert a.beat(member_epoch=-1).error_code == 0 and b.beat(member_epoch=-1).error_code == 0
+    assert describe(state, version=version).group_state == "Empty"
 
 
 def test_partitions_are_revoked_before_they_are_reassigned(state):

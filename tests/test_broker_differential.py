@@ -5,8 +5,8 @@ What is normalised, and why:
 - identifiers each broker makes up (cluster id, node and controller ids, broker addresses, topic IDs,
   producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first
   appearance, so that which ids are equal to which is still compared;
-- the order of partitions within a topic, of a consumer group's members, and of topics listed by ID with their
-  partitions (Kafka lists them in hash order, and each side's topic IDs differ);
+- the order of partitions within a topic, and of topics listed by ID with their partitions (Kafka lists them
+  in hash order, and each side's topic IDs differ);
 - requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start,
   or with NOT_LEADER_OR_FOLLOWER (or LEADER_NOT_AVAILABLE) for a moment after it creates a topic, are sent
   again until it answers, and so are those it answers CONCURRENT_TRANSACTIONS while it still
@@ -18,19 +18,26 @@ What is normalised, and why:
 - a Fetch may hold fewer of the batches ready than it could (Kafka's did, right after a transaction ended):
   the partitions of the last transaction test are read to their end, fetch after fetch, and compared whole;
 - record batches are compared as decoded fields, not bytes, and the timestamps of control batches
-  (the time each broker wrote the marker) are dropped.
+  (the time each broker wrote the marker) are dropped;
+- group members are listed in the order of their ids (Kafka lists them in hash order), and in the scripted group
+  lives a member's ids are labelled by its name in the script;
+- where Kafka 3.9's group coordinator answers otherwise than 4.x's, which this broker follows, 3.9's answer is
+  excused at those places only (before_4_0).
 """
 
 import socket
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from kafka_jvm import _recv_exact
 from kafkaproto import decode_response, encode_request, errors, records
+from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest,
+                                 DeleteGroupsRequest, ListGroupsRequest,
                                  DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
@@ -38,6 +45,7 @@ from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsR
                                  SyncGroupRequest, api)
 from kafkaproto.uuid import Uuid
 
+import kafka_jvm
 from test_kafka_broker import RawClient
 
 # Under pytest -n these tests share one worker, so that its two Kafka brokers start once; the broker is the same
@@ -73,10 +81,18 @@ class Labels:
             return [self(field, v) for v in value]
         if value is None or value == "" or value == -1 or value == Uuid.ZERO:
             return value
-        key = (field if field not in ("leader", "member_id") else "member", value)
+        key = self.key(field, value)
         if key not in self.seen:
             self.seen[key] = f"{key[0]}#{sum(1 for k in self.seen if k[0] == key[0]) + 1}"
         return self.seen[key]
+
+    @staticmethod
+    def key(field, value):
+        return field if field not in ("leader", "member_id") else "member", value
+
+    def name(self, field, value, label):
+        """Label value so from now on (a group member's id by the member's name in the script)."""
+        self.seen.setdefault(self.key(field, value), label)
 
 
 def batches(data, labels):
@@ -101,8 +117,8 @@ def normalise(value, labels, field=None):
         items = [normalise(v, labels, field) for v in value]
         if items and all(isinstance(v, dict) and "partition_index" in v for v in items):
             items.sort(key=lambda v: v["partition_index"])
-        elif items and all(isinstance(v, dict) and "member_epoch" in v for v in items):
-            items.sort(key=lambda v: v["member_id"])  # consumer group members, listed in Kafka's hash order
+        if items and all(isinstance(v, dict) and "member_id" in v for v in items):
+            items.sort(key=lambda v: str(v["member_id"]))  # Kafka lists group members in hash order
         elif items and all(isinstance(v, dict) and "topic_id" in v and "partitions" in v for v in items):
             items.sort(key=lambda v: str(v["topic_id"]))  # topics by ID, in the hash order of each side's IDs
         return items
@@ -115,13 +131,14 @@ class Side:
     """One broker under the script: a raw connection and its own labels."""
 
     def __init__(self, port):
+        self.port = port
         self.client = RawClient(port)
         self.labels = Labels()
 
-    def call(self, body, version, settled=None):
+    def call(self, body, version, settled=None, client=None):
         deadline = time.monotonic() + 60
         while True:
-            response = self.client.call(body, version).body
+            response = (client or self.client).call(body, version).body
             plain = response.to_dict()
             done = not loading(plain) and (settled is None or settled(response))
             if done or time.monotonic() > deadline:
@@ -129,10 +146,19 @@ class Side:
             time.sleep(0.2)
 
 
+@pytest.fixture(scope="module")
+def broker_like_kafka():
+    """This broker with the settings the test Kafka has that matter here (its groups' timeouts and sizes, no
+    topic made by a Metadata request)."""
+    with Broker({**kafka_jvm.GROUP_SETTINGS, "auto.create.topics.enable": "false"}) as broker:
+        yield broker
+
+
 @pytest.fixture
-def sides(kafka_broker, kafkaproto_broker):
+def sides(kafka_broker, broker_like_kafka):
     kafka = Side(kafka_broker.port)
-    ours = Side(kafkaproto_broker.port)
+    kafka.version = kafka_broker.version
+    ours = Side(broker_like_kafka.port)
     yield kafka, ours
     kafka.client.close()
     ours.client.close()
@@ -148,14 +174,18 @@ def both(sides, make, version, what, settled=None):
     return answers[0][0], answers[1][0]
 
 
-def differences(kafka, ours, path="response"):
-    """Each path where the two normalised answers differ, with both values."""
+def differences(kafka, ours, path="response", allowed=None):
+    """Each path where the two normalised answers differ, with both values; allowed(path, kafka value, this
+    broker's) may excuse a difference."""
     if isinstance(kafka, dict) and isinstance(ours, dict):
         return [d for key in sorted(set(kafka) | set(ours), key=str)
-                for d in differences(kafka.get(key), ours.get(key), f"{path}.{key}")]
+                for d in differences(kafka.get(key), ours.get(key), f"{path}.{key}", allowed)]
     if isinstance(kafka, list) and isinstance(ours, list) and len(kafka) == len(ours):
-        return [d for i, (a, b) in enumerate(zip(kafka, ours)) for d in differences(a, b, f"{path}[{i}]")]
-    return [] if kafka == ours else [f"{path}: Kafka {kafka!r}, this broker {ours!r}"]
+        return [d for i, (a, b) in enumerate(zip(kafka, ours))
+                for d in differences(a, b, f"{path}[{i}]", allowed)]
+    if kafka == ours or allowed is not None and allowed(path, kafka, ours):
+        return []
+    return [f"{path}: Kafka {kafka!r}, this broker {ours!r}"]
 
 
 def batch(*values, producer_id=-1, epoch=-1, sequence=-1, transactional=False):
@@ -470,3 +500,510 @@ def read_partition(side, topic, isolation):
                                    + 1 >= end):
             return {"batches": gathered, "aborted": aborted, "end": end}
         offset = gathered[-1]["base_offset"] + gathered[-1]["last_offset_delta"] + 1
+
+
+# ---- classic groups: scripted life cycles ----------------------------------------------------------------------
+# Each member has its own connection to each broker (a JoinGroup may wait while the others send theirs) and is
+# driven on both at once; its member ids are labelled by its name in the script, so that members are compared
+# whatever order a broker lists them in. Versions come in two sets: the newest both Kafkas serve, and older ones
+# (no MEMBER_ID_REQUIRED, no static members, LeaveGroup of one member, ILLEGAL_GENERATION for unknown groups).
+
+NEW = {"join": 9, "sync": 5, "heartbeat": 4, "leave": 5, "commit": 9, "fetch": 8, "describe": 5, "list": 5,
+       "delete": 2}
+OLD = {"join": 3, "sync": 2, "heartbeat": 2, "leave": 1, "commit": 6, "fetch": 5, "describe": 2, "list": 3,
+       "delete": 1}
+
+
+def subscription(*topics, user_data=None):
+    """A consumer's JoinGroup metadata (ConsumerProtocolSubscription v0). Kafka reads it for protocol type
+    "consumer": a group whose members send other bytes never completes its join in Kafka 3.9 and 4.3."""
+    return (b"\x00\x00" + len(topics).to_bytes(4, "big")
+            + b"".join(len(t).to_bytes(2, "big") + t.encode() for t in topics)
+            + (b"\xff\xff\xff\xff" if user_data is None else len(user_data).to_bytes(4, "big") + user_data))
+
+
+RANGE = [("range", subscription("t1"))]
+POOL = ThreadPoolExecutor(max_workers=16)
+
+
+class Member:
+    """A group member on both brokers: its connections, and per broker its member id and generation."""
+
+    def __init__(self, script, name, instance_id=None):
+        self.script, self.name, self.instance_id = script, name, instance_id
+        self.clients = [RawClient(side.port) for side in script.sides]
+        self.ids = ["", ""]
+        self.generations = [-1, -1]
+        self.known = 0  # member ids this member has had
+
+    def send(self, make, version, settled=None):
+        """Start make(i) (i: 0 Kafka, 1 this broker) on both brokers; .get(what) waits and compares. With
+        settled, each asks again until settled(response) holds."""
+        return Reply(self, [POOL.submit(side.call, make(i), version, settled, self.clients[i])
+                            for i, side in enumerate(self.script.sides)], version)
+
+    def ask(self, make, version, what, view=None, settled=None):
+        return self.send(make, version, settled).get(what, view)
+
+    def took(self, response, i):
+        """Remember the member id a JoinGroup answer gives this member (labelled by its name) and its generation."""
+        if response.api_key == JoinGroupRequest.api_key and response.member_id and response.error_code in (
+                errors.NONE.code, errors.MEMBER_ID_REQUIRED.code):
+            if response.member_id != self.ids[i]:
+                self.ids[i] = response.member_id
+                self.known += i == 0
+            self.script.sides[i].labels.name("member_id", response.member_id, f"{self.name}/{self.known}")
+            if response.error_code == errors.NONE.code:
+                self.generations[i] = response.generation_id
+
+    def beside(self):
+        """The same member on other connections, for requests while one of its own waits (Kafka answers a
+        connection's requests in order, so a consumer's heartbeats during a rebalance take another way)."""
+        twin = self.script.member(self.name, self.instance_id)
+        twin.ids, twin.generations = self.ids, self.generations
+        return twin
+
+    def close(self):
+        for client in self.clients:
+            client.close()
+
+    # requests, built for side i
+    def join(self, version, protocols=RANGE, session_ms=10000, rebalance_ms=10000, member_id=None,
+             protocol_type="consumer", instance_id=None):
+        def make(i):
+            return JoinGroupRequest(
+                group_id=self.script.group, session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms,
+                member_id=self.ids[i] if member_id is None else member_id(i), protocol_type=protocol_type,
+                group_instance_id=self.instance_id if instance_id is None else instance_id,
+                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
+                reason="script")
+        return make
+
+    def sync(self, assignments=None, generation=None, protocol_name="range", protocol_type="consumer"):
+        def make(i):
+            return SyncGroupRequest(
+                group_id=self.script.group, member_id=self.ids[i], group_instance_id=self.instance_id,
+                generation_id=self.generations[i] if generation is None else generation,
+                protocol_type=protocol_type, protocol_name=protocol_name(i) if callable(protocol_name) else
+                protocol_name,
+                assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=m.ids[i], assignment=a)
+                             for m, a in (assignments or [])])
+        return make
+
+    def heartbeat(self, generation=None):
+        return lambda i: HeartbeatRequest(group_id=self.script.group, member_id=self.ids[i],
+                                          group_instance_id=self.instance_id,
+                                          generation_id=self.generations[i] if generation is None else generation)
+
+    def commit(self, offset, generation=None, member=True):
+        return lambda i: OffsetCommitRequest(
+            group_id=self.script.group, member_id=self.ids[i] if member else "",
+            group_instance_id=self.instance_id if member else None,
+            generation_id_or_member_epoch=self.generations[i] if generation is None else generation,
+            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=self.script.topic, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                                                 committed_metadata=f"by {self.name}")])])
+
+    def leave(self, version, by_instance_only=False):
+        def make(i):
+            if version < 3:
+                return LeaveGroupRequest(group_id=self.script.group, member_id=self.ids[i])
+            return LeaveGroupRequest(group_id=self.script.group, members=[LeaveGroupRequest.MemberIdentity(
+                member_id="" if by_instance_only else self.ids[i], group_instance_id=self.instance_id,
+                reason="script")])
+        return make
+
+
+class Reply:
+    def __init__(self, member, futures, version):
+        self.member, self.futures, self.version = member, futures, version
+
+    def get(self, what, view=None, timeout=30):
+        """Both answers, compared (view picks what to compare of a normalised one); the raw answers."""
+        script = self.member.script
+        raw = []
+        for future, side_name in zip(self.futures, ("Kafka", "this broker")):
+            try:
+                raw.append(future.result(timeout)[0])
+            except TimeoutError:
+                raise AssertionError(f"{what}: {side_name} did not answer within {timeout} s") from None
+        for i, response in enumerate(raw):
+            self.member.took(response, i)
+        plain = [normalise(r.to_dict(), side.labels) for r, side in zip(raw, script.sides)]
+        if view is not None:
+            plain = [view(p) for p in plain]
+        found = differences(*plain, allowed=before_4_0 if script.sides[0].version.startswith("3.") else None)
+        name = type(raw[0]).__name__.removesuffix("Response")
+        assert not found, f"{what} ({name} v{self.version}, Kafka {script.sides[0].version}): this broker " \
+                          f"differs from Apache Kafka:\n" + "\n".join(found)
+        script.log.append((what, plain[0]))
+        return raw
+
+
+class Script:
+    """One group (and a topic for its offsets) driven the same way on both brokers."""
+
+    def __init__(self, sides, versions):
+        self.sides, self.v = sides, versions
+        self.group = f"diff-cg-{uuid.uuid4().hex[:8]}"
+        self.topic = f"diff-cg-{uuid.uuid4().hex[:8]}"
+        self.members = []
+        self.log = []
+        both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=self.topic, num_partitions=1, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+        # Kafka's broker learns of a topic a moment after CreateTopics answers (and commits to it fail till then).
+        both(sides, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)],
+                                    allow_auto_topic_creation=False), 12, "Metadata of the new topic",
+             settled=lambda response: response.topics[0].error_code == 0)
+        both(sides, FindCoordinatorRequest(key_type=0, coordinator_keys=[self.group]), 4, "FindCoordinator")
+
+    def member(self, name, instance_id=None):
+        member = Member(self, name, instance_id)
+        self.members.append(member)
+        return member
+
+    def close(self):
+        for member in self.members:
+            member.close()
+
+    @property
+    def any(self):
+        """A member for requests about the group rather than for one member (DescribeGroups and the like)."""
+        return self.members[0] if self.members else self.member("observer")
+
+    def describe(self, what, exists=True):
+        """DescribeGroups (v6 too where Kafka has it). Kafka 4.3 answers MEMBER_ID_REQUIRED before the new group
+        it made is committed, and describes what is committed: a group that exists is asked for until it shows."""
+        version = self.v["describe"]
+        settled = (lambda r: r.groups[0].group_state != "Dead") if exists else None  # noqa: E731
+        body = DescribeGroupsRequest(groups=[self.group])
+        k = self.any.ask(lambda i: body, version, f"DescribeGroups: {what}", settled=settled)[0]
+        if version == 5 and not self.sides[0].version.startswith("3."):
+            self.any.ask(lambda i: body, 6, f"DescribeGroups v6: {what}", settled=settled)
+        return k.groups[0]
+
+    def listed(self, what, states=()):
+        """ListGroups, compared for this group only (each broker holds other tests' groups too)."""
+        version = self.v["list"]
+        mine = lambda plain: [g for g in plain["groups"] if g["group_id"] == self.group]  # noqa: E731
+        body = ListGroupsRequest(states_filter=list(states) if version >= 4 else [])
+        self.any.ask(lambda i: body, version, f"ListGroups: {what}", mine)
+
+    def fetch(self, what):
+        version = self.v["fetch"]
+        if version >= 8:
+            body = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=self.group, topics=[OffsetFetchRequest.OffsetFetchRequestTopics(
+                    name=self.topic, partition_indexes=[0])])])
+        else:
+            body = OffsetFetchRequest(group_id=self.group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+                name=self.topic, partition_indexes=[0])])
+        return self.any.ask(lambda i: body, version, f"OffsetFetch: {what}")[0]
+
+    def delete(self, what):
+        return self.any.ask(lambda i: DeleteGroupsRequest(groups_names=[self.group]), self.v["delete"],
+                            f"DeleteGroups: {what}")[0].results[0].error_code
+
+
+def before_4_0(path, kafka, ours):
+    """What Kafka 3.9's group coordinator answers otherwise than 4.x's (the new coordinator, KIP-848's, which
+    this broker follows): 3.9 describes members without their assignment outside Stable, and answers an
+    OffsetCommit v9+ naming a generation to a group that does not exist with ILLEGAL_GENERATION, not
+    GROUP_ID_NOT_FOUND."""
+    if path.endswith(".member_assignment"):
+        return kafka == b""
+    return path.endswith("partitions[0].error_code") and (kafka, ours) == (
+        errors.ILLEGAL_GENERATION.code, errors.GROUP_ID_NOT_FOUND.code)
+
+
+def partition_error(response):
+    return response.topics[0].partitions[0].error_code
+
+
+@pytest.fixture(params=[NEW, OLD], ids=["newest-versions", "older-versions"])
+def script(sides, request):
+    script = Script(sides, request.param)
+    yield script
+    script.close()
+
+
+def test_a_group_through_every_state(script):
+    """Two dynamic members take a group through each state; in each, every group request is sent."""
+    v, new = script.v, script.v["join"] >= 4
+    script.describe("a group that does not exist", exists=False)
+    assert script.delete("a group that does not exist") == errors.GROUP_ID_NOT_FOUND.code
+    a, b = script.member("a"), script.member("b")
+    # Empty
+    if new:
+        assert a.ask(a.join(v["join"]), v["join"], "JoinGroup of a new member") and \
+            a.ids[0] and script.describe("a new member has its id, the group exists").group_state == "Empty"
+        script.listed("a new, empty group")
+        a.ask(a.heartbeat(generation=0), v["heartbeat"], "Heartbeat of a member id not joined yet")
+        a.ask(a.sync(generation=0), v["sync"], "SyncGroup to an empty group")
+        a.ask(a.commit(1, generation=0), v["commit"], "OffsetCommit naming a generation in an empty group")
+    k = a.send(a.join(v["join"]), v["join"]).get("JoinGroup: the first member")[0]
+    assert k.error_code == 0 and k.generation_id == 1 and k.leader == k.member_id
+    # CompletingRebalance: the leader has the members, no assignment yet
+    assert script.describe("waiting for the leader's assignment").group_state == "CompletingRebalance"
+    script.listed("CompletingRebalance", states=["CompletingRebalance"])
+    assert a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat in CompletingRebalance") == a.ask(
+        a.heartbeat(), v["heartbeat"], "Heartbeat in CompletingRebalance, again")
+    a.ask(a.heartbeat(generation=7), v["heartbeat"], "Heartbeat of another generation")
+    a.ask(lambda i: HeartbeatRequest(group_id=script.group, member_id="nobody", generation_id=1), v["heartbeat"],
+          "Heartbeat of an unknown member")
+    assert partition_error(a.ask(a.commit(1), v["commit"], "OffsetCommit in CompletingRebalance")[0]) == \
+        errors.REBALANCE_IN_PROGRESS.code
+    a.ask(a.commit(1, generation=0), v["commit"], "OffsetCommit of another generation in CompletingRebalance")
+    a.ask(a.commit(1, generation=-1, member=False), v["commit"], "a simple OffsetCommit to a group with members")
+    a.ask(a.join(v["join"]), v["join"], "JoinGroup again, nothing changed, in CompletingRebalance")
+    a.ask(a.sync(generation=0), v["sync"], "SyncGroup of another generation")
+    if v["sync"] >= 5:
+        a.ask(a.sync(protocol_name="roundrobin"), v["sync"], "SyncGroup naming another protocol")
+        a.ask(a.sync(protocol_name=None), v["sync"], "SyncGroup v5 without the protocol name")
+    assert script.delete("a group with members") == errors.NON_EMPTY_GROUP.code
+    # Stable
+    a.ask(a.sync([(a, b"a-plan")]), v["sync"], "SyncGroup of the leader")
+    assert script.describe("stable").group_state == "Stable"
+    script.listed("Stable", states=["stable"])
+    a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat in Stable")
+    a.ask(a.commit(5), v["commit"], "OffsetCommit in Stable")
+    script.fetch("after a commit in Stable")
+    a.ask(a.sync(), v["sync"], "SyncGroup again in Stable")
+    # PreparingRebalance: a second member joins
+    joining = b.send(b.join(v["join"]), v["join"])
+    if new:
+        joining.get("JoinGroup of a second new member")
+        joining = b.send(b.join(v["join"]), v["join"])
+    wait_for_state(script, "PreparingRebalance")
+    script.describe("b waits for a to rejoin")
+    script.listed("PreparingRebalance", states=["PreparingRebalance", "Empty"])
+    assert a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat in PreparingRebalance")[0].error_code == \
+        errors.REBALANCE_IN_PROGRESS.code
+    # A member of the generation commits what it consumed before it rejoins (cooperative consumers do).
+    assert partition_error(a.ask(a.commit(6), v["commit"], "OffsetCommit in PreparingRebalance")[0]) == 0
+    a.ask(a.commit(6, generation=5), v["commit"], "OffsetCommit of another generation in PreparingRebalance")
+    a.ask(a.sync(), v["sync"], "SyncGroup in PreparingRebalance")
+    script.fetch("after a commit in PreparingRebalance")
+    assert script.delete("a rebalancing group") == errors.NON_EMPTY_GROUP.code
+    c = script.member("c")
+    c.ask(c.join(v["join"], protocol_type="connect"), v["join"], "JoinGroup with another protocol type")
+    c.ask(c.join(v["join"], protocols=[("roundrobin", b"")]), v["join"], "JoinGroup with no protocol in common")
+    k = a.ask(a.join(v["join"]), v["join"], "JoinGroup: the leader rejoins")[0]
+    assert k.generation_id == 2 and len(k.members) == 2
+    joining.get("JoinGroup: the second member's answer")
+    # CompletingRebalance of generation 2: the follower's SyncGroup waits for the leader's
+    syncing = b.send(b.sync(), v["sync"])
+    b.beside().ask(b.heartbeat(), v["heartbeat"], "Heartbeat of the follower in CompletingRebalance")
+    b.beside().ask(b.commit(7), v["commit"], "OffsetCommit of the follower in CompletingRebalance")
+    a.ask(a.sync([(a, b"a-plan-2"), (b, b"b-plan-2")]), v["sync"], "SyncGroup of the leader, with a follower's")
+    assert syncing.get("SyncGroup of the follower, answered with the leader's")[0].assignment == b"b-plan-2"
+    script.describe("stable with two members")
+    b.ask(b.join(v["join"]), v["join"], "JoinGroup of a follower again, nothing changed, in Stable")
+    # A member leaves: the other must rejoin
+    b.ask(b.leave(v["leave"]), v["leave"], "LeaveGroup of the follower")
+    script.describe("after the follower left")
+    b.ask(b.heartbeat(), v["heartbeat"], "Heartbeat of a member that left")
+    a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat of the one left, rebalancing")
+    k = a.ask(a.join(v["join"]), v["join"], "JoinGroup: the one left rejoins")[0]
+    assert k.generation_id == 3 and [m.member_id for m in k.members] == [k.member_id]
+    a.ask(a.sync([(a, b"alone")]), v["sync"], "SyncGroup alone")
+    unknown = (LeaveGroupRequest(group_id=script.group, member_id="nobody") if v["leave"] < 3 else
+               LeaveGroupRequest(group_id=script.group, members=[
+                   LeaveGroupRequest.MemberIdentity(member_id="nobody"), LeaveGroupRequest.MemberIdentity(
+                       member_id="", group_instance_id="no-such-instance"),
+                   LeaveGroupRequest.MemberIdentity(member_id="")]))
+    a.ask(lambda i: unknown, v["leave"], "LeaveGroup of unknown members")
+    # Empty again
+    a.ask(a.leave(v["leave"]), v["leave"], "LeaveGroup of the last member")
+    assert script.describe("everyone left").group_state == "Empty"
+    script.listed("Empty", states=["EMPTY"])
+    a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat to an empty group")
+    a.ask(a.sync(), v["sync"], "SyncGroup to an empty group")
+    a.ask(a.commit(8), v["commit"], "OffsetCommit of a member that left")
+    assert partition_error(a.ask(a.commit(9, generation=-1, member=False), v["commit"],
+                                 "a simple OffsetCommit to an empty group")[0]) == 0
+    script.fetch("the simple commit")
+    assert script.delete("an empty group") == 0
+    script.describe("deleted", exists=False)
+    script.listed("deleted")
+    script.fetch("deleted")
+    a.ask(a.commit(10, generation=1), v["commit"], "OffsetCommit naming a generation to a group that does not exist")
+    a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat to a group that does not exist")
+    a.ask(a.sync(), v["sync"], "SyncGroup to a group that does not exist")
+    a.ask(a.leave(v["leave"]), v["leave"], "LeaveGroup of a group that does not exist")
+    a.ask(a.join(v["join"], member_id=lambda i: "someone"), v["join"], "JoinGroup of a member to a group that "
+                                                                         "does not exist")
+
+
+def wait_for_state(script, state, timeout=10):
+    """Until both brokers show the group in state (a waiting JoinGroup has reached them)."""
+    deadline = time.monotonic() + timeout
+    for client in [RawClient(side.port) for side in script.sides]:
+        try:
+            while client.call(DescribeGroupsRequest(groups=[script.group]), 5).body.groups[0].group_state != state:
+                assert time.monotonic() < deadline, f"the group never reached {state}"
+                time.sleep(0.02)
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("join_version", [5, 9])
+def test_static_members_replace_each_other(sides, join_version):
+    """A static member restarted under a new member id takes its old self's place; the old id is fenced."""
+    v = {**NEW, "join": join_version}
+    script = Script(sides, v)
+    try:
+        s = script.member("s", instance_id="host-1")
+        k = s.ask(s.join(v["join"]), v["join"], "JoinGroup of a static member (no MEMBER_ID_REQUIRED)")[0]
+        assert k.generation_id == 1 and k.leader == k.member_id
+        s.ask(s.sync([(s, b"s-plan")]), v["sync"], "SyncGroup of the static leader")
+        back = script.member("s-restarted", instance_id="host-1")
+        back.ask(back.join(v["join"]), v["join"], "JoinGroup of the static member under a new id, in Stable")
+        s.ask(s.heartbeat(), v["heartbeat"], "Heartbeat of the fenced old id")
+        s.ask(s.sync(), v["sync"], "SyncGroup of the fenced old id")
+        s.ask(s.join(v["join"]), v["join"], "JoinGroup of the fenced old id")
+        s.ask(s.commit(3), v["commit"], "OffsetCommit of the fenced old id")
+        s.ask(s.leave(v["leave"]), v["leave"], "LeaveGroup of the fenced old id")
+        back.ask(back.sync(), v["sync"], "SyncGroup of the new id: the old one's assignment")
+        back.ask(back.heartbeat(), v["heartbeat"], "Heartbeat of the new id")
+        script.describe("a static member replaced")
+        # A dynamic member joins; the static one rejoins and waits for it; then restarts while it waits.
+        e = script.member("e")
+        joining = e.send(e.join(v["join"]), v["join"])
+        joining.get("JoinGroup of a dynamic member")
+        joining = e.send(e.join(v["join"]), v["join"])
+        wait_for_state(script, "PreparingRebalance")
+        back.ask(back.join(v["join"]), v["join"], "JoinGroup: the static leader rejoins")
+        joining.get("JoinGroup: the dynamic member's answer")
+        syncing = e.send(e.sync(), v["sync"])
+        back.ask(back.sync([(back, b"back-plan"), (e, b"e-plan")]), v["sync"], "SyncGroup of the static leader")
+        syncing.get("SyncGroup of the dynamic member")
+        d = script.member("d")
+        d.ask(d.join(v["join"]), v["join"], "JoinGroup of a third member")
+        joining = d.send(d.join(v["join"]), v["join"])
+        wait_for_state(script, "PreparingRebalance")
+        waiting = back.send(back.join(v["join"]), v["join"])
+        again = script.member("s-again", instance_id="host-1")
+        rejoined = again.send(again.join(v["join"]), v["join"])
+        waiting.get("JoinGroup of a static member waiting when it restarts: fenced")
+        script.describe("the static member restarted during a rebalance")
+        e.ask(e.join(v["join"]), v["join"], "JoinGroup: the last member rejoins")
+        rejoined.get("JoinGroup of the restarted static member")
+        joining.get("JoinGroup of the third member")
+        f = script.member("f")
+        f.ask(f.join(v["join"]), v["join"], "JoinGroup of a fourth member: group.max.size is 3")
+        # LeaveGroup by instance id: with the wrong member id, with none, and for an instance nobody has
+        again.ask(lambda i: LeaveGroupRequest(group_id=script.group, members=[LeaveGroupRequest.MemberIdentity(
+            member_id=s.ids[i], group_instance_id="host-1")]), v["leave"], "LeaveGroup of a fenced instance")
+        again.ask(again.leave(v["leave"], by_instance_only=True), v["leave"], "LeaveGroup by instance id alone")
+        again.ask(again.leave(v["leave"], by_instance_only=True), v["leave"], "LeaveGroup of an instance gone")
+        script.describe("the static member left")
+    finally:
+        script.close()
+
+
+def run_script(sides, versions, body):
+    script = Script(sides, versions)
+    try:
+        body(script, versions)
+    finally:
+        script.close()
+
+
+def test_session_and_rebalance_timeouts(sides):
+    """Seconds-long timeouts run out on both brokers alike: a member's session, a member that does not rejoin
+    in time, one that never sends SyncGroup, and one that got its id but never joined with it."""
+    v = NEW
+
+    def session(script, v):
+        a = script.member("a")
+        a.ask(a.join(v["join"], session_ms=1000, rebalance_ms=1000), v["join"], "JoinGroup")
+        a.ask(a.join(v["join"], session_ms=1000, rebalance_ms=1000), v["join"], "JoinGroup with its id")
+        a.ask(a.sync([(a, b"plan")]), v["sync"], "SyncGroup")
+        time.sleep(1.6)
+        a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat after the session timed out")
+        script.describe("the only member's session timed out")
+
+    def rebalance(script, v):
+        a, b = script.member("a"), script.member("b")
+        for member in (a, a):
+            member.ask(member.join(v["join"], session_ms=3000, rebalance_ms=1000), v["join"], "JoinGroup")
+        a.ask(a.sync([(a, b"plan")]), v["sync"], "SyncGroup")
+        b.ask(b.join(v["join"], session_ms=3000, rebalance_ms=1000), v["join"], "JoinGroup of a second member")
+        joining = b.send(b.join(v["join"], session_ms=3000, rebalance_ms=1000), v["join"])
+        time.sleep(0.4)
+        a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat of a member that will not rejoin")
+        joining.get("JoinGroup answered after the rebalance timeout, without the member that did not rejoin")
+        a.ask(a.heartbeat(), v["heartbeat"], "Heartbeat of the member dropped")
+        time.sleep(1.4)  # b never sends SyncGroup
+        b.ask(b.heartbeat(), v["heartbeat"], "Heartbeat of a member that did not sync in time")
+        script.describe("nobody synced")
+
+    def pending(script, v):
+        a, c = script.member("a"), script.member("c")
+        for member in (a, a):
+            member.ask(member.join(v["join"], rebalance_ms=8000), v["join"], "JoinGroup")
+        a.ask(a.sync([(a, b"plan")]), v["sync"], "SyncGroup")
+        c.ask(c.join(v["join"], session_ms=1000), v["join"], "JoinGroup of a member that will not come back")
+        started = time.monotonic()
+        rejoin = a.send(a.join(v["join"], rebalance_ms=8000), v["join"])
+        rejoin.get("JoinGroup of the leader: a rebalance, held for the member id given out")
+        assert time.monotonic() - started < 5, "held for the rebalance timeout, not for the pending member's session"
+
+    for body in (session, rebalance, pending):
+        run_script(sides, v, body)
+
+
+def test_protocol_and_leader_choice(sides):
+    """The protocol most members rank first among those all support (a tie as Kafka's hash map orders the
+    names); the leader is the first member, then one that rejoined."""
+    v = NEW
+
+    def body(script, v):
+        both_ways = [("range", subscription("t1")), ("sticky", subscription("t1"))]
+        a, b = script.member("a"), script.member("b")
+        for member in (a, a):
+            member.ask(member.join(v["join"], protocols=both_ways), v["join"], "JoinGroup")
+        a.ask(a.sync([(a, b"plan")], protocol_name="range"), v["sync"], "SyncGroup")
+        b.ask(b.join(v["join"], protocols=both_ways[::-1]), v["join"], "JoinGroup of a member preferring sticky")
+        joining = b.send(b.join(v["join"], protocols=both_ways[::-1]), v["join"])
+        wait_for_state(script, "PreparingRebalance")
+        # Kafka 3.9's coordinator breaks the tie otherwise (Scala's maxBy over its own map).
+        tie = (lambda plain: {**plain, "protocol_name": None}) if script.sides[0].version.startswith("3.") else None
+        chosen = a.ask(a.join(v["join"], protocols=both_ways), v["join"], "JoinGroup: one vote each", tie)
+        joining.get("JoinGroup: one vote each, the follower", tie)
+        name = [response.protocol_name for response in chosen]
+        syncing = b.send(b.sync(protocol_name=lambda i: name[i]), v["sync"])
+        a.ask(a.sync([(a, b"a"), (b, b"b")], protocol_name=lambda i: name[i]), v["sync"], "SyncGroup of the leader",
+              tie)
+        syncing.get("SyncGroup of the follower", tie)
+        a.ask(a.leave(v["leave"]), v["leave"], "LeaveGroup of the leader")
+        k = b.ask(b.join(v["join"], protocols=both_ways[::-1]), v["join"], "JoinGroup: the one left leads")[0]
+        assert k.leader == k.member_id
+        b.ask(b.sync([(b, b"b")], protocol_name=k.protocol_name), v["sync"], "SyncGroup")
+        b.ask(b.join(v["join"], protocols=both_ways[::-1]), v["join"], "JoinGroup of the leader in Stable: a "
+                                                                         "rebalance, done at once")
+
+    run_script(sides, v, body)
+
+
+@pytest.mark.parametrize("versions", [NEW, OLD], ids=["newest-versions", "older-versions"])
+def test_refused_before_the_group_is_looked_at(sides, versions):
+    """No group id, and session timeouts outside group.min/max.session.timeout.ms."""
+
+    def body(script, v):
+        m = script.member("m")
+        for session_ms in (999, 1800001):
+            m.ask(m.join(v["join"], session_ms=session_ms), v["join"], f"JoinGroup with session timeout {session_ms}")
+        script.describe("no group made by a refused JoinGroup", exists=False)
+        script.group = ""
+        m.ask(m.join(v["join"]), v["join"], "JoinGroup without a group id")
+        m.ask(m.sync(generation=1), v["sync"], "SyncGroup without a group id")
+        m.ask(m.heartbeat(generation=1), v["heartbeat"], "Heartbeat without a group id")
+        m.ask(m.commit(1, generation=1), v["commit"], "OffsetCommit without a group id")
+        m.ask(m.leave(v["leave"]), v["leave"], "LeaveGroup without a group id")
+        script.describe("no group id", exists=False)
+        script.fetch("no group id")
+        script.delete("no group id")
+
+    run_script(sides, versions, body)

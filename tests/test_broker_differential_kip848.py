@@ -17,7 +17,7 @@ from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHear
                                  DescribeGroupsRequest, FindCoordinatorRequest, ListGroupsRequest, MetadataRequest,
                                  OffsetCommitRequest, OffsetFetchRequest)
 
-from test_broker_differential import both, side_name, sides  # noqa: F401 - sides is the fixture
+from test_broker_differential import both, broker_like_kafka, side_name, sides  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.xdist_group("kafka-broker"), pytest.mark.above_the_codecs]
 

@@ -412,7 +412,8 @@ def sample_request(key, version, topic_id):
 
 
 GROUP_APIS = {ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT,
-              ApiKey.OFFSET_FETCH, ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS}
+              ApiKey.OFFSET_FETCH, ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS,
+              ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
 TRANSACTION_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT,
                     ApiKey.END_TXN}
 SECURITY_APIS = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
@@ -422,7 +423,7 @@ SECURITY_APIS = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.ALTER_U
 def test_every_handler_answers_at_every_version_it_serves(state):
     """Each response must be writable at the request's version: no field set that the version lacks.
     (The group, transaction and security APIs go through whole lives at each version in test_broker_groups.py,
-    test_broker_transactions.py and test_broker_security.py.)"""
+    test_broker_consumer_groups.py, test_broker_transactions.py and test_broker_security.py.)"""
     topic_id = create(state, "t").topic_id
     produce(state, batch(b"a"))
     for key, handler in HANDLERS.items():

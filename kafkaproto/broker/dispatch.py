@@ -54,8 +54,9 @@ def served(handler, state):
 
 
 class Wait(NamedTuple):
-    """Ask again when the state changes (data appended, a group moves on) or after ms, when ctx.final is True.
-    A Fetch short of min_bytes, a JoinGroup waiting for the other members, a SyncGroup for the leader."""
+    """Ask again when the state changes (data appended, a group moves on) or after ms, with ctx.final True.
+    A Fetch short of min_bytes, a JoinGroup waiting for the other members, a SyncGroup for the leader.
+    Asked with ctx.final, a handler may return Wait again: its time starts over."""
     ms: int
 
 

@@ -99,7 +99,7 @@ class Server:
                     cleaning_due = time.monotonic() + self.config["log.cleaner.backoff.ms"] / 1000
                     self.state.compact()
                 now = time.monotonic()
-                if self.state.groups.expire(now) | self.state.consumer_groups.expire(now * 1000) | \
+                if self.state.groups.tick(now) | self.state.consumer_groups.expire(now * 1000) | \
                         self.state.expire_transactions(now):
                     self._changed()
             except OSError as e:
@@ -217,10 +217,11 @@ class Server:
                 response = dispatch(ctx, event.body)
                 if not isinstance(response, Wait):
                     return response
-                if deadline is None:
+                if deadline is None or ctx.final:  # a Wait after its time was up starts a new one
                     deadline = loop.time() + response.ms / 1000
                 try:
                     await asyncio.wait_for(self._change.wait(), max(deadline - loop.time(), 0))
+                    ctx.final = False
                 except asyncio.TimeoutError:
                     ctx.final = True
                 if self._closing:

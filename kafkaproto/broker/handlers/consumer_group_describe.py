@@ -42,7 +42,7 @@ def consumer_group_describe(ctx, request):
             subscribed_topic_names=java_order(m.subscribed_names, string_hash, copied=True),
             subscribed_topic_regex=m.regex, assignment=_assignment(ctx.state.cluster, m.assigned),
             target_assignment=_assignment(ctx.state.cluster, group.target.get(m.member_id, {})),
-            member_type=CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER)
+            member_type=(CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER) if ctx.version >= 1 else -1)
             for m in group.members.values()]
         described.append(R.DescribedGroup(
             group_id=group_id, error_code=errors.NONE.code, group_state=group.state, group_epoch=group.group_epoch,

@@ -1,38 +1,31 @@
-"""LeaveGroup: members leave (v3+: several at once, by member id or static instance id); the rest rebalance."""
+"""LeaveGroup: members leave (v3+: several at once, by member id or by static instance id alone).
 
-import time
+Each member is answered on its own (state/groups/classic.py); a group that
+does not exist answers UNKNOWN_MEMBER_ID for each. Before v3 one member
+leaves and the answer is its error, at the top level, as Kafka converts it.
+"""
 
 from ... import errors
 from ...messages import ApiKey, LeaveGroupResponse
 from ..dispatch import handles
+from ._groups import advance
 
 
 @handles(ApiKey.LEAVE_GROUP, versions=range(0, 6))
 def leave_group(ctx, request):
-    state = ctx.state
-    group = state.groups.group(request.group_id)
+    now = advance(ctx.state)
     leaving = ([(request.member_id, None)] if ctx.version < 3
                else [(m.member_id, m.group_instance_id) for m in request.members])
-    results = []
-    now = time.monotonic()
-    for member_id, instance_id in leaving:
-        error = errors.UNKNOWN_MEMBER_ID
-        if group is not None:
-            if instance_id is not None:
-                known = group.static.get(instance_id)
-                if known is None:
-                    error = errors.UNKNOWN_MEMBER_ID
-                elif member_id and member_id != known:
-                    error = errors.FENCED_INSTANCE_ID
-                else:
-                    member_id, error = known, errors.NONE
-            elif member_id in group.members:
-                error = errors.NONE
-            if error is errors.NONE:
-                state.groups.leave(group, member_id, now)
-                state.changed()
-        results.append(LeaveGroupResponse.MemberResponse(member_id=member_id, group_instance_id=instance_id,
-                                                         error_code=error.code))
+    if not request.group_id:
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.INVALID_GROUP_ID.code, members=[])
+    group = ctx.state.groups.group(request.group_id)
+    if group is None or group.kind != "classic":
+        results = [errors.UNKNOWN_MEMBER_ID] * len(leaving)
+    else:
+        results = group.leave(now, leaving)
+        ctx.state.changed()
     if ctx.version < 3:
-        return LeaveGroupResponse(throttle_time_ms=0, error_code=results[0].error_code)
-    return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.NONE.code, members=results)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=results[0].code)
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.NONE.code, members=[
+        LeaveGroupResponse.MemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=error.code)
+        for (member_id, instance_id), error in zip(leaving, results)])

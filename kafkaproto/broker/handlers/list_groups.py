@@ -1,23 +1,22 @@
-"""ListGroups: every group, filtered by state (v4+) and type (v5+: "classic" or "consumer")."""
+"""ListGroups: every group, filtered by state (v4+) and by type (v5+: "classic" or "consumer"), without regard
+to case."""
 
 from ... import errors
 from ...messages import ApiKey, ListGroupsResponse
 from ..dispatch import handles
+from ._groups import advance
 
 
 @handles(ApiKey.LIST_GROUPS, versions=range(0, 6))
 def list_groups(ctx, request):
-    states = {s.lower() for s in request.states_filter} if ctx.version >= 4 else set()
-    types = {t.lower() for t in request.types_filter} if ctx.version >= 5 else set()
+    advance(ctx.state)
+    states = {s.strip().lower() for s in request.states_filter} if ctx.version >= 4 else set()
+    types = {t.strip().lower() for t in request.types_filter} if ctx.version >= 5 else set()
     listed = []
-    group_ids = set(ctx.state.groups.groups) | set(ctx.state.groups.offsets)
-    for group_id in sorted(group_ids):
-        group = ctx.state.groups.group(group_id)
-        state = group.state if group is not None else "Empty"
-        kind = group.kind if group is not None else "classic"
-        if states and state.lower() not in states or types and kind not in types:
+    for group_id, group in sorted(ctx.state.groups.groups.items()):
+        if states and group.state.lower() not in states or types and group.kind not in types:
             continue
         listed.append(ListGroupsResponse.ListedGroup(
-            group_id=group_id, protocol_type=(group.protocol_type or "") if group is not None else "",
-            group_state=state if ctx.version >= 4 else "", group_type=kind if ctx.version >= 5 else ""))
+            group_id=group_id, protocol_type=group.protocol_type or "",
+            group_state=group.state if ctx.version >= 4 else "", group_type=group.kind if ctx.version >= 5 else ""))
     return ListGroupsResponse(throttle_time_ms=0, error_code=errors.NONE.code, groups=listed)

@@ -1,48 +1,42 @@
 """OffsetCommit: a group's consumed positions, with their leader epoch (v6+) and metadata, kept durably.
 
-A commit with generation -1 and no member id (a consumer outside any group,
-"simple" commits) is taken when the group has no members. Otherwise the
-member and generation must be current: UNKNOWN_MEMBER_ID,
-ILLEGAL_GENERATION, or REBALANCE_IN_PROGRESS while the group rebalances.
-From v10 topics are named by ID.
+Who may commit is the group's rule (ClassicGroup.validate_commit): a member
+of the current generation, in any state but CompletingRebalance; with
+generation -1 and no member id (a consumer outside group management), while
+the group is empty. A group that does not exist takes such a commit and is
+made; a commit naming a generation to a group that does not exist is
+ILLEGAL_GENERATION, from v9 GROUP_ID_NOT_FOUND. A KIP-848 consumer group checks
+member epochs instead (ConsumerCoordinator.check_commit). From v10 topics are named by ID.
 """
-
-import time
 
 from ... import errors
 from ...messages import ApiKey, OffsetCommitResponse
 from ...uuid import Uuid
 from ..dispatch import handles
-from ..state.groups import COMPLETING, PREPARING
+from ._groups import advance
 
 MAX_METADATA = 4096  # Kafka's offset.metadata.max.bytes
 
 
-def _check_member(ctx, request, group):
-    if group is not None and group.kind == "consumer":
-        return ctx.state.consumer_groups.commit_error(group, request, ctx.version)
-    if request.generation_id_or_member_epoch < 0 and not request.member_id:
-        return errors.NONE if group is None or not group.members else errors.UNKNOWN_MEMBER_ID
+def _check_member(ctx, request, now):
+    group = ctx.state.groups.group(request.group_id)  # "" too: Kafka 3.9 and 4.3 take it as any other id
+    generation = request.generation_id_or_member_epoch
     if group is None:
-        return errors.UNKNOWN_MEMBER_ID if ctx.version < 9 else errors.GROUP_ID_NOT_FOUND
-    member, error = group.member(request.member_id, request.group_instance_id if ctx.version >= 7 else None)
-    if member is None:
-        return error
-    if request.generation_id_or_member_epoch != group.generation:
-        return errors.ILLEGAL_GENERATION
-    if group.state in (PREPARING, COMPLETING):
-        return errors.REBALANCE_IN_PROGRESS
-    member.last_seen = time.monotonic()
-    return errors.NONE
+        if generation < 0:
+            return errors.NONE
+        return errors.GROUP_ID_NOT_FOUND if ctx.version >= 9 else errors.ILLEGAL_GENERATION
+    if group.kind == "consumer":
+        return ctx.state.consumer_groups.commit_error(group, request, ctx.version)
+    return group.validate_commit(now, request.member_id, request.group_instance_id if ctx.version >= 7 else None,
+                                 generation)
 
 
 @handles(ApiKey.OFFSET_COMMIT, versions=range(2, 11))
 def offset_commit(ctx, request):
     state = ctx.state
-    group = state.groups.group(request.group_id)
-    error = errors.INVALID_GROUP_ID if not request.group_id else _check_member(ctx, request, group)
+    error = _check_member(ctx, request, advance(state))
     by_id = ctx.version >= 10
-    now = int(time.time() * 1000)
+    now = state.now_ms()
     topics = []
     commits = []
     for item in request.topics:
@@ -67,6 +61,5 @@ def offset_commit(ctx, request):
             name=item.name if not by_id else "", topic_id=item.topic_id if by_id else Uuid.ZERO,
             partitions=partitions))
     if commits:
-        state.groups.group(request.group_id, create=True)
         state.groups.commit(request.group_id, commits)
     return OffsetCommitResponse(throttle_time_ms=0, topics=topics)

@@ -1,7 +1,9 @@
 """TxnOffsetCommit: offsets a transaction commits for a group, applied only when the transaction commits.
 
 The group must have been added with AddOffsetsToTxn. From v3 the member and
-generation are checked as for OffsetCommit when given.
+generation are checked as for OffsetCommit when given, whatever the group's
+state (ClassicGroup.validate_commit); a generation named to a group that does
+not exist is ILLEGAL_GENERATION.
 """
 
 from ... import errors
@@ -9,25 +11,23 @@ from ...messages import ApiKey, TxnOffsetCommitResponse
 from ...uuid import Uuid
 from ..dispatch import handles
 from ..state.transactions import ONGOING
+from ._groups import advance
 from ._transactions import transaction
 
 R = TxnOffsetCommitResponse
 
 
 def _member_error(ctx, request):
-    group = ctx.state.groups.group(request.group_id)
-    if group is not None and group.kind == "consumer" and ctx.version >= 3:
-        return ctx.state.consumer_groups.commit_error(group, request, ctx.version, transactional=True)
-    if ctx.version < 3 or request.generation_id_or_member_epoch < 0:
+    if ctx.version < 3:
         return errors.NONE
+    group = ctx.state.groups.group(request.group_id)
+    generation = request.generation_id_or_member_epoch
     if group is None:
-        return errors.ILLEGAL_GENERATION
-    member, error = group.member(request.member_id, request.group_instance_id)
-    if member is None:
-        return error
-    if request.generation_id_or_member_epoch != group.generation:
-        return errors.ILLEGAL_GENERATION
-    return errors.NONE
+        return errors.NONE if generation < 0 else errors.ILLEGAL_GENERATION
+    if group.kind == "consumer":
+        return ctx.state.consumer_groups.commit_error(group, request, ctx.version, transactional=True)
+    return group.validate_commit(advance(ctx.state), request.member_id, request.group_instance_id, generation,
+                                 transactional=True)
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT, versions=range(0, 6))

@@ -19,7 +19,7 @@ from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, Remov
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..security import SCRAM_NAMES, ScramCredential
-from .groups import OFFSETS_DIR
+from .groups.offsets import OFFSETS_DIR
 from .log import LogError, PartitionLog
 from .transactions import STATE_DIR
 

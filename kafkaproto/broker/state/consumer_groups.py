@@ -110,6 +110,15 @@ class ConsumerGroup:
         self.regex_refreshed_ms = None
         self.regex_topics_seen = None  # the topic names the last resolution saw
 
+    # What the Groups container asks of every kind of group: this kind's timers are ConsumerCoordinator.expire's.
+    pending_join = frozenset()
+
+    def next_deadline(self):
+        return None
+
+    def fire_next(self, now):
+        return False
+
     @property
     def state(self):
         if not self.members:
@@ -360,9 +369,13 @@ class ConsumerCoordinator:
             return group
         if group.kind == "consumer":
             return group
-        if group.kind == "classic" and create and not group.members:
-            group = self.groups[group_id] = ConsumerGroup(group_id)  # an empty classic group converts freely
-            return group
+        if group.kind == "classic" and not group.members and not group.pending_join:
+            # An empty classic group converts freely. One that was a consumer group before this broker restarted
+            # (membership is not kept) answers its members as if their sessions had ended.
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+            if create:
+                return group
+            raise GroupError(errors.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member of that id any more.")
         raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     @staticmethod
