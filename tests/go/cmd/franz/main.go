@@ -24,7 +24,7 @@ import (
 	"kafkaproto.test/goclients/internal/scenario"
 )
 
-const step = 30 * time.Second // the most any one wait of a scenario may take
+const step = scenario.Step
 
 var (
 	args scenario.Args
@@ -231,11 +231,12 @@ func (m *member) consume(loop context.Context) {
 			m.pending = true
 			m.mu.Unlock()
 		})
-		err := m.cl.CommitUncommittedOffsets(loop)
+		// Not under loop's context: what the last poll returned is committed even when the member is stopping.
+		err := m.cl.CommitUncommittedOffsets(ctx)
 		m.mu.Lock()
 		if err == nil {
 			m.pending = false
-		} else if loop.Err() == nil {
+		} else {
 			m.commitErrors = append(m.commitErrors, err.Error())
 		}
 		m.mu.Unlock()
@@ -243,14 +244,14 @@ func (m *member) consume(loop context.Context) {
 	}
 }
 
-// leave stops polling (every record polled is committed by then) and closes the client, which leaves the group.
-func (m *member) leave() {
+// Leave stops polling (every record polled is committed by then) and closes the client, which leaves the group.
+func (m *member) Leave() {
 	m.stop()
 	<-m.finished
 	m.cl.CloseAllowingRebalance()
 }
 
-func (m *member) state() (assigned []int32, read map[string]int, pending bool) {
+func (m *member) State() (assigned []int32, read map[string]int, pending bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	read = map[string]int{}
@@ -261,16 +262,17 @@ func (m *member) state() (assigned []int32, read map[string]int, pending bool) {
 }
 
 func (m *member) String() string {
-	assigned, read, pending := m.state()
+	assigned, read, pending := m.State()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return fmt.Sprintf("%s: assigned %v, read %v, uncommitted %v, commit errors %v", m.name, assigned, read,
 		pending, m.commitErrors)
 }
 
-// group: A joins and reads phase one; B joins (a rebalance) and between them they read phase two; B leaves and A,
-// alone again, reads phase three. Each phase is 40 records over 4 partitions, produced once the group is settled.
-// Reported: the assignment after each change, what each member read per phase (as partition:offset), commit
-// errors, the offsets committed as the broker reads them back against the partitions' ends, how the group is
-// described, and the API keys each member's client sent.
+// group runs scenario.Group with two franz-go members and reports, besides what it returns: what each member read
+// per phase (as partition:offset), its commit errors and the API keys its client sent; the offsets committed as
+// the broker reads them back, against the partitions' ends; and the group as the broker describes it while A is
+// in it and after A left.
 func group(mode string) {
 	topic, groupID := args.Name, args.Name+"-group"
 	adm := kadm.NewClient(client())
@@ -278,76 +280,17 @@ func group(mode string) {
 	createTopic(adm, topic, 4)
 	producer := client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	defer producer.Close()
-	producePhase := func(phase string) {
-		var batch []*kgo.Record
-		for i := 0; i < 40; i++ {
-			batch = append(batch, &kgo.Record{Partition: int32(i % 4), Value: []byte(fmt.Sprintf("%s-%d", phase, i))})
-		}
-		scenario.Check(producer.ProduceSync(ctx, batch...).FirstErr(), "producing phase "+phase)
+	produce := func(value string, partition int32) string {
+		r, err := producer.ProduceSync(ctx, &kgo.Record{Partition: partition, Value: []byte(value)}).First()
+		scenario.Check(err, "producing")
+		return fmt.Sprintf("%d:%d", r.Partition, r.Offset)
 	}
-	everyone := func(ms ...*member) func() string {
-		return func() string {
-			var parts []string
-			for _, m := range ms {
-				parts = append(parts, m.String())
-			}
-			return strings.Join(parts, "; ")
-		}
+	members := map[string]*member{}
+	joinAs := func(name string) scenario.Member {
+		members[name] = join(name, topic, groupID, mode)
+		return members[name]
 	}
-	assignments := map[string]map[string][]int32{}
-	settled := func(phase string, ms ...*member) func() bool {
-		return func() bool {
-			total := 0
-			for _, m := range ms {
-				_, read, pending := m.state()
-				if pending {
-					return false
-				}
-				total += read[phase]
-			}
-			return total >= 40
-		}
-	}
-
-	began := time.Now()
-	timings := map[string]float64{}
-	lap := func(what string) { timings[what] = time.Since(began).Seconds() }
-	a := join("a", topic, groupID, mode)
-	aOnly := func() bool { assigned, _, _ := a.state(); return len(assigned) == 4 }
-	scenario.WaitFor(step, "A to be assigned all 4 partitions", aOnly, everyone(a))
-	assigned, _, _ := a.state()
-	assignments["alone"] = map[string][]int32{"a": assigned}
-	producePhase("one")
-	scenario.WaitFor(step, "A to read and commit phase one", settled("one", a), everyone(a))
-	lap("one")
-
-	b := join("b", topic, groupID, mode)
-	split := func() bool {
-		fromA, _, _ := a.state()
-		fromB, _, _ := b.state()
-		seen := map[int32]bool{}
-		for _, p := range append(fromA, fromB...) {
-			seen[p] = true
-		}
-		return len(fromA) > 0 && len(fromB) > 0 && len(fromA)+len(fromB) == 4 && len(seen) == 4
-	}
-	scenario.WaitFor(step, "A and B to split the 4 partitions", split, everyone(a, b))
-	lap("joined")
-	fromA, _, _ := a.state()
-	fromB, _, _ := b.state()
-	assignments["joined"] = map[string][]int32{"a": fromA, "b": fromB}
-	producePhase("two")
-	scenario.WaitFor(step, "A and B to read and commit phase two", settled("two", a, b), everyone(a, b))
-	lap("two")
-
-	b.leave()
-	scenario.WaitFor(step, "A to be assigned all 4 partitions after B left", aOnly, everyone(a, b))
-	lap("left")
-	assigned, _, _ = a.state()
-	assignments["left"] = map[string][]int32{"a": assigned}
-	producePhase("three")
-	scenario.WaitFor(step, "A to read and commit phase three", settled("three", a), everyone(a))
-	lap("three")
+	run, a, _ := scenario.Group(joinAs, produce)
 
 	committed := map[int32]int64{}
 	offsets, err := adm.FetchOffsets(ctx, groupID)
@@ -361,17 +304,20 @@ func group(mode string) {
 	scenario.Check(err, "listing end offsets")
 	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	described := describeGroup(adm, groupID, mode)
-	a.leave()
+	a.Leave()
 	afterwards := describeGroup(adm, groupID, mode)
 
-	result := map[string]any{"mode": mode, "assignments": assignments, "committed": committed, "ends": ends,
-		"described": described, "described_after_leaving": afterwards, "seconds": timings}
-	for _, m := range []*member{a, b} {
+	result := map[string]any{"mode": mode, "assignments": run.Assignments, "flowed": run.Flowed,
+		"seconds": run.Seconds, "committed": committed, "ends": ends, "described": described,
+		"described_after_leaving": afterwards}
+	for name, m := range members {
+		m.mu.Lock()
 		keys := map[string]int{}
 		for k, n := range m.keys {
 			keys[strconv.Itoa(int(k))] = n
 		}
-		result[m.name] = map[string]any{"read": m.read, "commit_errors": m.commitErrors, "api_keys": keys}
+		result[name] = map[string]any{"read": m.read, "commit_errors": m.commitErrors, "api_keys": keys}
+		m.mu.Unlock()
 	}
 	scenario.Emit(result)
 }

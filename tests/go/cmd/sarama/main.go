@@ -20,7 +20,7 @@ import (
 	"kafkaproto.test/goclients/internal/scenario"
 )
 
-const step = 30 * time.Second // the most any one wait of a scenario may take
+const step = scenario.Step
 
 var (
 	args scenario.Args
@@ -248,33 +248,34 @@ func join(name, topic, groupID string) *member {
 	return m
 }
 
-// leave stops consuming and closes the member, which sends LeaveGroup.
-func (m *member) leave() {
+// Leave stops consuming and closes the member, which sends LeaveGroup.
+func (m *member) Leave() {
 	m.stop()
 	<-m.finished
 	scenario.Check(m.group.Close(), "closing member "+m.name)
 }
 
-func (m *member) state() (assigned []int32, read map[string]int, pending int) {
+func (m *member) State() (assigned []int32, read map[string]int, pending bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	read = map[string]int{}
 	for phase, records := range m.read {
 		read[phase] = len(records)
 	}
-	return scenario.Sorted(m.assigned), read, m.pending
+	return scenario.Sorted(m.assigned), read, m.pending > 0
 }
 
 func (m *member) String() string {
-	assigned, read, pending := m.state()
+	assigned, read, pending := m.State()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return fmt.Sprintf("%s: assigned %v, read %v, uncommitted %v, errors %v", m.name, assigned, read, pending,
 		m.errors)
 }
 
-// group: A joins and reads phase one; B joins (a rebalance) and between them they read phase two; B leaves and A,
-// alone again, reads phase three; 40 records over 4 partitions a phase. Reported as franz's group scenario is:
-// assignments, reads per phase, errors, the committed offsets read back against the ends, and the group
-// described by the broker while A is in it and after it left.
+// group runs scenario.Group with two Sarama members and reports, besides what it returns: what each member read
+// per phase (as partition:offset) and the errors it met, the offsets committed as the broker reads them back
+// against the partitions' ends, and the group as the broker describes it while A is in it and after A left.
 func group() {
 	topic, groupID := args.Name, args.Name+"-group"
 	adm := newAdmin()
@@ -287,77 +288,18 @@ func group() {
 	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
 	scenario.Check(err, "creating a producer")
 	defer producer.Close()
-	producePhase := func(phase string) {
-		var batch []*sarama.ProducerMessage
-		for i := 0; i < 40; i++ {
-			batch = append(batch, &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 4),
-				Value: sarama.StringEncoder(fmt.Sprintf("%s-%d", phase, i))})
-		}
-		scenario.Check(producer.SendMessages(batch), "producing phase "+phase)
+	produce := func(value string, partition int32) string {
+		p, offset, err := producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: partition,
+			Value: sarama.StringEncoder(value)})
+		scenario.Check(err, "producing")
+		return fmt.Sprintf("%d:%d", p, offset)
 	}
-	everyone := func(ms ...*member) func() string {
-		return func() string {
-			var parts []string
-			for _, m := range ms {
-				parts = append(parts, m.String())
-			}
-			return strings.Join(parts, "; ")
-		}
+	members := map[string]*member{}
+	joinAs := func(name string) scenario.Member {
+		members[name] = join(name, topic, groupID)
+		return members[name]
 	}
-	settled := func(phase string, ms ...*member) func() bool {
-		return func() bool {
-			total := 0
-			for _, m := range ms {
-				_, read, pending := m.state()
-				if pending > 0 {
-					return false
-				}
-				total += read[phase]
-			}
-			return total >= 40
-		}
-	}
-	assignments := map[string]map[string][]int32{}
-
-	began := time.Now()
-	timings := map[string]float64{}
-	lap := func(what string) { timings[what] = time.Since(began).Seconds() }
-	a := join("a", topic, groupID)
-	aOnly := func() bool { assigned, _, _ := a.state(); return len(assigned) == 4 }
-	scenario.WaitFor(step, "A to be assigned all 4 partitions", aOnly, everyone(a))
-	assigned, _, _ := a.state()
-	assignments["alone"] = map[string][]int32{"a": assigned}
-	producePhase("one")
-	scenario.WaitFor(step, "A to read and commit phase one", settled("one", a), everyone(a))
-	lap("one")
-
-	b := join("b", topic, groupID)
-	split := func() bool {
-		fromA, _, _ := a.state()
-		fromB, _, _ := b.state()
-		seen := map[int32]bool{}
-		for _, p := range append(fromA, fromB...) {
-			seen[p] = true
-		}
-		return len(fromA) > 0 && len(fromB) > 0 && len(fromA)+len(fromB) == 4 && len(seen) == 4
-	}
-	scenario.WaitFor(step, "A and B to split the 4 partitions", split, everyone(a, b))
-	lap("joined")
-	fromA, _, _ := a.state()
-	fromB, _, _ := b.state()
-	assignments["joined"] = map[string][]int32{"a": fromA, "b": fromB}
-	producePhase("two")
-	scenario.WaitFor(step, "A and B to read and commit phase two", settled("two", a, b), everyone(a, b))
-	lap("two")
-
-	b.leave()
-	scenario.WaitFor(step, "A to be assigned all 4 partitions after B left", aOnly, everyone(a, b))
-	lap("left")
-	assigned, _, _ = a.state()
-	assignments["left"] = map[string][]int32{"a": assigned}
-	producePhase("three")
-	scenario.WaitFor(step, "A to read and commit phase three", settled("three", a), everyone(a))
-	lap("three")
+	run, a, _ := scenario.Group(joinAs, produce)
 
 	fetched, err := adm.ListConsumerGroupOffsets(groupID, map[string][]int32{topic: {0, 1, 2, 3}})
 	scenario.Check(err, "fetching the group's committed offsets")
@@ -377,13 +319,15 @@ func group() {
 		scenario.Check(err, "listing an end offset")
 	}
 	described := describeGroup(adm, groupID)
-	a.leave()
+	a.Leave()
 	afterwards := describeGroup(adm, groupID)
 
-	result := map[string]any{"assignments": assignments, "committed": committed, "ends": ends,
-		"described": described, "described_after_leaving": afterwards, "seconds": timings}
-	for _, m := range []*member{a, b} {
-		result[m.name] = map[string]any{"read": m.read, "errors": m.errors}
+	result := map[string]any{"assignments": run.Assignments, "flowed": run.Flowed, "seconds": run.Seconds,
+		"committed": committed, "ends": ends, "described": described, "described_after_leaving": afterwards}
+	for name, m := range members {
+		m.mu.Lock()
+		result[name] = map[string]any{"read": m.read, "errors": m.errors}
+		m.mu.Unlock()
 	}
 	scenario.Emit(result)
 }
