@@ -22,8 +22,10 @@ import pytest
 
 import kafka_jvm
 
-# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
-pytestmark = pytest.mark.above_the_codecs
+# The broker is the same code over either codec implementation (conftest.py: the pure-Python pass). Under pytest
+# -n these tests share one worker: the first build of the programs (a minute or more of compiling on a cold Go
+# cache) then holds up that worker alone, and a Kafka broker for KAFKAPROTO_GO_CLIENTS_ON_KAFKA starts once.
+pytestmark = [pytest.mark.above_the_codecs, pytest.mark.xdist_group("go-clients")]
 
 GO_MODULE = Path(__file__).parent / "go"
 GO_CACHE = Path(os.environ.get("KAFKAPROTO_GO_CACHE") or Path.home() / ".cache" / "kafkaproto" / "go")
@@ -83,9 +85,7 @@ def kafka_check(tmp_path_factory):
     broker.stop()
 
 
-# Under pytest -n the runs on Kafka share one worker, so that its broker starts once.
-BROKERS = ["kafkaproto", *([pytest.param(f"kafka-{KAFKA_CHECK_VERSION}", marks=pytest.mark.xdist_group("go-on-kafka"))]
-                           if ON_KAFKA else [])]
+BROKERS = ["kafkaproto", *([f"kafka-{KAFKA_CHECK_VERSION}"] if ON_KAFKA else [])]
 
 
 @pytest.fixture(params=BROKERS)
