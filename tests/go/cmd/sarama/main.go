@@ -1,0 +1,430 @@
+// Command sarama runs one scenario of IBM's Sarama client against a broker and prints what it saw as one JSON line:
+//
+//	sarama BOOTSTRAP produce NAME   idempotent produce of 300 records to 3 partitions, read back
+//	sarama BOOTSTRAP group NAME     a consumer group of two: join, rebalance, commit, one leaves
+//	sarama BOOTSTRAP admin NAME     create, describe, grow and delete topics; describe the cluster
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"kafkaproto.test/goclients/internal/scenario"
+)
+
+const step = scenario.Step
+
+var (
+	args scenario.Args
+	ctx  context.Context
+)
+
+func main() {
+	args = scenario.Parse("sarama", "produce | group | admin")
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Second)
+	defer cancel()
+	switch args.Scenario {
+	case "produce":
+		produce()
+	case "group":
+		group()
+	case "admin":
+		admin()
+	default:
+		scenario.Fail("unknown scenario %q", args.Scenario)
+	}
+}
+
+// config is Sarama's, set to the newest Kafka it knows: it asks the broker (ApiVersions) and uses, per API, the
+// newest version both have.
+func config() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.MaxVersion
+	cfg.ClientID = "kafkaproto-sarama-" + args.Scenario
+	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
+	return cfg
+}
+
+func newAdmin() sarama.ClusterAdmin {
+	adm, err := sarama.NewClusterAdmin([]string{args.Bootstrap}, config())
+	scenario.Check(err, "creating a cluster admin")
+	return adm
+}
+
+func createTopic(adm sarama.ClusterAdmin, topic string, partitions int32) {
+	scenario.Check(adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false),
+		"creating topic "+topic)
+}
+
+// errorCode is the Kafka error code inside err: 0 for none, -1 (with the text kept by the caller) for an error
+// that is no Kafka error.
+func errorCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ke sarama.KError
+	if errors.As(err, &ke) {
+		return int(ke)
+	}
+	return -1
+}
+
+// ---- produce -----------------------------------------------------------------------------------------------
+
+func index(value []byte) int {
+	n, err := strconv.Atoi(strings.SplitN(string(value), "|", 2)[0])
+	if err != nil {
+		scenario.Fail("a record read back has a value not produced here: %q", value)
+	}
+	return n
+}
+
+// produce: 300 records to 3 partitions in three rounds from an idempotent producer (acks=all, one request in
+// flight), then each partition read from its start. Per record produced: [partition, offset, index]; per record
+// read: [partition, offset, index, 1 if key and header match the index else 0].
+func produce() {
+	topic := args.Name
+	adm := newAdmin()
+	defer adm.Close()
+	createTopic(adm, topic, 3)
+
+	cfg := config()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Compression = sarama.CompressionSnappy
+	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
+	scenario.Check(err, "creating an idempotent producer")
+	var produced [][3]int64
+	for round := 0; round < 3; round++ {
+		var batch []*sarama.ProducerMessage
+		for i := round * 100; i < (round+1)*100; i++ {
+			batch = append(batch, &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 3),
+				Key: sarama.StringEncoder(fmt.Sprintf("key-%d", i)), Value: sarama.StringEncoder(fmt.Sprintf("%d|sarama", i)),
+				Headers: []sarama.RecordHeader{{Key: []byte("n"), Value: []byte(strconv.Itoa(i))}}})
+		}
+		scenario.Check(producer.SendMessages(batch), "producing")
+		for _, m := range batch {
+			value, _ := m.Value.Encode()
+			produced = append(produced, [3]int64{int64(m.Partition), m.Offset, int64(index(value))})
+		}
+	}
+	scenario.Check(producer.Close(), "closing the producer")
+
+	consumer, err := sarama.NewConsumer([]string{args.Bootstrap}, config())
+	scenario.Check(err, "creating a consumer")
+	defer consumer.Close()
+	var consumed [][4]int64
+	for p := int32(0); p < 3; p++ {
+		pc, err := consumer.ConsumePartition(topic, p, sarama.OffsetOldest)
+		scenario.Check(err, "consuming a partition")
+		timeout := time.After(step)
+	reading:
+		for n := 0; n < 100; n++ {
+			select {
+			case m := <-pc.Messages():
+				i := index(m.Value)
+				intact := int64(0)
+				if string(m.Key) == fmt.Sprintf("key-%d", i) && len(m.Headers) == 1 &&
+					string(m.Headers[0].Key) == "n" && string(m.Headers[0].Value) == strconv.Itoa(i) {
+					intact = 1
+				}
+				consumed = append(consumed, [4]int64{int64(m.Partition), m.Offset, int64(i), intact})
+			case err := <-pc.Errors():
+				scenario.Fail("consuming partition %d: %v", p, err)
+			case <-timeout:
+				break reading
+			}
+		}
+		scenario.Check(pc.Close(), "closing a partition consumer")
+	}
+	scenario.Emit(map[string]any{"produced": produced, "consumed": consumed})
+}
+
+// ---- a consumer group of two ---------------------------------------------------------------------------------
+
+// member is one consumer of the group (Sarama's client-side range assignor, eager), marking and committing each
+// record synchronously as it processes it.
+type member struct {
+	name     string
+	group    sarama.ConsumerGroup
+	stop     context.CancelFunc
+	finished chan struct{}
+
+	mu       sync.Mutex
+	assigned map[int32]bool
+	read     map[string][]string // phase -> "partition:offset" of each record read in that phase
+	pending  int                 // records processed, not yet committed (the claims run concurrently)
+	errors   []string
+}
+
+func (m *member) Setup(session sarama.ConsumerGroupSession) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ps := range session.Claims() {
+		for _, p := range ps {
+			m.assigned[p] = true
+		}
+	}
+	return nil
+}
+
+func (m *member) Cleanup(sarama.ConsumerGroupSession) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.assigned = map[int32]bool{}
+	return nil
+}
+
+func (m *member) ConsumeClaim(session sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case msg, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			phase := strings.SplitN(string(msg.Value), "-", 2)[0]
+			m.mu.Lock()
+			m.read[phase] = append(m.read[phase], fmt.Sprintf("%d:%d", msg.Partition, msg.Offset))
+			m.pending++
+			m.mu.Unlock()
+			session.MarkMessage(msg, "")
+			session.Commit() // synchronous; a failure arrives on the group's error channel
+			m.mu.Lock()
+			m.pending--
+			m.mu.Unlock()
+		case <-session.Context().Done():
+			return nil
+		}
+	}
+}
+
+func join(name, topic, groupID string) *member {
+	m := &member{name: name, finished: make(chan struct{}), assigned: map[int32]bool{}, read: map[string][]string{}}
+	cfg := config()
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 250 * time.Millisecond
+	cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	cfg.Consumer.Group.Rebalance.Retry.Backoff = 200 * time.Millisecond
+	group, err := sarama.NewConsumerGroup([]string{args.Bootstrap}, groupID, cfg)
+	scenario.Check(err, "creating consumer group member "+name)
+	m.group = group
+	var loop context.Context
+	loop, m.stop = context.WithCancel(ctx)
+	go func() {
+		for err := range group.Errors() {
+			m.mu.Lock()
+			m.errors = append(m.errors, err.Error())
+			m.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer close(m.finished)
+		for loop.Err() == nil {
+			// Consume returns at each rebalance; calling it again rejoins.
+			if err := m.group.Consume(loop, []string{topic}, m); err != nil && loop.Err() == nil {
+				m.mu.Lock()
+				m.errors = append(m.errors, err.Error())
+				m.mu.Unlock()
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}()
+	return m
+}
+
+// Leave stops consuming and closes the member, which sends LeaveGroup.
+func (m *member) Leave() {
+	m.stop()
+	<-m.finished
+	scenario.Check(m.group.Close(), "closing member "+m.name)
+}
+
+func (m *member) State() (assigned []int32, read map[string]int, pending bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read = map[string]int{}
+	for phase, records := range m.read {
+		read[phase] = len(records)
+	}
+	return scenario.Sorted(m.assigned), read, m.pending > 0
+}
+
+func (m *member) String() string {
+	assigned, read, pending := m.State()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprintf("%s: assigned %v, read %v, uncommitted %v, errors %v", m.name, assigned, read, pending,
+		m.errors)
+}
+
+// group runs scenario.Group with two Sarama members and reports, besides what it returns: what each member read
+// per phase (as partition:offset) and the errors it met, the offsets committed as the broker reads them back
+// against the partitions' ends, and the group as the broker describes it while A is in it and after A left.
+func group() {
+	topic, groupID := args.Name, args.Name+"-group"
+	adm := newAdmin()
+	defer adm.Close()
+	createTopic(adm, topic, 4)
+	cfg := config()
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
+	scenario.Check(err, "creating a producer")
+	defer producer.Close()
+	produce := func(value string, partition int32) string {
+		p, offset, err := producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: partition,
+			Value: sarama.StringEncoder(value)})
+		scenario.Check(err, "producing")
+		return fmt.Sprintf("%d:%d", p, offset)
+	}
+	members := map[string]*member{}
+	joinAs := func(name string) scenario.Member {
+		members[name] = join(name, topic, groupID)
+		return members[name]
+	}
+	run, a, _ := scenario.Group(joinAs, produce)
+
+	fetched, err := adm.ListConsumerGroupOffsets(groupID, map[string][]int32{topic: {0, 1, 2, 3}})
+	scenario.Check(err, "fetching the group's committed offsets")
+	committed := map[int32]int64{}
+	for p, block := range fetched.Blocks[topic] {
+		if block.Err != sarama.ErrNoError {
+			scenario.Fail("a committed offset: %v", block.Err)
+		}
+		committed[p] = block.Offset
+	}
+	client, err := sarama.NewClient([]string{args.Bootstrap}, config())
+	scenario.Check(err, "creating a client")
+	defer client.Close()
+	ends := map[int32]int64{}
+	for p := int32(0); p < 4; p++ {
+		ends[p], err = client.GetOffset(topic, p, sarama.OffsetNewest)
+		scenario.Check(err, "listing an end offset")
+	}
+	described := describeGroup(adm, groupID)
+	a.Leave()
+	afterwards := describeGroup(adm, groupID)
+
+	result := map[string]any{"assignments": run.Assignments, "flowed": run.Flowed, "seconds": run.Seconds,
+		"committed": committed, "ends": ends, "described": described, "described_after_leaving": afterwards}
+	for name, m := range members {
+		m.mu.Lock()
+		result[name] = map[string]any{"read": m.read, "errors": m.errors}
+		m.mu.Unlock()
+	}
+	scenario.Emit(result)
+}
+
+func describeGroup(adm sarama.ClusterAdmin, groupID string) map[string]any {
+	groups, err := adm.DescribeConsumerGroups([]string{groupID})
+	scenario.Check(err, "describing the group")
+	if len(groups) != 1 {
+		scenario.Fail("describing one group answered %d", len(groups))
+	}
+	g := groups[0]
+	if g.Err != sarama.ErrNoError {
+		scenario.Fail("describing the group: %v", g.Err)
+	}
+	var members [][]int32
+	for _, m := range g.Members {
+		assignment, err := m.GetMemberAssignment()
+		scenario.Check(err, "decoding a member's assignment")
+		ps := append([]int32(nil), assignment.Topics[args.Name]...)
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		members = append(members, ps)
+	}
+	return map[string]any{"state": g.State, "protocol_type": g.ProtocolType, "protocol": g.Protocol,
+		"members": members}
+}
+
+// ---- administration ------------------------------------------------------------------------------------------
+
+// admin: a topic created with configs, created again (refused), one only validated (not made); the cluster, the
+// topics and the configs described; the topic grown to 5 partitions; deleted, then deleted again (refused).
+// Errors are reported as Kafka error codes.
+func admin() {
+	adm := newAdmin()
+	defer adm.Close()
+	topic, validated := args.Name+"-topic", args.Name+"-validated"
+	retention := "3600000"
+	compact := "compact"
+	detail := &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1,
+		ConfigEntries: map[string]*string{"retention.ms": &retention, "cleanup.policy": &compact}}
+	scenario.Check(adm.CreateTopic(topic, detail, false), "creating a topic")
+	again := adm.CreateTopic(topic, detail, false)
+	dry := adm.CreateTopic(validated, &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1}, true)
+
+	brokers, controller, err := adm.DescribeCluster()
+	scenario.Check(err, "describing the cluster")
+	var addresses []string
+	for _, b := range brokers {
+		addresses = append(addresses, b.Addr())
+	}
+	metadata, err := adm.DescribeTopics([]string{topic, validated})
+	scenario.Check(err, "describing topics")
+	described := map[string]any{}
+	for _, t := range metadata {
+		var leaders []int32
+		for _, p := range t.Partitions {
+			leaders = append(leaders, p.Leader)
+		}
+		sort.Slice(leaders, func(i, j int) bool { return leaders[i] < leaders[j] })
+		described[t.Name] = map[string]any{"error": int(t.Err), "partitions": len(t.Partitions), "leaders": leaders}
+	}
+	entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	scenario.Check(err, "describing configs")
+	configs := map[string]any{}
+	for _, e := range entries {
+		if e.Name == "retention.ms" || e.Name == "cleanup.policy" {
+			configs[e.Name] = map[string]any{"value": e.Value, "source": e.Source.String()}
+		}
+	}
+	scenario.Check(adm.CreatePartitions(topic, 5, nil, false), "growing the topic to 5 partitions")
+	var listed map[string]sarama.TopicDetail
+	grown := func() bool {
+		listed, err = adm.ListTopics()
+		scenario.Check(err, "listing topics")
+		return listed[topic].NumPartitions == 5
+	}
+	scenario.WaitFor(step, "the topic's new partitions to show in the metadata", grown,
+		func() string { return fmt.Sprintf("%d partitions listed", listed[topic].NumPartitions) })
+	_, validatedListed := listed[validated]
+
+	scenario.Check(adm.DeleteTopic(topic), "deleting the topic")
+	var stillListed bool
+	gone := func() bool {
+		left, err := adm.ListTopics()
+		scenario.Check(err, "listing topics after deleting")
+		_, stillListed = left[topic]
+		return !stillListed
+	}
+	scenario.WaitFor(step, "the deleted topic to leave the metadata", gone, func() string { return "still listed" })
+	deletedAgain := adm.DeleteTopic(topic)
+	scenario.Emit(map[string]any{
+		"created_again":    errorCode(again),
+		"validated":        errorCode(dry),
+		"validated_listed": validatedListed,
+		"brokers":          addresses,
+		"controller":       controller,
+		"described":        described,
+		"configs":          configs,
+		"deleted_again":    errorCode(deletedAgain),
+	})
+}
