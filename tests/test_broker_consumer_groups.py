@@ -4,7 +4,8 @@ fencing, static members, regular expressions, the assignors and offset commits w
 import pytest
 
 from kafkaproto import errors
-from kafkaproto.broker.state.assignors import MemberSpec, java_order, range_assignor, string_hash, uniform
+from kafkaproto.broker.state.groups.assignors import (MemberSpec, java_order, range_assignor, string_hash,
+                                                     uniform)
 from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ListGroupsRequest,
                                  OffsetCommitRequest, OffsetFetchRequest)
 from kafkaproto.uuid import Uuid

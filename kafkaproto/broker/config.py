@@ -61,7 +61,7 @@ SETTINGS = {
     "group.min.session.timeout.ms": Setting(int, 6000),
     "group.max.session.timeout.ms": Setting(int, 1800000),
     "group.max.size": Setting(int, 2147483647, doc="members a classic group takes at most (GROUP_MAX_SIZE_REACHED)"),
-    # KIP-848 consumer groups (state/consumer_groups.py)
+    # KIP-848 consumer groups (state/groups/consumer.py)
     "group.consumer.session.timeout.ms": Setting(int, 45000),
     "group.consumer.heartbeat.interval.ms": Setting(int, 5000),
     "group.consumer.max.size": Setting(int, 2147483647),

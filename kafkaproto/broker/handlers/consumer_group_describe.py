@@ -4,8 +4,8 @@ and target assignment (topics by ID and name). A classic group, or none, is GROU
 from ... import errors
 from ...messages import ApiKey, ConsumerGroupDescribeResponse
 from ..dispatch import handles
-from ..state.assignors import java_order, string_hash, topic_order
-from ..state.consumer_groups import GroupError
+from ..state.groups.assignors import java_order, string_hash, topic_order
+from ..state.groups.consumer import GroupError
 
 R = ConsumerGroupDescribeResponse
 UNKNOWN_OPERATIONS = -2147483648

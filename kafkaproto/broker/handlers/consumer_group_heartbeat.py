@@ -9,8 +9,8 @@ import time
 
 from ...messages import ApiKey, ConsumerGroupHeartbeatResponse
 from ..dispatch import handles
-from ..state.assignors import topic_order
-from ..state.consumer_groups import GroupError
+from ..state.groups.assignors import topic_order
+from ..state.groups.consumer import GroupError
 
 R = ConsumerGroupHeartbeatResponse
 

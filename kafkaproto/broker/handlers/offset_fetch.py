@@ -8,7 +8,7 @@ from ... import errors
 from ...messages import ApiKey, OffsetFetchResponse
 from ...uuid import Uuid
 from ..dispatch import handles
-from ..state.consumer_groups import GroupError
+from ..state.groups.consumer import GroupError
 
 R = OffsetFetchResponse
 

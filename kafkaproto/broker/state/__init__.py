@@ -11,7 +11,7 @@ from ..config import ConfigError
 from ..security import load_credentials
 from .cluster import Cluster
 from .compaction import compact
-from .consumer_groups import ConsumerCoordinator
+from .groups.consumer import ConsumerCoordinator
 from .fetch_sessions import FetchSessions
 from .groups import Groups
 from .log import parse_batches

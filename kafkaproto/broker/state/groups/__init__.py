@@ -1,7 +1,8 @@
 """Every group this broker coordinates, and the offsets they commit.
 
 ``Groups.groups`` maps a group id to its group object; each has a ``kind``
-("classic": the JoinGroup/SyncGroup protocol, in classic.py) and a
+("classic": the JoinGroup/SyncGroup protocol, in classic.py; "consumer":
+KIP-848's, in consumer.py, with the assignors in assignors.py) and a
 ``state``. Committed offsets live in their own store (offsets.py), whatever
 kind of group commits them, and survive a restart; as in Kafka, a group id
 with offsets but no members is an Empty classic group. Time moves on through

@@ -25,8 +25,8 @@ Group membership is kept in memory: after a restart the members join again.
 
 import re
 
-from ... import errors
-from ...uuid import Uuid
+from .... import errors
+from ....uuid import Uuid
 from .assignors import ASSIGNORS, AssignorError, MemberSpec
 
 EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
