@@ -1,6 +1,8 @@
 """KIP-848 consumer groups on the broker, without sockets: joining, epochs, revocation before reassignment,
 fencing, static members, regular expressions, the assignors and offset commits with member epochs."""
 
+import time
+
 import pytest
 
 from kafkaproto import errors
@@ -20,7 +22,8 @@ HB = ConsumerGroupHeartbeatRequest
 
 @pytest.fixture
 def state(tmp_path):
-    state = make_state(tmp_path, **{"group.consumer.assignment.interval.ms": "0"})
+    state = make_state(tmp_path, **{"group.consumer.assignment.interval.ms": "0",
+                                     "group.initial.rebalance.delay.ms": "0"})
     yield state
     state.close()
 
@@ -314,3 +317,108 @@ def test_range_orders_static_members_first():
     got = range_assignor({"z": MemberSpec(None, frozenset({x}), {}), "m": MemberSpec("i", frozenset({x}), {})},
                          {x: 3}.get)
     assert got == {"m": {x: {0, 1}}, "z": {x: {2}}}
+
+
+# --- members moving between the classic protocol and KIP-848's -------------------------------------------------
+
+def subscription(*topics, owned=()):
+    """ConsumerProtocolSubscription v1: topics, no user data, and the partitions owned [(topic, [partitions])]."""
+    def string(text):
+        return len(text).to_bytes(2, "big") + text.encode()
+    out = b"\x00\x01" + len(topics).to_bytes(4, "big") + b"".join(string(t) for t in topics) + b"\xff\xff\xff\xff"
+    out += len(owned).to_bytes(4, "big")
+    for topic, parts in owned:
+        out += string(topic) + len(parts).to_bytes(4, "big") + b"".join(p.to_bytes(4, "big") for p in parts)
+    return out
+
+
+def test_a_classic_group_moves_to_the_consumer_protocol_and_back(state):
+    from kafkaproto.broker.state.groups.embedded import read_assignment, write_assignment
+    from kafkaproto.messages import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+    from test_broker_groups import Pending
+
+    create(state, "t", partitions=2)
+    t = topic_id(state, "t")
+
+    def join(member_id, owned=()):
+        request = JoinGroupRequest(group_id="g", session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                                   member_id=member_id, protocol_type="consumer", protocols=[
+                                       JoinGroupRequest.JoinGroupRequestProtocol(
+                                           name="range", metadata=subscription("t", owned=owned))])
+        pending = Pending(state, request, 3)
+        for _ in range(50):
+            response = pending.poll(final=True)
+            if not hasattr(response, "ms"):
+                return response
+            state.groups.tick(time.monotonic())
+        raise AssertionError("JoinGroup never answered")
+
+    def sync(member_id, generation, assignments=()):
+        request = SyncGroupRequest(group_id="g", generation_id=generation, member_id=member_id, assignments=[
+            SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments])
+        return Pending(state, request, 3).poll(final=True)
+
+    def heartbeat(member_id, generation):
+        return call(state, HeartbeatRequest(group_id="g", generation_id=generation, member_id=member_id), 3).error_code
+
+    # A classic group of one consumer that owns both partitions.
+    joined = join("")
+    a = joined.member_id
+    assert joined.leader == a
+    assert sync(a, joined.generation_id, [(a, write_assignment(0, {"t": [0, 1]}))]).error_code == 0
+    assert state.groups.group("g").kind == "classic"
+
+    # A KIP-848 member joins: the group becomes a consumer group, and the classic member is told to rejoin.
+    k = Member(state, "k")
+    assert k.beat().error_code == 0
+    group = state.groups.group("g")
+    assert group.kind == "consumer" and group.members[a].uses_classic_protocol
+    assert heartbeat(a, joined.generation_id) == errors.REBALANCE_IN_PROGRESS.code
+    rejoined = join(a, owned=[("t", [0, 1])])
+    assert rejoined.error_code == 0 and rejoined.leader == "" and rejoined.generation_id == joined.generation_id
+    kept, _ = read_assignment(sync(a, rejoined.generation_id).assignment)
+    assert len(kept["t"]) == 1  # one partition to give up, before the new epoch
+    again = join(a, owned=[("t", kept["t"])])
+    assert again.generation_id == group.assignment_epoch
+    assert read_assignment(sync(a, again.generation_id).assignment)[0] == kept
+    k.beat()
+    assert k.assignment == {t: {1 - kept["t"][0]}} and describe(state).group_state == "Stable"
+    assert {m.member_type for m in describe(state).members} == {0, 1}
+
+    # The KIP-848 member leaves: only a classic member is left, so the group is a classic group again.
+    assert k.beat(member_epoch=-1).error_code == 0
+    classic = state.groups.group("g")
+    assert classic.kind == "classic" and classic.state == "PreparingRebalance" and list(classic.members) == [a]
+    assert heartbeat(a, again.generation_id) == errors.REBALANCE_IN_PROGRESS.code
+    last = join(a, owned=[("t", kept["t"])])
+    assert last.error_code == 0 and last.leader == a and last.generation_id == again.generation_id + 1
+
+
+def test_an_upgrade_the_policy_forbids(tmp_path):
+    from kafkaproto.broker.state.groups.embedded import write_assignment
+    from kafkaproto.messages import JoinGroupRequest, SyncGroupRequest
+    from test_broker_groups import Pending
+
+    state = make_state(tmp_path, **{"group.consumer.migration.policy": "downgrade",
+                                     "group.initial.rebalance.delay.ms": "0"})
+    try:
+        create(state, "t")
+        request = JoinGroupRequest(group_id="g", session_timeout_ms=30000, rebalance_timeout_ms=30000, member_id="",
+                                   protocol_type="consumer", protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                       name="range", metadata=subscription("t"))])
+        pending = Pending(state, request, 3)
+        joined = pending.poll(final=True)
+        while hasattr(joined, "ms"):
+            state.groups.tick(time.monotonic())
+            joined = pending.poll(final=True)
+        Pending(state, SyncGroupRequest(group_id="g", generation_id=joined.generation_id, member_id=joined.member_id,
+                                        assignments=[SyncGroupRequest.SyncGroupRequestAssignment(
+                                            member_id=joined.member_id, assignment=write_assignment(0, {"t": [0]}))]),
+                3).poll(final=True)
+        refused = Member(state, "k").beat()
+        assert refused.error_code == errors.GROUP_ID_NOT_FOUND.code
+        assert refused.error_message == "Cannot upgrade classic group g to consumer group because online upgrade " \
+                                        "is disabled."
+        assert state.groups.group("g").kind == "classic"
+    finally:
+        state.close()

@@ -418,11 +418,11 @@ def test_a_waiting_static_member_replaced_is_fenced():
 
 
 def test_a_tie_between_protocols_goes_as_java_orders_the_names():
-    from kafkaproto.broker.state.groups.classic import java_hash_order
+    from kafkaproto.broker.state.groups.assignors import java_order, string_hash
 
     # What java.util.HashMap's key set gives (checked with java): Kafka takes the first of the most voted.
-    assert java_hash_order(["range", "roundrobin"]) == ["range", "roundrobin"]
-    assert java_hash_order(["roundrobin", "range", "sticky", "cooperative-sticky"]) == [
+    assert java_order(["range", "roundrobin"], string_hash) == ["range", "roundrobin"]
+    assert java_order(["roundrobin", "range", "sticky", "cooperative-sticky"], string_hash) == [
         "sticky", "range", "roundrobin", "cooperative-sticky"]
     c = Clocked()
     both = [("range", b""), ("sticky", b"")]

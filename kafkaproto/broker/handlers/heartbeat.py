@@ -13,8 +13,12 @@ def heartbeat(ctx, request):
         error = errors.INVALID_GROUP_ID
     else:
         group = ctx.state.groups.group(request.group_id)
-        if group is None or group.kind != "classic":
+        if group is None:
             error = errors.UNKNOWN_MEMBER_ID
+        elif group.kind == "consumer":
+            error = ctx.state.consumer_groups.classic_heartbeat(
+                group, now * 1000, request.member_id, request.group_instance_id if ctx.version >= 3 else None,
+                request.generation_id)
         else:
             error = group.heartbeat(now, request.member_id, request.group_instance_id if ctx.version >= 3 else None,
                                     request.generation_id)

@@ -8,7 +8,9 @@ a group that does not exist is UNKNOWN_MEMBER_ID. From v4 a new member is
 given its id with MEMBER_ID_REQUIRED and joins again with it (KIP-394);
 v5 brings static members (group_instance_id), v7 the protocol type in the
 answer, v9 skip_assignment. A request that must wait for the rebalance
-parks a Waiter with the group and is asked again until it is answered.
+parks a Waiter with the group and is asked again until it is answered. A
+KIP-848 consumer group with members takes classic members too (its
+coordinator answers them); an empty one becomes a classic group.
 """
 
 from ... import errors
@@ -28,17 +30,20 @@ def _start(ctx, request, now, waiter):
     group = ctx.state.groups.group(request.group_id, create=request.member_id == "")
     if group is None:
         return waiter.complete(JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=request.member_id))
-    if group.kind != "classic":
-        return waiter.complete(JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL))
+    if group.kind != "classic" and not group.members:  # an empty consumer group becomes a classic one
+        group = ctx.state.groups.replace(request.group_id)
     v = ctx.version
-    group.join(now, JoinRequest(
+    join = JoinRequest(
         member_id=request.member_id, instance_id=request.group_instance_id if v >= 5 else None,
         client_id=ctx.header.client_id or "", client_host=ctx.client_host,
         session_timeout_ms=request.session_timeout_ms,
         # v0 has no rebalance timeout: the session timeout serves, as in Kafka.
         rebalance_timeout_ms=request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
         protocol_type=request.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
-        require_known_member_id=v >= 4, can_skip_assignment=v >= 9), waiter)
+        require_known_member_id=v >= 4, can_skip_assignment=v >= 9)
+    if group.kind == "consumer":  # its members may speak either protocol (KIP-848's migration)
+        return waiter.complete(ctx.state.consumer_groups.classic_join(group, now * 1000, join))
+    group.join(now, join, waiter)
 
 
 @handles(ApiKey.JOIN_GROUP, versions=range(0, 10))

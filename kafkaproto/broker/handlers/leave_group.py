@@ -19,8 +19,11 @@ def leave_group(ctx, request):
     if not request.group_id:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.INVALID_GROUP_ID.code, members=[])
     group = ctx.state.groups.group(request.group_id)
-    if group is None or group.kind != "classic":
+    if group is None:
         results = [errors.UNKNOWN_MEMBER_ID] * len(leaving)
+    elif group.kind == "consumer":
+        results = ctx.state.consumer_groups.classic_leave(group, now * 1000, leaving)
+        ctx.state.changed()
     else:
         results = group.leave(now, leaving)
         ctx.state.changed()

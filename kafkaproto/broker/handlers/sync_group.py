@@ -21,8 +21,13 @@ def _start(ctx, request, now, waiter):
     if not request.group_id:
         return waiter.complete(SyncResult(errors.INVALID_GROUP_ID))
     group = ctx.state.groups.group(request.group_id)
-    if group is None or group.kind != "classic":
+    if group is None:
         return waiter.complete(SyncResult(errors.UNKNOWN_MEMBER_ID))
+    if group.kind == "consumer":
+        return waiter.complete(ctx.state.consumer_groups.classic_sync(
+            group, now * 1000, request.member_id, request.group_instance_id if v >= 3 else None,
+            request.generation_id, request.protocol_type if v >= 5 else None,
+            request.protocol_name if v >= 5 else None))
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     group.sync(now, request.member_id, request.group_instance_id if v >= 3 else None, request.generation_id,
                request.protocol_type if v >= 5 else None, request.protocol_name if v >= 5 else None, assignments,

@@ -33,6 +33,11 @@ class Groups:
             group = self.groups[group_id] = ClassicGroup(group_id, self.config)
         return group
 
+    def replace(self, group_id):
+        """An empty classic group in place of a group of another kind (an empty one converts freely)."""
+        group = self.groups[group_id] = ClassicGroup(group_id, self.config)
+        return group
+
     def tick(self, now):
         """Fire every group timer due by now (monotonic seconds); True when any did."""
         fired = False

@@ -25,6 +25,7 @@ import uuid
 from typing import NamedTuple
 
 from .... import errors
+from .assignors import java_order, string_hash
 
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
 # Kafka's classicGroupNewMemberJoinTimeoutMs: how long a new member's first JoinGroup may wait.
@@ -235,7 +236,7 @@ class ClassicGroup:
             name = member.vote(candidates)
             votes[name] = votes.get(name, 0) + 1
         best = max(votes.values())
-        return next(name for name in java_hash_order(list(votes)) if votes[name] == best)
+        return next(name for name in java_order(votes, string_hash) if votes[name] == best)
 
     def _transition(self, state):
         self.previous_state, self.state = self.state, state
@@ -570,22 +571,34 @@ class ClassicGroup:
     def deletable(self):
         return errors.NONE if self.state == EMPTY else errors.NON_EMPTY_GROUP
 
+    # ---- the other kind of group (KIP-848) ----------------------------------------------------------------
+
+    @classmethod
+    def adopt(cls, group_id, config, now, generation, members):
+        """The classic group that takes the members left in a consumer group once none of them speaks KIP-848's
+        protocol: Stable at that generation, then rebalancing, so that each joins again. members: [Member]."""
+        group = cls(group_id, config)
+        group.generation = generation
+        group.protocol_type = "consumer"
+        for member in members:
+            group._add(member, None)
+            group._reschedule_heartbeat(member, now)
+        group.protocol_name = group.select_protocol()
+        group._transition(STABLE)
+        group._prepare_rebalance(now)
+        return group
+
+    def abandon(self):
+        """The group becomes a consumer group: what its members wait for is answered REBALANCE_IN_PROGRESS."""
+        for member in self.members.values():
+            if member.join_waiter is not None:
+                member.join_waiter.complete(JoinResult(errors.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            if member.sync_waiter is not None:
+                member.sync_waiter.complete(SyncResult(errors.REBALANCE_IN_PROGRESS))
+            member.join_waiter = member.sync_waiter = None
+        self.timers.clear()
+
 
 def _differs(asked, actual):
     return asked is not None and actual is not None and asked != actual
 
-
-def java_hash_order(names):
-    """names in the order a java.util.HashMap of them iterates (bucket order; a bucket keeps insertion order)."""
-    capacity = 16
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name):
-        h = 0
-        data = name.encode("utf-16-be")
-        for i in range(0, len(data), 2):
-            h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(names, key=bucket)
