@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from kafkaproto import decode_response, encode_request, records
+from kafkaproto import decode_response, encode_request, errors, records
 from kafkaproto.connection import ClientConnection
 from kafkaproto.broker import Broker
 from kafkaproto.messages import ApiVersionsRequest, ConsumerGroupDescribeRequest, MetadataRequest, RequestHeader
@@ -269,6 +269,62 @@ def test_java_kip848_group_of_two_with_a_member_leaving(kafkaproto_broker, java_
             for out in (first_out, second_out)]
     assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(25)}
     assert {(p, o) for p in range(2) for o in range(15, 25)} <= read[1], "the member left behind got no partitions"
+
+
+def test_java_group_moving_to_kip848_and_back(kafkaproto_broker, java_clients, tmp_path):
+    """A classic Java consumer's group is joined by a KIP-848 one (the group becomes a consumer group, the two
+    share the partitions); when the KIP-848 member leaves, the group is a classic group again and the classic
+    member reads on."""
+    if "/3.9.2/" in java_clients:
+        pytest.skip("the KIP-848 consumer is generally available from the 4.0 Java client")
+    bootstrap = kafkaproto_broker.bootstrap_servers
+    topic, group = fresh("java-mig"), fresh("java-mig-group")
+    for mode in ("admin", "produce"):
+        run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+    configs = {}
+    for protocol in ("classic", "consumer"):
+        configs[protocol] = tmp_path / f"{protocol}.properties"
+        configs[protocol].write_text(f"group.protocol={protocol}\n")
+
+    def member(protocol, quiet_ms):
+        return subprocess.Popen(["java", f"-Dclient.config={configs[protocol]}", f"-Dmember.group={group}",
+                                 f"-Dmember.quiet.ms={quiet_ms}", "-cp", java_clients, "Clients", bootstrap, "member",
+                                 topic], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def describe():
+        with raw_connection(kafkaproto_broker) as sock:
+            return ask(sock, ClientConnection(), ConsumerGroupDescribeRequest(group_ids=[group]), 1).body.groups[0]
+
+    classic = member("classic", 25000)
+    time.sleep(2)
+    modern = member("consumer", 8000)
+    seen = None
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        described = describe()
+        if described.error_code == 0:
+            seen = sorted((m.member_type, sum(len(t.partitions) for t in m.assignment.topic_partitions))
+                          for m in described.members)
+            if seen == [(0, 1), (1, 1)]:
+                break
+    assert seen == [(0, 1), (1, 1)], f"a classic and a KIP-848 member never shared the partitions: {seen}"
+    modern_out, modern_err = modern.communicate(timeout=120)
+    assert modern.returncode == 0, modern_err[-3000:]
+    assert describe().error_code == errors.GROUP_ID_NOT_FOUND.code  # a classic group again
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(20):
+        producer.send(topic, value=b"late-%d" % i, partition=i % 2)
+    producer.flush(20)
+    producer.close()
+    classic_out, classic_err = classic.communicate(timeout=120)
+    assert classic.returncode == 0, classic_err[-3000:]
+    read = [{tuple(map(int, line.split())) for line in out.splitlines() if line.strip()}
+            for out in (classic_out, modern_out)]
+    assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(25)}
+    assert {(p, o) for p in range(2) for o in range(15, 25)} <= read[0], "the classic member was not given both back"
 
 
 def test_confluent_kafka_idempotence_transactions_and_groups(kafkaproto_broker):
