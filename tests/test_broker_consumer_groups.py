@@ -234,6 +234,24 @@ def test_a_regex_is_resolved_by_the_broker_after_the_heartbeat(state):
     assert describe(state).members[0].subscribed_topic_regex == "orders-.*"
 
 
+def test_regexes_are_re2_and_cannot_stall_the_broker(state):
+    """Kafka's RE2J syntax (\\p classes yes, lookaround no), matched in linear time: a pattern that makes a
+    backtracking matcher take exponential time against a long topic name resolves at once."""
+    create(state, "a" * 200 + "b")
+    create(state, "Zurich")
+    hostile = Member(state, "h", topics=None, regex="(a+)+")
+    assert hostile.beat().error_code == 0
+    hostile.beat()
+    assert hostile.assignment == {}  # matched nothing, and came back
+    letters = Member(state, "l", group="g2", topics=None, regex=r"\p{Lu}\pL+")
+    assert letters.beat().error_code == 0
+    letters.beat()
+    assert {t for t, _ in letters.partitions()} == {topic_id(state, "Zurich")}
+    refused = Member(state, "x", group="g3", topics=None, regex="(?<=a)b").beat()
+    assert refused.error_code == errors.INVALID_REGULAR_EXPRESSION.code
+    assert refused.error_message.startswith("SubscribedTopicRegex `(?<=a)b` is not a valid regular expression: ")
+
+
 def test_range_gives_co_partitioned_ranges(state):
     create(state, "x", partitions=4)
     create(state, "y", partitions=4)
