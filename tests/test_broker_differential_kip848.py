@@ -13,9 +13,11 @@ import uuid
 import pytest
 
 from kafkaproto import errors
+from kafkaproto.broker.state.groups.embedded import read_assignment, write_assignment
 from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest,
-                                 DescribeGroupsRequest, FindCoordinatorRequest, ListGroupsRequest, MetadataRequest,
-                                 OffsetCommitRequest, OffsetFetchRequest)
+                                 DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
+                                 ListGroupsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
+                                 SyncGroupRequest)
 
 from test_broker_differential import both, broker_like_kafka, side_name, sides  # noqa: F401 - fixtures
 
@@ -180,3 +182,69 @@ def test_requests_kafka_refuses(pair):
     assert o.error_code == 0 and len(o.member_id) == len(k.member_id)
     both(pair, ConsumerGroupDescribeRequest(group_ids=["diff-848-none", ""]), 1,
          "ConsumerGroupDescribe of an unknown group and an empty id")
+
+
+def test_a_classic_group_upgraded_and_downgraded(pair):
+    """A classic consumer's group is joined by a KIP-848 member (Kafka converts it), the classic member rejoins
+    and syncs through the consumer group, and when the KIP-848 member leaves the group is classic again."""
+    script = Script(pair, partitions=2)
+    topic = script.topics[0]
+    ids = {}
+
+    def member(side):
+        return ids.get(side_name(side, pair), "")
+
+    def join(owned=()):
+        def make(side):
+            return JoinGroupRequest(group_id=script.group, session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                                    member_id=member(side), protocol_type="consumer", protocols=[
+                                        JoinGroupRequest.JoinGroupRequestProtocol(
+                                            name="range", metadata=owning_subscription(topic, owned=owned))])
+        return make
+
+    def remember(responses):
+        for name, response in zip(("kafka", "ours"), responses):
+            ids[name] = response.member_id
+        return responses
+
+    k, o = remember(both(pair, join(), 9, "JoinGroup of a classic member (MEMBER_ID_REQUIRED)"))
+    k, o = both(pair, join(), 9, "JoinGroup of the classic member")
+    generation = o.generation_id
+
+    def sync(generation, assignments):
+        return lambda side: SyncGroupRequest(
+            group_id=script.group, generation_id=generation, member_id=member(side), protocol_type="consumer",
+            protocol_name="range", assignments=[SyncGroupRequest.SyncGroupRequestAssignment(
+                member_id=member(side), assignment=a) for a in assignments])
+
+    both(pair, sync(generation, [write_assignment(1, {topic: [0, 1]})]), 5, "SyncGroup of the leader")
+    script.beat("a KIP-848 member joins the classic group", "member-k", join=True)
+    script.describe("ConsumerGroupDescribe of the converted group")
+
+    def heartbeat(generation):
+        return lambda side: HeartbeatRequest(group_id=script.group, generation_id=generation, member_id=member(side))
+
+    both(pair, heartbeat(generation), 4, "Heartbeat of the classic member in the consumer group")
+    k, o = both(pair, join(owned=[(topic, [0, 1])]), 9, "JoinGroup of the classic member into the consumer group")
+    k, o = both(pair, sync(o.generation_id, []), 5, "SyncGroup of the classic member in the consumer group")
+    kept = read_assignment(o.assignment)[0][topic]
+    k, o = both(pair, join(owned=[(topic, kept)]), 9, "JoinGroup after giving up a partition")
+    both(pair, sync(o.generation_id, []), 5, "SyncGroup at the new epoch")
+    script.beat("the KIP-848 member gets the partition released", "member-k")
+    script.describe("ConsumerGroupDescribe of the mixed group")
+    script.beat("the KIP-848 member leaves", "member-k", epoch=-1)
+    both(pair, DescribeGroupsRequest(groups=[script.group]), 5, "DescribeGroups of the group made classic again",
+         settled=lambda r: r.groups[0].group_state != "Dead")
+    both(pair, heartbeat(o.generation_id), 4, "Heartbeat of the classic member after the downgrade")
+    both(pair, join(owned=[(topic, kept)]), 9, "JoinGroup into the classic group again")
+
+
+def owning_subscription(*topics, owned=()):
+    """ConsumerProtocolSubscription v1: topics, no user data, and the partitions owned [(topic, [partitions])]."""
+    def string(text):
+        return len(text).to_bytes(2, "big") + text.encode()
+    out = b"\x00\x01" + len(topics).to_bytes(4, "big") + b"".join(string(t) for t in topics) + b"\xff\xff\xff\xff"
+    out += len(owned).to_bytes(4, "big")
+    for topic, parts in owned:
+        out += string(topic) + len(parts).to_bytes(4, "big") + b"".join(p.to_bytes(4, "big") for p in parts)
+    return out

@@ -673,8 +673,7 @@ class ConsumerCoordinator:
         if len(classic.members) > self.config["group.consumer.max.size"]:
             raise refuse("the group size exceeds the consumer group maximum size")
         group = ConsumerGroup(group_id)
-        group.group_epoch = group.assignment_epoch = classic.generation
-        group.assignment_time_ms = now
+        group.group_epoch = group.assignment_epoch = classic.generation  # the next assignment is made at once
         for old in classic.members.values():
             try:
                 subscription = read_subscription(old.metadata(classic.protocol_name))
