@@ -161,7 +161,8 @@ def check_group(result, protocol):
     assert after["state"] == "Empty" and not after["members"], after
 
 
-GROUP_PROTOCOLS = {"eager": "range", "cooperative-sticky": "cooperative-sticky", "kip848": "uniform"}
+GROUP_PROTOCOLS = {"eager": "range", "cooperative-sticky": "cooperative-sticky", "kip848": "uniform",
+                   "cooperative-sticky-regex": "cooperative-sticky", "kip848-regex": "uniform"}
 JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = "11", "68"
 
 
@@ -171,11 +172,12 @@ def test_franz_go_consumer_group(go_clients, bootstrap, mode):
     the 4 partitions, B leaves and A reads alone again. Each commits synchronously after every poll, with
     rebalances held back between a poll and its commit (BlockRebalanceOnPoll), so no record may be read twice.
     Eager (range), cooperative-sticky (rebalancing in two rounds, A keeping what it can), and KIP-848 (the broker
-    assigns, through ConsumerGroupHeartbeat)."""
+    assigns, through ConsumerGroupHeartbeat); -regex subscribes by a regular expression (resolved by the broker
+    with KIP-848)."""
     result = run(go_clients, "franz", bootstrap, "group", mode)
     for member in ("a", "b"):
         keys = result[member]["api_keys"]
-        if mode == "kip848":
+        if mode.startswith("kip848"):
             assert CONSUMER_GROUP_HEARTBEAT in keys and JOIN_GROUP not in keys, (
                 f"{member} did not use the KIP-848 protocol (franz-go falls back to the classic one when the "
                 f"broker does not serve ConsumerGroupHeartbeat v1+): requests sent by API key {keys}")
@@ -184,7 +186,7 @@ def test_franz_go_consumer_group(go_clients, bootstrap, mode):
         failed = result[member]["commit_errors"] or []
         assert not failed, f"{len(failed)} of {member}'s commits failed, the first with {failed[0]}"
     check_group(result, GROUP_PROTOCOLS[mode])
-    if mode != "kip848":
+    if not mode.startswith("kip848"):
         assert result["described"]["protocol_type"] == "consumer"
 
 

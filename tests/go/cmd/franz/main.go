@@ -2,7 +2,8 @@
 // what it saw as one JSON line:
 //
 //	franz BOOTSTRAP produce NAME CODEC   idempotent produce with CODEC (none, gzip, snappy, lz4, zstd), read back
-//	franz BOOTSTRAP group NAME MODE      a consumer group of two (MODE: eager, cooperative-sticky, kip848)
+//	franz BOOTSTRAP group NAME MODE      a consumer group of two (MODE: eager, cooperative-sticky, kip848;
+//	                                     with -regex, subscribed by a regular expression)
 //	franz BOOTSTRAP txn NAME             transactions committed, aborted and open, read back read_committed
 //	franz BOOTSTRAP admin NAME           create, describe, grow and delete topics
 package main
@@ -11,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,11 +195,19 @@ func (m *member) onTaken(_ context.Context, _ *kgo.Client, gone map[string][]int
 func join(name, topic, group, mode string) *member {
 	m := &member{name: name, finished: make(chan struct{}), assigned: map[int32]bool{},
 		read: map[string][]string{}, keys: map[int16]int{}}
-	opts := []kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+	// MODE-regex subscribes by a regular expression matching only the topic (franz-go resolves it itself in the
+	// classic protocol; with KIP-848 the broker does).
+	subscription := []kgo.Opt{kgo.ConsumeTopics(topic)}
+	if strings.HasSuffix(mode, "-regex") {
+		mode = strings.TrimSuffix(mode, "-regex")
+		subscription = []kgo.Opt{kgo.ConsumeRegex(), kgo.ConsumeTopics("^" + regexp.QuoteMeta(topic) + "$")}
+	}
+	opts := []kgo.Opt{kgo.ConsumerGroup(group), kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250 * time.Millisecond), kgo.HeartbeatInterval(500 * time.Millisecond),
 		kgo.SessionTimeout(10 * time.Second), kgo.WithHooks(m),
 		kgo.OnPartitionsAssigned(m.onAssigned), kgo.OnPartitionsRevoked(m.onTaken), kgo.OnPartitionsLost(m.onTaken)}
+	opts = append(opts, subscription...)
 	switch mode {
 	case "eager":
 		opts = append(opts, kgo.Balancers(kgo.RangeBalancer()))
@@ -326,7 +336,7 @@ func group(mode string) {
 // member's assigned partitions.
 func describeGroup(adm *kadm.Client, groupID, mode string) map[string]any {
 	var members [][]int32
-	if mode == "kip848" {
+	if strings.HasPrefix(mode, "kip848") {
 		// Not fatal: a broker that let franz-go fall back to the classic protocol does not serve this either, and
 		// the API keys reported say so more plainly.
 		all, err := adm.DescribeConsumerGroups(ctx, groupID)
