@@ -26,7 +26,7 @@ import uuid
 import pytest
 
 from kafkaproto import errors, records
-from kafkaproto.messages import (AddPartitionsToTxnRequest, CreateTopicsRequest,
+from kafkaproto.messages import (AddPartitionsToTxnRequest, CreatePartitionsRequest, CreateTopicsRequest,
                                  DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
@@ -256,6 +256,49 @@ def test_too_many_partitions_in_one_request(sides):
     metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
                                allow_auto_topic_creation=False)
     both(sides, metadata, 12, "Metadata of the topics refused")
+
+
+def java_hash_set_bucket(name):
+    """The bucket of a 16-bucket java.util.HashSet<String> that name falls in (String.hashCode, then HashMap's
+    spreading of the high bits): Kafka takes a CreatePartitions request's topics in that order."""
+    h = 0
+    for char in name:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 15
+
+
+def test_too_many_partitions_added_in_one_request(sides):
+    """CreatePartitions adding more than 10,000 partitions in all: the topic that goes over the limit, and every
+    later one, fail with UNKNOWN_SERVER_ERROR; the ones before it do not. Only validate_only requests go over
+    (Kafka keeps part of the failing topic's partitions when it really creates them, which this broker does
+    not), and the names are such that Kafka's order is the request's."""
+    while True:
+        names = [f"diff-cp-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+        buckets = [java_hash_set_bucket(name) for name in names]
+        if buckets == sorted(set(buckets)):
+            break
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1) for name in names], timeout_ms=10000), 7, "CreateTopics")
+
+    def grow(counts, validate_only=True):
+        topics = [CreatePartitionsRequest.CreatePartitionsTopic(name=n, count=c, assignments=None)
+                  for n, c in zip(names, counts)]
+        return CreatePartitionsRequest(topics=topics, timeout_ms=10000, validate_only=validate_only)
+
+    over = errors.UNKNOWN_SERVER_ERROR.code
+    _, o = both(sides, grow([10_001]), 3, "CreatePartitions adding 10,000 partitions")
+    assert [r.error_code for r in o.results] == [0]
+    _, o = both(sides, grow([10_002]), 3, "CreatePartitions adding 10,001 partitions")
+    assert [r.error_code for r in o.results] == [over]
+    _, o = both(sides, grow([2, 10_001, 2]), 3, "CreatePartitions adding 1, 10,000 and 1 partitions")
+    assert [r.error_code for r in o.results] == [0, over, over]
+    _, o = both(sides, grow([3, 2], validate_only=False), 3, "CreatePartitions within the limit")
+    assert [r.error_code for r in o.results] == [0, 0]
+    metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                               allow_auto_topic_creation=False)
+    grown = dict(zip(names, (3, 2, 1)))
+    both(sides, metadata, 12, "Metadata after CreatePartitions",
+         settled=lambda response: {t.name: len(t.partitions) for t in response.topics} == grown)
 
 
 def test_delete_by_id_and_recreate(sides):

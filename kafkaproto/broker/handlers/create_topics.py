@@ -5,7 +5,12 @@ num_partitions -1 takes num.partitions (v4+); the replication factor must be
 topic configs this broker knows. validate_only checks without creating.
 From v5 the result carries the partition count, replication factor and the
 topic's effective configs.
+
+A topic that cannot be made on disk (out of descriptors or space, say) is
+answered UNKNOWN_SERVER_ERROR with the reason, and nothing of it is left.
 """
+
+import logging
 
 from ... import errors
 from ...messages import ApiKey, CreateTopicsResponse
@@ -13,11 +18,15 @@ from ...uuid import Uuid
 from ..config import topic_config_error
 from ..dispatch import handles
 from ..state import topic_name_error
+from ..state.log import LogError
+
+log = logging.getLogger("kafkaproto.broker")
 
 Result = CreateTopicsResponse.CreatableTopicResult
 DEFAULT_CONFIG, TOPIC_CONFIG = 5, 1  # DescribeConfigs config sources
-# Kafka's controller refuses a request that would make more partitions than this, before making any.
+# Kafka's controller makes at most this many partitions for one request (CreateTopics and CreatePartitions).
 MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."  # Kafka's message
 
 
 def _error(name, error, message=None):
@@ -75,7 +84,7 @@ def create_topics(ctx, request):
     node = state.node_id
     if _partitions_asked(state, request) > MAX_PARTITIONS_PER_REQUEST:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
-            _error(item.name, errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
             for item in request.topics])
     results = []
     seen = set()
@@ -91,7 +100,13 @@ def create_topics(ctx, request):
         if request.validate_only:
             topic_id, effective = Uuid.ZERO, {**state.cluster.topic_defaults(), **configs}
         else:
-            topic = state.cluster.create_topic(item.name, count, configs)
+            try:
+                topic = state.cluster.create_topic(item.name, count, configs)
+            except (OSError, LogError) as e:
+                log.error("topic %s not created: %s", item.name, e)
+                results.append(_error(item.name, errors.UNKNOWN_SERVER_ERROR,
+                                      f"topic {item.name!r} could not be made on disk: {e}"))
+                continue
             topic_id, effective = topic.topic_id, state.cluster.topic_config(topic)
         results.append(Result(
             name=item.name, topic_id=topic_id, error_code=errors.NONE.code, num_partitions=count,

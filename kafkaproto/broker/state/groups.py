@@ -145,11 +145,11 @@ class Group:
 class Groups:
     """Every group this broker coordinates, and their committed offsets (kept in log_dir)."""
 
-    def __init__(self, config, log_dir):
+    def __init__(self, config, log_dir, files=None):
         self.config = config
         self.groups = {}
         self.offsets = {}  # group id -> {(topic, partition): (offset, leader epoch, metadata, commit time ms)}
-        self.log = PartitionLog(os.path.join(log_dir, OFFSETS_DIR))
+        self.log = PartitionLog(os.path.join(log_dir, OFFSETS_DIR), files=files)
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
