@@ -258,6 +258,32 @@ def test_too_many_partitions_in_one_request(sides):
     both(sides, metadata, 12, "Metadata of the topics refused")
 
 
+def test_too_many_records_in_one_create_topics(sides):
+    """A CreateTopics request may take at most 10,000 metadata records (a TopicRecord per topic, a ConfigRecord
+    per config, a PartitionRecord per partition): over that, every topic gets POLICY_VIOLATION, validate_only
+    or not, so one topic of 10,000 partitions is too many. Only validate_only requests that fit are sent (making
+    thousands of partitions in the shared Kafka broker would slow every later test)."""
+    names = [f"diff-records-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+
+    def create(counts, configs=0, validate_only=True):
+        return CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=n, replication_factor=1,
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value="1000")
+                     for k in ("retention.ms", "segment.ms")[:configs]])
+            for name, n in zip(names, counts)], timeout_ms=30000, validate_only=validate_only)
+
+    refused = errors.POLICY_VIOLATION.code
+    for counts, configs, validate_only, expected in [
+            ([9_999], 0, True, [0]), ([10_000], 0, False, [refused]), ([5_000, 4_999], 0, False, [refused] * 2),
+            ([9_998], 1, True, [0]), ([9_998], 2, False, [refused])]:
+        _, o = both(sides, create(counts, configs, validate_only), 7,
+                    f"CreateTopics of {counts} partitions with {configs} configs each")
+        assert [t.error_code for t in o.topics] == expected
+    metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                               allow_auto_topic_creation=False)
+    both(sides, metadata, 12, "Metadata of the topics refused")
+
+
 def java_hash_set_bucket(name):
     """The bucket of a 16-bucket java.util.HashSet<String> that name falls in (String.hashCode, then HashMap's
     spreading of the high bits): Kafka takes a CreatePartitions request's topics in that order."""

@@ -2,9 +2,10 @@
 files, and accept() when the process is out of file descriptors.
 
 The subprocess tests start ``python -m kafkaproto.broker`` with a low RLIMIT_NOFILE (set in the child before it
-runs). The full-size descriptor test, 50,000 partitions under a limit of 4,096 in requests of 10,000, takes about
-a minute (making a partition syncs two files) and runs when KAFKAPROTO_HEAVY_TESTS=1; CI runs the same test with
-1,500 partitions under a limit of 512, in requests of 500.
+runs). The full-size descriptor test, 50,000 partitions under a limit of 4,096 in requests of 9,999 (the most
+Kafka makes in one topic: 10,000 records with the TopicRecord), takes over a minute (making a partition syncs two
+files) and runs when KAFKAPROTO_HEAVY_TESTS=1; CI runs the same test with 1,500 partitions under a limit of 512,
+in requests of 500.
 """
 
 import errno
@@ -82,6 +83,37 @@ def test_create_partitions_counts_what_the_request_adds(tmp_path):
         assert [len(state.cluster.topics[n].partitions) for n in "abcd"] == [3, 1, 1, 1]
         assert partition_dirs(tmp_path, "a") == ["a-0", "a-1", "a-2"]
         assert partition_dirs(tmp_path, "b") == ["b-0"] and partition_dirs(tmp_path, "c") == ["c-0"]
+    finally:
+        state.close()
+
+
+def create_many(state, *counts, validate_only=True, configs=0):
+    """CreateTopics of topics t0, t1, ... with those partition counts (and that many configs each); the codes."""
+    topics = [CreateTopicsRequest.CreatableTopic(
+        name=f"t{i}", num_partitions=n, replication_factor=1,
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name=name, value="1000")
+                 for name in ("retention.ms", "segment.ms", "delete.retention.ms")[:configs]])
+        for i, n in enumerate(counts)]
+    body = CreateTopicsRequest(topics=topics, timeout_ms=1000, validate_only=validate_only)
+    return [t.error_code for t in call(state, body, 7).topics]
+
+
+def test_create_topics_counts_records_as_kafka_does(tmp_path):
+    """Over 10,000 partitions, or over 10,000 records (a topic's TopicRecord, ConfigRecords and
+    PartitionRecords), and every topic is refused with POLICY_VIOLATION, validate_only or not."""
+    state = make_state(tmp_path)
+    try:
+        ok, refused = errors.NONE.code, errors.POLICY_VIOLATION.code
+        assert create_many(state, 9_999) == [ok]
+        assert create_many(state, 10_000) == [refused]
+        assert create_many(state, 5_000, 4_999) == [refused, refused]
+        assert create_many(state, 4_999, 4_999) == [ok, ok]
+        assert create_many(state, 9_998, configs=1) == [ok]
+        assert create_many(state, 9_998, configs=2) == [refused]
+        assert create_many(state, 5_000, 0, 4_999) == [refused, refused, refused]
+        assert create_many(state, 9_999, 0) == [ok, errors.INVALID_PARTITIONS.code]  # the refused take no room
+        assert create_many(state, 9_999, 1, validate_only=False) == [refused, refused]
+        assert not state.cluster.topics and not partition_dirs(tmp_path, "t0")
     finally:
         state.close()
 
@@ -345,14 +377,14 @@ HEAVY = os.environ.get("KAFKAPROTO_HEAVY_TESTS") == "1"
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
-@pytest.mark.parametrize("total, nofile, per_request", [(50_000, 4096, 10_000) if HEAVY else (1_500, 512, 500)])
-def test_many_more_partitions_than_file_descriptors(tmp_path, total, nofile, per_request):
-    topics = {f"many-{i}": min(per_request, total - i * per_request) for i in range(-(-total // per_request))}
+@pytest.mark.parametrize("total, nofile, per_topic", [(50_000, 4096, 9_999) if HEAVY else (1_500, 512, 500)])
+def test_many_more_partitions_than_file_descriptors(tmp_path, total, nofile, per_topic):
+    topics = {f"many-{i}": min(per_topic, total - i * per_topic) for i in range(-(-total // per_topic))}
     spread = [(t, p) for t, n in topics.items() for p in range(0, n, 7)]  # more than the open-file bound
     broker = LimitedBroker(tmp_path, nofile)
     try:
         client = RawClient(broker.port)
-        for name, n in topics.items():  # one request of at most 10,000 partitions per topic
+        for name, n in topics.items():  # a request per topic
             assert create_topics(client, [name], n) == [0]
         assert partition_counts(client) == topics
         assert set(produce_to(client, spread, b"%s-%d").values()) == {0}

@@ -1,8 +1,9 @@
 """CreatePartitions: grow a topic to count partitions (never shrink); assignments may name this broker only.
 
-As in Kafka's controller, one request adds at most 10,000 partitions. The topics are taken in turn; the one
-whose new partitions would take the request's total past that is answered UNKNOWN_SERVER_ERROR (Kafka's
-controller runs out of room for the request's records there), and so is every later topic that would add any.
+As in Kafka's controller, one request adds at most 10,000 partitions (a metadata record each, and a request
+takes at most 10,000 records). The topics are taken in turn; the one whose new partitions would take the
+request's total past that is answered UNKNOWN_SERVER_ERROR (Kafka's controller runs out of room for the
+request's records there), and so is every later topic that would add any.
 The topics before it grow. Kafka keeps the share of that topic's partitions that fitted; here a topic that is
 refused, or that cannot be made on disk, gets no partition at all.
 """
@@ -14,7 +15,7 @@ from ...messages import ApiKey, CreatePartitionsResponse
 from ..dispatch import handles
 from ..state.cluster import READ_WRITE
 from ..state.log import LogError
-from .create_topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
+from .create_topics import MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS
 
 log = logging.getLogger("kafkaproto.broker")
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -47,11 +48,11 @@ def create_partitions(ctx, request):
         error, message = _check(state, item, topic) or (errors.NONE, None)
         if error is errors.NONE:
             more = item.count - len(topic.partitions)
-            if over or added + more > MAX_PARTITIONS_PER_REQUEST:
+            if over or added + more > MAX_RECORDS_PER_REQUEST:
                 error = errors.UNKNOWN_SERVER_ERROR
-                message = TOO_MANY_PARTITIONS + (" A topic before this one went over the limit." if over else (
-                    f" {item.name!r} would add {more} to the {added} of the topics before it; at most "
-                    f"{MAX_PARTITIONS_PER_REQUEST} in one request."))
+                message = TOO_MANY_RECORDS + (" A topic before this one went over the limit." if over else (
+                    f" {item.name!r} would add {more} partitions to the {added} of the topics before it; at "
+                    f"most {MAX_RECORDS_PER_REQUEST} in one request."))
                 over = True
             else:
                 added += more
