@@ -36,8 +36,8 @@ from kafka_jvm import _recv_exact
 from kafkaproto import decode_response, encode_request, errors, records
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
-from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest,
-                                 DeleteGroupsRequest, ListGroupsRequest,
+from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
+                                 CreateTopicsRequest, DeleteGroupsRequest, ListGroupsRequest,
                                  DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
@@ -349,6 +349,74 @@ def test_requests_at_versions_neither_serves(sides, kafka_broker):
     # A client may go on after ApiVersions' fallback: the connection still answers.
     assert unserved_answer(ours.client.sock.getpeername()[1], ApiKey.API_VERSIONS, 5) == (
         errors.UNSUPPORTED_VERSION.code, True)
+
+def test_too_many_records_in_one_create_topics(sides):
+    """A CreateTopics request may take at most 10,000 metadata records (a TopicRecord per topic, a ConfigRecord
+    per config, a PartitionRecord per partition): over that, every topic gets POLICY_VIOLATION, validate_only
+    or not, so one topic of 10,000 partitions is too many. Only validate_only requests that fit are sent (making
+    thousands of partitions in the shared Kafka broker would slow every later test)."""
+    names = [f"diff-records-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+
+    def create(counts, configs=0, validate_only=True):
+        return CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=n, replication_factor=1,
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value="1000")
+                     for k in ("retention.ms", "segment.ms")[:configs]])
+            for name, n in zip(names, counts)], timeout_ms=30000, validate_only=validate_only)
+
+    refused = errors.POLICY_VIOLATION.code
+    for counts, configs, validate_only, expected in [
+            ([9_999], 0, True, [0]), ([10_000], 0, False, [refused]), ([5_000, 4_999], 0, False, [refused] * 2),
+            ([9_998], 1, True, [0]), ([9_998], 2, False, [refused])]:
+        _, o = both(sides, create(counts, configs, validate_only), 7,
+                    f"CreateTopics of {counts} partitions with {configs} configs each")
+        assert [t.error_code for t in o.topics] == expected
+    metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                               allow_auto_topic_creation=False)
+    both(sides, metadata, 12, "Metadata of the topics refused")
+
+
+def java_hash_set_bucket(name):
+    """The bucket of a 16-bucket java.util.HashSet<String> that name falls in (String.hashCode, then HashMap's
+    spreading of the high bits): Kafka takes a CreatePartitions request's topics in that order."""
+    h = 0
+    for char in name:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 15
+
+
+def test_too_many_partitions_added_in_one_request(sides):
+    """CreatePartitions adding more than 10,000 partitions in all: the topic that goes over the limit, and every
+    later one, fail with UNKNOWN_SERVER_ERROR; the ones before it do not. Only validate_only requests go over
+    (Kafka keeps part of the failing topic's partitions when it really creates them, which this broker does
+    not), and the names are such that Kafka's order is the request's."""
+    while True:
+        names = [f"diff-cp-{uuid.uuid4().hex[:8]}" for _ in range(3)]
+        buckets = [java_hash_set_bucket(name) for name in names]
+        if buckets == sorted(set(buckets)):
+            break
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1) for name in names], timeout_ms=10000), 7, "CreateTopics")
+
+    def grow(counts, validate_only=True):
+        topics = [CreatePartitionsRequest.CreatePartitionsTopic(name=n, count=c, assignments=None)
+                  for n, c in zip(names, counts)]
+        return CreatePartitionsRequest(topics=topics, timeout_ms=10000, validate_only=validate_only)
+
+    over = errors.UNKNOWN_SERVER_ERROR.code
+    _, o = both(sides, grow([10_001]), 3, "CreatePartitions adding 10,000 partitions")
+    assert [r.error_code for r in o.results] == [0]
+    _, o = both(sides, grow([10_002]), 3, "CreatePartitions adding 10,001 partitions")
+    assert [r.error_code for r in o.results] == [over]
+    _, o = both(sides, grow([2, 10_001, 2]), 3, "CreatePartitions adding 1, 10,000 and 1 partitions")
+    assert [r.error_code for r in o.results] == [0, over, over]
+    _, o = both(sides, grow([3, 2], validate_only=False), 3, "CreatePartitions within the limit")
+    assert [r.error_code for r in o.results] == [0, 0]
+    metadata = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                               allow_auto_topic_creation=False)
+    grown = dict(zip(names, (3, 2, 1)))
+    both(sides, metadata, 12, "Metadata after CreatePartitions",
+         settled=lambda response: {t.name: len(t.partitions) for t in response.topics} == grown)
 
 
 def test_delete_by_id_and_recreate(sides):

@@ -80,6 +80,9 @@ SETTINGS = {
     "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
     "delete.topic.enable": Setting(bool, True),
     "kafkaproto.extensions": Setting(str, "", doc="kafkaproto extensions to load at start-up, comma-separated"),
+    "kafkaproto.open.segment.files.max": Setting(int, -1, doc="segment files kept open at once across all "
+                                                  "partitions, the least recently used closed first (-1: half the "
+                                                  "soft RLIMIT_NOFILE)"),
     # Partition deletion (examples/partition-deletion): needs that extension loaded.
     "delete.topic.partition.enable": Setting(bool, False, doc="serve DeletePartitions (the partition_deletion "
                                              "extension must be loaded)"),

@@ -9,10 +9,12 @@ A connection that sends what cannot be read, stays idle past
 connections.max.idle.ms, or goes over max.connections is closed with a log line.
 On SASL listeners a client gets nothing but ApiVersions and the SASL exchange
 until it has authenticated; TLS listeners wrap the same loop.
+When accept() fails (out of file descriptors, say), the listener backs off and
+tries again, with one warning when that starts and one line when it accepts again.
 """
 
 import asyncio
-import functools
+import errno
 import logging
 import socket
 import time
@@ -32,6 +34,9 @@ READ_SIZE = 1 << 16
 # What a client on a SASL listener may send before it has authenticated (anything else closes the connection).
 BEFORE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 HOUSEKEEPING_SECONDS = 1.0
+LISTEN_BACKLOG = 100
+# While accept() fails, the wait before the next try: doubling from the first to the last.
+ACCEPT_BACKOFF_SECONDS = (0.05, 1.0)
 
 
 class Server:
@@ -42,7 +47,7 @@ class Server:
         self.state = state
         self.config = state.config
         self.listeners = []  # bound Listener objects (ports resolved)
-        self._servers = []
+        self._listening = []  # (listening socket, the task accepting on it)
         self._connections = set()
         self._tasks = set()
         self._closing = False
@@ -63,11 +68,12 @@ class Server:
             if unknown:
                 raise ValueError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
                                  f"implemented (known: {', '.join(MECHANISMS)})")
-            server = await asyncio.start_server(functools.partial(self._serve, listener, mechanisms),
-                                                listener.host, listener.port, limit=READ_SIZE,
-                                                reuse_address=True, ssl=context)
-            port = server.sockets[0].getsockname()[1]
-            self._servers.append(server)
+            loop = asyncio.get_running_loop()
+            sockets = await _listen(listener.host, listener.port)
+            for sock in sockets:
+                task = loop.create_task(self._accept(sock, listener, mechanisms, context))
+                self._listening.append((sock, task))
+            port = sockets[0].getsockname()[1]
             self.listeners.append(Listener(listener.name, listener.host, port, listener.protocol))
         advertised = []
         for i, listener in enumerate(self.config.advertised or self.listeners):
@@ -105,9 +111,55 @@ class Server:
             except OSError as e:
                 log.error("housekeeping: %s", e)
 
+    async def _accept(self, sock, listener, mechanisms, context):
+        """Accept connections on a listening socket until cancelled; each is served by a task of its own."""
+        loop = asyncio.get_running_loop()
+        backoff = failing_since = None
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(sock)
+            except ConnectionAbortedError:
+                continue  # the client gave up before it was accepted
+            except OSError as e:
+                # Out of descriptors, the pending connections wait in the kernel's backlog; retrying at once
+                # would spin, and a line per try would flood the log.
+                if backoff is None:
+                    failing_since = loop.time()
+                    backoff = ACCEPT_BACKOFF_SECONDS[0]
+                    why = "out of file descriptors" if e.errno in (errno.EMFILE, errno.ENFILE) else "failing"
+                    log.warning("listener %s: accept() is %s (%s); backing off until it works again",
+                                listener.name, why, e)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, ACCEPT_BACKOFF_SECONDS[1])
+                continue
+            if backoff is not None:
+                log.info("listener %s: accepting connections again after %.1f s", listener.name,
+                         loop.time() - failing_since)
+                backoff = None
+            task = loop.create_task(self._open(conn, listener, mechanisms, context))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _open(self, conn, listener, mechanisms, context):
+        """Streams over an accepted socket (after the TLS handshake, on a TLS listener), then serve them."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=READ_SIZE, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        try:
+            transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn, ssl=context)
+        except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError
+            log.info("connection from %s not started: %s", _peer(conn), e)
+            conn.close()
+            return
+        await self._serve(listener, mechanisms, reader, asyncio.StreamWriter(transport, protocol, reader, loop))
+
     async def stop(self):
-        for server in self._servers:
-            server.close()
+        for _, task in self._listening:
+            task.cancel()
+        # Each socket is closed once its accept has let go of it (so no other socket's descriptor is unwatched).
+        await asyncio.gather(*(task for _, task in self._listening), return_exceptions=True)
+        for sock, _ in self._listening:
+            sock.close()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         # Closing the sockets ends each connection's task; waking the waiting requests ends theirs.
@@ -120,8 +172,6 @@ class Server:
             _, late = await asyncio.wait(tasks, timeout=5)
             for task in late:
                 task.cancel()
-        for server in self._servers:
-            await server.wait_closed()
 
     async def _serve(self, listener, mechanisms, reader, writer):
         peer = writer.get_extra_info("peername")
@@ -243,3 +293,42 @@ class Server:
             pass
         log.warning("%s: %s; closing the connection (no error field to answer with)", where, reason)
         return None
+
+
+async def _listen(host, port):
+    """Bound, listening, non-blocking sockets for host:port, one per address host resolves to (as
+    asyncio.start_server makes them); port 0 takes a free port, the same one on every address."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets = []
+    seen = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # the IPv4 address binds on its own
+            if port == 0 and len(sockets) > 1:
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise OSError(f"{host}:{port}: no address to listen on")
+    return sockets
+
+
+def _peer(conn):
+    try:
+        host, port = conn.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "?"

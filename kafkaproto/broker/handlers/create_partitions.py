@@ -1,34 +1,67 @@
-"""CreatePartitions: grow a topic to count partitions (never shrink); assignments may name this broker only."""
+"""CreatePartitions: grow a topic to count partitions (never shrink); assignments may name this broker only.
+
+As in Kafka's controller, one request adds at most 10,000 partitions (a metadata record each, and a request
+takes at most 10,000 records). The topics are taken in turn; the one whose new partitions would take the
+request's total past that is answered UNKNOWN_SERVER_ERROR (Kafka's controller runs out of room for the
+request's records there), and so is every later topic that would add any.
+The topics before it grow. Kafka keeps the share of that topic's partitions that fitted; here a topic that is
+refused, or that cannot be made on disk, gets no partition at all.
+"""
+
+import logging
 
 from ... import errors
 from ...messages import ApiKey, CreatePartitionsResponse
 from ..dispatch import handles
 from ..state.cluster import READ_WRITE
+from ..state.log import LogError
+from .create_topics import MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS
 
+log = logging.getLogger("kafkaproto.broker")
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+def _check(state, item, topic):
+    """(error, message) for a topic that cannot grow as asked, or None."""
+    if topic is None:
+        return errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {item.name!r}"
+    if any(p.mode != READ_WRITE for p in topic.partitions):  # partition deletion: they go from the top
+        return errors.INVALID_PARTITIONS, (f"partitions of {item.name!r} are being deleted; add partitions once "
+                                           "they are gone")
+    if item.count <= len(topic.partitions):
+        return errors.INVALID_PARTITIONS, (f"topic {item.name!r} has {len(topic.partitions)} partitions; "
+                                           f"{item.count} would not add any")
+    if item.assignments is not None and (len(item.assignments) != item.count - len(topic.partitions) or any(
+            a.broker_ids != [state.node_id] for a in item.assignments)):
+        return errors.INVALID_REPLICA_ASSIGNMENT, f"one assignment per new partition, to broker {state.node_id}"
+    return None
 
 
 @handles(ApiKey.CREATE_PARTITIONS, versions=range(0, 4))
 def create_partitions(ctx, request):
     state = ctx.state
     results = []
+    added = 0  # partitions the request adds so far
+    over = False  # a topic went over the limit: Kafka has no room for any later one either
     for item in request.topics:
         topic = state.cluster.topics.get(item.name)
-        if topic is None:
-            error, message = errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {item.name!r}"
-        elif any(p.mode != READ_WRITE for p in topic.partitions):  # partition deletion: they go from the top
-            error, message = errors.INVALID_PARTITIONS, (f"partitions of {item.name!r} are being deleted; add "
-                                                         "partitions once they are gone")
-        elif item.count <= len(topic.partitions):
-            error, message = errors.INVALID_PARTITIONS, (f"topic {item.name!r} has {len(topic.partitions)} "
-                                                         f"partitions; {item.count} would not add any")
-        elif item.assignments is not None and (len(item.assignments) != item.count - len(topic.partitions) or any(
-                a.broker_ids != [state.node_id] for a in item.assignments)):
-            error, message = errors.INVALID_REPLICA_ASSIGNMENT, f"one assignment per new partition, to broker " \
-                                                                f"{state.node_id}"
-        else:
-            error, message = errors.NONE, None
-            if not request.validate_only:
-                state.cluster.create_partitions(topic, item.count)
+        error, message = _check(state, item, topic) or (errors.NONE, None)
+        if error is errors.NONE:
+            more = item.count - len(topic.partitions)
+            if over or added + more > MAX_RECORDS_PER_REQUEST:
+                error = errors.UNKNOWN_SERVER_ERROR
+                message = TOO_MANY_RECORDS + (" A topic before this one went over the limit." if over else (
+                    f" {item.name!r} would add {more} partitions to the {added} of the topics before it; at "
+                    f"most {MAX_RECORDS_PER_REQUEST} in one request."))
+                over = True
+            else:
+                added += more
+                if not request.validate_only:
+                    try:
+                        state.cluster.create_partitions(topic, item.count)
+                    except (OSError, LogError) as e:
+                        log.error("partitions of %s not created: %s", item.name, e)
+                        error, message = errors.UNKNOWN_SERVER_ERROR, (f"partitions of {item.name!r} could not be "
+                                                                       f"made on disk: {e}")
         results.append(Result(name=item.name, error_code=error.code, error_message=message))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -5,7 +5,16 @@ num_partitions -1 takes num.partitions (v4+); the replication factor must be
 topic configs this broker knows. validate_only checks without creating.
 From v5 the result carries the partition count, replication factor and the
 topic's effective configs.
+
+Kafka's controller limits a request to 10,000 partitions in all (POLICY_VIOLATION for every topic, nothing
+made), and to 10,000 metadata records: a topic takes one, plus one per config and one per partition, so one
+topic of 10,000 partitions is already too many (POLICY_VIOLATION again, whether validate_only or not).
+
+A topic that cannot be made on disk (out of descriptors or space, say) is
+answered UNKNOWN_SERVER_ERROR with the reason, and nothing of it is left.
 """
+
+import logging
 
 from ... import errors
 from ...messages import ApiKey, CreateTopicsResponse
@@ -13,11 +22,19 @@ from ...uuid import Uuid
 from ..config import topic_config_error
 from ..dispatch import handles
 from ..state import topic_name_error
+from ..state.log import LogError
+
+log = logging.getLogger("kafkaproto.broker")
 
 Result = CreateTopicsResponse.CreatableTopicResult
 DEFAULT_CONFIG, TOPIC_CONFIG = 5, 1  # DescribeConfigs config sources
-# Kafka's controller refuses a request that would make more partitions than this, before making any.
+# Kafka's controller refuses a CreateTopics request asking for more partitions than this in all...
 MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."  # Kafka's messages
+# ...and any request whose changes take more metadata records than this (a new topic's TopicRecord, its
+# ConfigRecords and PartitionRecords; CreatePartitions' PartitionRecords).
+MAX_RECORDS_PER_REQUEST = 10_000
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
 
 def _error(name, error, message=None):
@@ -56,6 +73,15 @@ def _check(state, node, item, seen):
     return None
 
 
+def _partition_count(state, item):
+    return len(item.assignments) if item.assignments else (
+        item.num_partitions if item.num_partitions != -1 else state.config["num.partitions"])
+
+
+def _configs(item):
+    return {c.name: c.value for c in item.configs if c.value is not None}
+
+
 def _partitions_asked(state, request):
     """The partitions the request would make, counted as Kafka's controller counts them."""
     total = 0
@@ -75,23 +101,36 @@ def create_topics(ctx, request):
     node = state.node_id
     if _partitions_asked(state, request) > MAX_PARTITIONS_PER_REQUEST:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
-            _error(item.name, errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
             for item in request.topics])
-    results = []
+    checked = []
     seen = set()
     for item in request.topics:
-        problem = _check(state, node, item, seen)
+        checked.append((item, _check(state, node, item, seen)))
         seen.add(item.name)
+    # The records the topics that can be created would take: over the limit, Kafka makes none of them.
+    if sum(1 + len(_configs(item)) + _partition_count(state, item)
+           for item, problem in checked if problem is None) > MAX_RECORDS_PER_REQUEST:
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_RECORDS) for item in request.topics])
+    results = []
+    for item, problem in checked:
         if problem:
             results.append(_error(item.name, *problem))
             continue
-        count = len(item.assignments) if item.assignments else (
-            item.num_partitions if item.num_partitions != -1 else state.config["num.partitions"])
-        configs = {c.name: c.value for c in item.configs if c.value is not None}
+        count = _partition_count(state, item)
+        configs = _configs(item)
         if request.validate_only:
-            topic_id, effective = Uuid.ZERO, {**state.cluster.topic_defaults(), **configs}
+            # Kafka gives a validated topic an ID too (a random one, never used).
+            topic_id, effective = Uuid.random(), {**state.cluster.topic_defaults(), **configs}
         else:
-            topic = state.cluster.create_topic(item.name, count, configs)
+            try:
+                topic = state.cluster.create_topic(item.name, count, configs)
+            except (OSError, LogError) as e:
+                log.error("topic %s not created: %s", item.name, e)
+                results.append(_error(item.name, errors.UNKNOWN_SERVER_ERROR,
+                                      f"topic {item.name!r} could not be made on disk: {e}"))
+                continue
             topic_id, effective = topic.topic_id, state.cluster.topic_config(topic)
         results.append(Result(
             name=item.name, topic_id=topic_id, error_code=errors.NONE.code, num_partitions=count,

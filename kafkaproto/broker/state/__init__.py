@@ -3,6 +3,7 @@
 Handlers read and change it; nothing here touches a socket.
 """
 
+import logging
 import re
 import time
 
@@ -14,11 +15,12 @@ from .compaction import compact
 from .groups.consumer import ConsumerCoordinator
 from .fetch_sessions import FetchSessions
 from .groups import Groups
-from .log import parse_batches
+from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
 from .transactions import (COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT,
                            PartitionTransactions, Transactions, control_marker, marker_batch)
 
+logger = logging.getLogger("kafkaproto.broker")  # not "log": that is the submodule
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
 
@@ -53,14 +55,17 @@ class BrokerState:
         self.partition_transactions = {}  # Partition -> PartitionTransactions
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
-        self.cluster = Cluster(config)
+        # Every log's segment files share one bounded set of open descriptors.
+        self.files = OpenFiles(config["kafkaproto.open.segment.files.max"])
+        logger.info("segment files kept open: at most %d (kafkaproto.open.segment.files.max)", self.files.limit)
+        self.cluster = Cluster(config, self.files)
         self.credentials = load_credentials(config)  # from configuration; the metadata log's SCRAM ones win
         self.credentials.scram.update(self.cluster.scram)
         self.cluster.scram = self.credentials.scram
-        self.groups = Groups(config, config.log_dir)
+        self.groups = Groups(config, config.log_dir, self.files)
         self.consumer_groups = ConsumerCoordinator(self.groups.groups, self.cluster, config)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
-        self.transactions = Transactions(config.log_dir)
+        self.transactions = Transactions(config.log_dir, self.files)
         for topic in self.cluster.topics.values():
             for partition in topic.partitions:
                 if partition.log is not None:
@@ -127,7 +132,11 @@ class BrokerState:
         """Create a topic a client asked for, when auto.create.topics.enable allows; the Topic or None."""
         if not self.config["auto.create.topics.enable"] or topic_name_error(name):
             return None
-        return self.cluster.create_topic(name, self.config["num.partitions"])
+        try:
+            return self.cluster.create_topic(name, self.config["num.partitions"])
+        except (OSError, LogError) as e:
+            logger.error("topic %s not created on first use: %s", name, e)
+            return None
 
     def append(self, partition, data, batches, marker=None):
         """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch); the first offset."""
@@ -228,3 +237,4 @@ class BrokerState:
         self.transactions.close()
         self.groups.close()
         self.cluster.close()
+        self.files.close_all()

@@ -4,6 +4,10 @@ Every change (a topic created, deleted or grown, a config set, producer ids
 handed out) is one batch of metadata records appended to
 ``__cluster_metadata-0`` before it takes effect, framed as Kafka frames them;
 the state in memory is what replaying that log gives.
+
+New partitions are made on disk first (directory, partition.metadata, an empty
+segment) and recorded after: a topic, or a topic's growth, that cannot be made
+whole is removed from disk again and never reaches the metadata log.
 """
 
 import logging
@@ -20,7 +24,7 @@ from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..security import SCRAM_NAMES, ScramCredential
 from .groups.offsets import OFFSETS_DIR
-from .log import LogError, PartitionLog
+from .log import LogError, OpenFiles, PartitionLog
 from .transactions import STATE_DIR
 
 log = logging.getLogger("kafkaproto.broker")
@@ -113,9 +117,10 @@ def _sync_dir(directory):
 class Cluster:
     """The topics, partitions, configs and producer-id blocks of a one-node cluster, on disk in log_dir."""
 
-    def __init__(self, config):
+    def __init__(self, config, files=None):
         self.config = config
         self.log_dir = config.log_dir
+        self.files = files if files is not None else OpenFiles()  # the broker's open segment files
         os.makedirs(self.log_dir, exist_ok=True)
         self.node_id = config.node_id
         self.cluster_id = self._meta_properties()
@@ -129,7 +134,8 @@ class Cluster:
         clean = os.path.exists(self._clean_marker)
         if clean:
             os.unlink(self._clean_marker)
-        self.metadata = PartitionLog(os.path.join(self.log_dir, METADATA_DIR), recover=not clean)
+        self.metadata = PartitionLog(os.path.join(self.log_dir, METADATA_DIR), recover=not clean,
+                                     files=self.files)
         self._replay()
         self.on_partition_log = None  # called with each partition whose log is opened after start-up
         self._open_partitions(recover=not clean)
@@ -244,11 +250,16 @@ class Cluster:
         log.warning("%s: %s; moved aside to %s (not served, not deleted)", path, why, os.path.basename(stray))
         os.rename(path, stray)
 
+    def _new_log(self, path, config, recover=False):
+        return PartitionLog(path, segment_bytes=int(config["segment.bytes"]),
+                            index_interval=int(config["index.interval.bytes"]), recover=recover,
+                            segment_ms=int(config["segment.ms"]), files=self.files)
+
     def _open_log(self, partition, path, recover=False):
-        config = self.topic_config(partition.topic)
-        partition.log = PartitionLog(path, segment_bytes=int(config["segment.bytes"]),
-                                     index_interval=int(config["index.interval.bytes"]), recover=recover,
-                                     segment_ms=int(config["segment.ms"]))
+        self._attach(partition, self._new_log(path, self.topic_config(partition.topic), recover))
+
+    def _attach(self, partition, partition_log):
+        partition.log = partition_log
         if self.on_partition_log is not None:
             self.on_partition_log(partition)
 
@@ -257,6 +268,42 @@ class Cluster:
         os.makedirs(path, exist_ok=True)
         write_partition_metadata(path, partition.topic.topic_id)
         self._open_log(partition, path)
+
+    def _make_logs(self, name, topic_id, indexes, config):
+        """{index: PartitionLog} of new partitions, directories and empty logs made before any record names
+        them; when one cannot be made, those already made are removed and the error raised."""
+        made = {}
+        try:
+            for index in indexes:
+                path = os.path.join(self.log_dir, partition_dir_name(name, index))
+                if os.path.lexists(path):
+                    self._set_aside(path, "left over under the name of a new partition")
+                os.mkdir(path)
+                made[index] = None
+                write_partition_metadata(path, topic_id)
+                made[index] = self._new_log(path, config)
+        except BaseException:
+            self._unmake(name, made)
+            raise
+        return made
+
+    def _unmake(self, name, made):
+        """Remove what _make_logs made (a creation that failed): the logs' files are closed, the directories go."""
+        for index, partition_log in made.items():
+            if partition_log is not None:
+                partition_log.close(write_index=False)
+            path = os.path.join(self.log_dir, partition_dir_name(name, index))
+            try:
+                shutil.rmtree(path)
+            except OSError as e:
+                # Renaming needs no descriptor: the directory then goes with the other deleted ones.
+                log.error("%s: not removed after a failed creation (%s); renamed away to be deleted", path, e)
+                try:
+                    gone = f"{path}.{_uuid.uuid4().hex}-delete"
+                    os.rename(path, gone)
+                    self.pending_deletes.append((time.monotonic(), gone))
+                except OSError as e:
+                    log.error("%s: not renamed either (%s); set aside at the next start", path, e)
 
     # --- changes, each a batch in the metadata log first
 
@@ -272,6 +319,7 @@ class Cluster:
             self._apply(record)
 
     def create_topic(self, name, partitions, configs=None):
+        """The new Topic; raises OSError (or LogError) when it cannot be made, leaving nothing of it behind."""
         topic_id = Uuid.random()
         while topic_id in self.by_id:
             topic_id = Uuid.random()
@@ -281,19 +329,32 @@ class Cluster:
                                     leader_epoch=0, partition_epoch=0) for i in range(partitions)]
         records += [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=name, name=k, value=v)
                     for k, v in (configs or {}).items()]
-        self._commit(records)
+        logs = self._make_logs(name, topic_id, range(partitions), {**self.topic_defaults(), **(configs or {})})
+        try:
+            self._commit(records)
+        except BaseException:
+            self._unmake(name, logs)
+            raise
         topic = self.by_id[topic_id]
         for partition in topic.partitions:
-            self._create_log(partition)
+            self._attach(partition, logs[partition.index])
         return topic
 
     def create_partitions(self, topic, count):
+        """Grow topic to count partitions; raises OSError (or LogError) when they cannot all be made, leaving
+        the topic as it was."""
         node = self.node_id
         start = len(topic.partitions)
-        self._commit([PartitionRecord(partition_id=i, topic_id=topic.topic_id, replicas=[node], isr=[node],
-                                      leader=node, leader_epoch=0, partition_epoch=0) for i in range(start, count)])
+        logs = self._make_logs(topic.name, topic.topic_id, range(start, count), self.topic_config(topic))
+        try:
+            self._commit([PartitionRecord(partition_id=i, topic_id=topic.topic_id, replicas=[node], isr=[node],
+                                          leader=node, leader_epoch=0, partition_epoch=0)
+                          for i in range(start, count)])
+        except BaseException:
+            self._unmake(topic.name, logs)
+            raise
         for partition in topic.partitions[start:]:
-            self._create_log(partition)
+            self._attach(partition, logs[partition.index])
 
     def delete_topic(self, topic):
         """Remove the topic, and rename its directories away, to be deleted after file.delete.delay.ms."""

@@ -6,17 +6,26 @@ segment, ``<base offset, 20 digits>.log`` with the batches as they arrived
 to the segment, byte position) every ``index_interval`` bytes.
 
 Appends are written straight to the file before they are acknowledged, so a
-killed process loses nothing that was acknowledged. After an unclean stop the
+killed process loses nothing that was acknowledged; a write that fails is cut
+off again, so the file only ever holds whole batches. After an unclean stop the
 last segment is read back batch by batch and cut at the first batch whose
 length or CRC is wrong (a torn write). On every start the indexes are rebuilt
 from the batch headers (the files are written for tools that read them).
+
+Segment files are opened when first read or written and stay open in a
+broker-wide set of bounded size (OpenFiles), the least recently used closed
+first: a partition at rest holds no file descriptor, so the number of
+partitions is not bounded by the process's descriptor limit.
 """
 
 import bisect
+import errno
 import logging
 import os
+import resource
 import struct
 import time
+from collections import OrderedDict
 
 from ...records import RecordsError, iter_batches
 
@@ -76,16 +85,75 @@ def parse_batches(data, max_batch_bytes=None):
     return out
 
 
-class Segment:
-    """One .log file and its index."""
+def default_open_files():
+    """Half the soft RLIMIT_NOFILE (the other half is left for sockets and everything else), at least 16."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(16, soft // 2)
 
-    def __init__(self, directory, base_offset, index_interval):
+
+# What open(2) fails with when the process or the system has no descriptor to give.
+OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+
+
+class OpenFiles:
+    """The segment files a broker holds open: at most limit, the least recently used closed to make room."""
+
+    def __init__(self, limit=None):
+        self.limit = max(1, limit if limit is not None and limit > 0 else default_open_files())
+        self._open = OrderedDict()  # Segment -> None, least recently used first
+        self.used = self._open.move_to_end  # a segment was just used
+
+    def __len__(self):
+        return len(self._open)
+
+    def open(self, segment, flags=os.O_RDWR):
+        """Open segment's file and keep it among the open ones; its descriptor."""
+        while len(self._open) >= self.limit:
+            self._close_oldest()
+        while True:
+            try:
+                fd = os.open(segment.path, flags, 0o644)
+                break
+            except OSError as e:
+                # Sockets may have taken what was left: give back a segment's descriptor and try again.
+                if e.errno not in OUT_OF_DESCRIPTORS or not self._open:
+                    raise
+                self._close_oldest()
+        segment._fd = fd
+        self._open[segment] = None
+        return fd
+
+    def forget(self, segment):
+        self._open.pop(segment, None)
+
+    def _close_oldest(self):
+        segment, _ = self._open.popitem(last=False)
+        fd, segment._fd = segment._fd, -1
+        os.close(fd)
+
+    def close_all(self):
+        while self._open:
+            self._close_oldest()
+
+
+class Segment:
+    """One .log file and its index; the file is opened on first use, through the broker's OpenFiles."""
+
+    def __init__(self, directory, base_offset, index_interval, files):
         self.base_offset = base_offset
         self.path = os.path.join(directory, f"{base_offset:020d}.log")
         self.index_path = self.path[:-4] + ".index"
         self.index_interval = index_interval
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        self.files = files
+        self._used = files.used  # bound once: the hot path calls it on every read and write
+        self._fd = -1
+        try:
+            self.size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            files.open(self, os.O_RDWR | os.O_CREAT)  # a new segment, about to be written to
+            self.size = 0
         self.index_offsets = []  # relative offsets of the indexed batches' first offsets
         self.index_positions = []
         self.since_index = 0
@@ -93,13 +161,49 @@ class Segment:
         self.max_timestamp = -1
         self.opened = time.time()  # segment.ms counts from here (from the start, for a segment found on disk)
 
+    @property
+    def fd(self):
+        """The open file's descriptor; only for the one call it is fetched for (it may be closed after)."""
+        fd = self._fd
+        if fd < 0:
+            return self.files.open(self)
+        self._used(self)
+        return fd
+
+    @property
+    def is_open(self):
+        return self._fd >= 0
+
     def close(self):
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        if self._fd >= 0:
+            self.files.forget(self)
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
     def read(self, position, size):
         return os.pread(self.fd, size, position)
+
+    def write(self, data, position):
+        """Write data at position, all of it or nothing: a failed write is cut off again."""
+        fd = self.fd
+        try:
+            written = os.pwrite(fd, data, position)
+            if written != len(data):
+                raise LogError(f"{self.path}: wrote {written} of {len(data)} bytes")
+        except BaseException:
+            try:
+                os.ftruncate(fd, position)
+            except OSError as e:
+                log.error("%s: a failed write could not be cut off (%s); the log is recovered on the next start",
+                          self.path, e)
+            raise
+
+    def truncate(self, size):
+        os.ftruncate(self.fd, size)
+        self.size = size
+
+    def sync(self):
+        os.fsync(self.fd)
 
     def batches(self, position=0, stop=None):
         """The batch headers from position on, read from the file in large chunks."""
@@ -148,15 +252,16 @@ class PartitionLog:
     """The batches of one partition, in segments; offsets are assigned here."""
 
     def __init__(self, directory, *, segment_bytes=1 << 30, index_interval=4096, recover=False,
-                 segment_ms=7 * 24 * 3600 * 1000):
+                 segment_ms=7 * 24 * 3600 * 1000, files=None):
         self.directory = directory
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms
         self.index_interval = index_interval
+        self.files = files if files is not None else OpenFiles()
         os.makedirs(directory, exist_ok=True)
         bases = sorted(int(name[:-4]) for name in os.listdir(directory)
                        if name.endswith(".log") and name[:-4].isdigit())
-        self.segments = [Segment(directory, base, index_interval) for base in bases or [0]]
+        self.segments = [Segment(directory, base, index_interval, self.files) for base in bases or [0]]
         self.log_start_offset = self.segments[0].base_offset
         for i, segment in enumerate(self.segments):
             self._load(segment, recover=recover and i == len(self.segments) - 1)
@@ -169,8 +274,7 @@ class PartitionLog:
             if good < segment.size:
                 log.warning("%s: %d bytes after position %d are not whole, valid batches; truncated",
                             segment.path, segment.size - good, good)
-                os.ftruncate(segment.fd, good)
-                segment.size = good
+                segment.truncate(good)
         last = None
         for batch in segment.batches():
             segment.note(batch)
@@ -221,9 +325,7 @@ class PartitionLog:
                              or time.time() - segment.opened >= self.segment_ms / 1000):
             segment = self.roll()
         start = segment.size
-        written = os.pwrite(segment.fd, data, start)
-        if written != len(data):
-            raise LogError(f"{segment.path}: wrote {written} of {len(data)} bytes")
+        segment.write(data, start)
         segment.size += len(data)
         for batch in batches:
             batch.position += start
@@ -236,7 +338,7 @@ class PartitionLog:
     def roll(self):
         old = self.segments[-1]
         old.write_index()
-        segment = Segment(self.directory, self.log_end_offset, self.index_interval)
+        segment = Segment(self.directory, self.log_end_offset, self.index_interval, self.files)
         segment.next_offset = segment.base_offset
         self.segments.append(segment)
         return segment
@@ -321,7 +423,7 @@ class PartitionLog:
             os.fsync(f.fileno())
         os.replace(tmp, segment.path)
         segment.close()
-        fresh = Segment(self.directory, segment.base_offset, self.index_interval)
+        fresh = Segment(self.directory, segment.base_offset, self.index_interval, self.files)
         for batch in fresh.batches():
             fresh.note(batch)
             fresh.seen(batch)
@@ -346,10 +448,10 @@ class PartitionLog:
 
     def flush(self):
         for segment in self.segments:
-            os.fsync(segment.fd)
+            segment.sync()
 
-    def close(self):
-        if self.segments:
+    def close(self, write_index=True):
+        if self.segments and write_index:
             self.segments[-1].write_index()
         for segment in self.segments:
             segment.close()

@@ -101,9 +101,9 @@ class Transaction:
 class Transactions:
     """Every transactional id's state, kept in log_dir."""
 
-    def __init__(self, log_dir):
+    def __init__(self, log_dir, files=None):
         self.by_id = {}
-        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR))
+        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files)
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:

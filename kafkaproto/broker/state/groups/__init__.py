@@ -19,10 +19,10 @@ __all__ = ["COMPLETING", "DEAD", "EMPTY", "PREPARING", "STABLE", "ClassicGroup",
 
 
 class Groups:
-    def __init__(self, config, log_dir):
+    def __init__(self, config, log_dir, files=None):
         self.config = config
         self.groups = {}
-        self.offsets = OffsetStore(log_dir)
+        self.offsets = OffsetStore(log_dir, files)
         for group_id in self.offsets.by_group:
             self.groups[group_id] = ClassicGroup(group_id, config)
 

@@ -13,9 +13,9 @@ OFFSETS_DIR = "__consumer_offsets-0"
 class OffsetStore:
     """group id -> {(topic, partition): (offset, leader epoch, metadata, commit time ms)}, kept in log_dir."""
 
-    def __init__(self, log_dir):
+    def __init__(self, log_dir, files=None):
         self.by_group = {}
-        self.log = PartitionLog(os.path.join(log_dir, OFFSETS_DIR))
+        self.log = PartitionLog(os.path.join(log_dir, OFFSETS_DIR), files=files)
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
