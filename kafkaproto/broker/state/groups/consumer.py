@@ -346,8 +346,6 @@ class ConsumerCoordinator:
             group.group_epoch += 1
             group.metadata_hash = metadata_hash
 
-        if member.member_id not in group.members:
-            group.put(member)  # a new member takes part in the assignment
         previous = member
         if (group.assignment_epoch < group.group_epoch
                 and self._may_assign(group, now)):
