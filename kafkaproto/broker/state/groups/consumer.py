@@ -29,7 +29,7 @@ import re2
 
 from .... import errors
 from ....uuid import Uuid
-from .assignors import ASSIGNORS, AssignorError, MemberSpec
+from .assignors import ASSIGNORS, AssignorError, MemberSpec, java_order, string_hash
 from .classic import ClassicGroup, JoinResult, SyncResult
 from .classic import Member as ClassicMember
 from .embedded import MalformedProtocol, read_assignment, read_subscription, write_assignment
@@ -176,12 +176,7 @@ class ConsumerGroup:
         return names
 
     def preferred_assignor(self, default):
-        """The assignor most members name (ties: the first named), else the default."""
-        counts = {}
-        for member in self.members.values():
-            if member.assignor is not None:
-                counts[member.assignor] = counts.get(member.assignor, 0) + 1
-        return max(counts, key=counts.get) if counts else default
+        return preferred_assignor(self.members.values(), default)
 
     def regex_members(self, regex):
         return sum(1 for m in self.members.values() if m.regex == regex)
@@ -493,7 +488,7 @@ class ConsumerCoordinator:
         specs = {member_id: MemberSpec(m.instance_id, self._topic_ids(group.topics_of(m)),
                                        group.target.get(member_id, {}))
                  for member_id, m in members.items()}
-        name = self._preferred_assignor(members.values())
+        name = preferred_assignor(members.values(), self.assignors[0])
         try:
             target = ASSIGNORS[name](specs, self._partitions_of)
         except AssignorError as e:
@@ -502,13 +497,6 @@ class ConsumerCoordinator:
         group.target = {member_id: target.get(member_id, {}) for member_id in members}
         group.assignment_epoch = group.group_epoch
         group.assignment_time_ms = now
-
-    def _preferred_assignor(self, members):
-        counts = {}
-        for member in members:
-            if member.assignor is not None:
-                counts[member.assignor] = counts.get(member.assignor, 0) + 1
-        return max(counts, key=counts.get) if counts else self.assignors[0]
 
     def _reconcile(self, group, member, target_epoch, target, subscription_changed, owned):
         """Kafka's CurrentAssignmentBuilder: the member's next step toward its target."""
@@ -910,6 +898,16 @@ class ConsumerCoordinator:
             error = errors.ILLEGAL_GENERATION if member.uses_classic_protocol else errors.STALE_MEMBER_EPOCH
             raise GroupError(error, f"The received member epoch {epoch} does not match the expected member epoch "
                                     f"{member.member_epoch}.")
+
+
+def preferred_assignor(members, default):
+    """The assignor most members name, else the default; a tie goes to the name first in Java's hash order of
+    the names, as Kafka's count map gives it."""
+    counts = {}
+    for member in members:
+        if member.assignor is not None:
+            counts[member.assignor] = counts.get(member.assignor, 0) + 1
+    return max(java_order(counts, string_hash), key=counts.get) if counts else default
 
 
 class _Owned(NamedTuple):
