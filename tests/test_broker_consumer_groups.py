@@ -8,8 +8,8 @@ import pytest
 from kafkaproto import errors
 from kafkaproto.broker.state.groups.assignors import (MemberSpec, java_order, range_assignor, string_hash,
                                                      uniform)
-from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ListGroupsRequest,
-                                 OffsetCommitRequest, OffsetFetchRequest)
+from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
+                                 ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest)
 from kafkaproto.uuid import Uuid
 
 from test_broker_handlers import call, create, make_state
@@ -186,8 +186,12 @@ def test_a_member_leaving_hands_its_partitions_to_the_rest(state):
     assert (left.member_id, left.member_epoch) == ("a", -1)
     b.beat()
     assert len(b.partitions()) == 2 and describe(state).group_epoch == 4
+    refused = call(state, DeleteGroupsRequest(groups_names=["g"]), 2).results[0]
+    assert refused.error_code == errors.NON_EMPTY_GROUP.code
     assert b.beat(member_epoch=-1).error_code == 0
     assert describe(state).group_state == "Empty"
+    assert call(state, DeleteGroupsRequest(groups_names=["g"]), 2).results[0].error_code == 0
+    assert describe(state).error_code == errors.GROUP_ID_NOT_FOUND.code
 
 
 def test_a_session_that_expires_fences_the_member(state):

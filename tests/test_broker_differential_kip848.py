@@ -15,9 +15,9 @@ import pytest
 from kafkaproto import errors
 from kafkaproto.broker.state.groups.embedded import read_assignment, write_assignment
 from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest,
-                                 DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
-                                 ListGroupsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
-                                 SyncGroupRequest)
+                                 DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
+                                 JoinGroupRequest, ListGroupsRequest, MetadataRequest, OffsetCommitRequest,
+                                 OffsetFetchRequest, SyncGroupRequest)
 
 from test_broker_differential import both, broker_like_kafka, side_name, sides  # noqa: F401 - fixtures
 
@@ -115,6 +115,10 @@ def test_a_group_of_two_with_revocation_and_leaving(pair):
     time.sleep(ASSIGNMENT_INTERVAL)
     script.beat("the second is given everything", "member-b")
     script.describe("ConsumerGroupDescribe after a member left")
+    both(pair, DeleteGroupsRequest(groups_names=[script.group]), 2, "DeleteGroups of a consumer group with a member")
+    script.beat("the last member leaves", "member-b", epoch=-1)
+    both(pair, DeleteGroupsRequest(groups_names=[script.group]), 2, "DeleteGroups of an empty consumer group")
+    script.describe("ConsumerGroupDescribe of a deleted group")
 
 
 def test_offsets_with_member_epochs(pair):

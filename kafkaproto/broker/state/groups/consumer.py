@@ -178,6 +178,9 @@ class ConsumerGroup:
     def preferred_assignor(self, default):
         return preferred_assignor(self.members.values(), default)
 
+    def deletable(self):
+        return errors.NONE if not self.members else errors.NON_EMPTY_GROUP
+
     def regex_members(self, regex):
         return sum(1 for m in self.members.values() if m.regex == regex)
 
