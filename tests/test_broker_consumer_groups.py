@@ -4,6 +4,8 @@ fencing, static members, regular expressions, the assignors and offset commits w
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkaproto import errors
 from kafkaproto.broker.state.groups.assignors import (MemberSpec, java_order, range_assignor, string_hash,
@@ -444,3 +446,78 @@ def test_an_upgrade_the_policy_forbids(tmp_path):
         assert state.groups.group("g").kind == "classic"
     finally:
         state.close()
+
+
+# --- requests in any order, with any values ------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_any_sequence_of_group_requests_keeps_the_group_sound(tmp_path_factory, data):
+    """Heartbeats, classic joins and leaves, commits and describes from a few members, with epochs, owned
+    partitions, subscriptions, regexes and instance ids drawn at random: every answer is one Kafka could give (no
+    UNKNOWN_SERVER_ERROR, which would mean the coordinator failed), and no partition is ever held by two members."""
+    from kafkaproto.messages import JoinGroupRequest, LeaveGroupRequest
+
+    state = make_state(tmp_path_factory.mktemp("any"), **{"group.consumer.assignment.interval.ms": "0",
+                                                          "group.initial.rebalance.delay.ms": "0"})
+    try:
+        create(state, "t", partitions=3)
+        create(state, "u", partitions=2)
+        ids = [topic_id(state, "t"), topic_id(state, "u"), Uuid.random()]
+        members = st.sampled_from(["m1", "m2", "m3", ""])
+        for _ in range(data.draw(st.integers(1, 25))):
+            kind = data.draw(st.sampled_from(["beat", "beat", "beat", "join", "leave", "commit", "describe"]))
+            if kind == "beat":
+                owned = data.draw(st.none() | st.lists(st.builds(
+                    lambda t, ps: HB.TopicPartitions(topic_id=t, partitions=ps), st.sampled_from(ids),
+                    st.lists(st.integers(-1, 4), max_size=3)), max_size=3))
+                version = data.draw(st.sampled_from([0, 1]))
+                request = HB(group_id="g", member_id=data.draw(members),
+                             member_epoch=data.draw(st.integers(-3, 6)),
+                             instance_id=data.draw(st.none() | st.sampled_from(["i1", "i2"])),
+                             rebalance_timeout_ms=data.draw(st.sampled_from([-1, 0, 5000])),
+                             subscribed_topic_names=data.draw(st.none() | st.lists(
+                                 st.sampled_from(["t", "u", "nope"]), max_size=3)),
+                             subscribed_topic_regex=data.draw(st.none() | st.sampled_from(["t|u", "", "(", "u.*"]))
+                             if version >= 1 else None,
+                             server_assignor=data.draw(st.none() | st.sampled_from(["uniform", "range", "x"])),
+                             topic_partitions=owned)
+                response = call(state, request, version)
+            elif kind == "join":
+                response = call(state, JoinGroupRequest(
+                    group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                    member_id=data.draw(members), protocol_type="consumer", protocols=[
+                        JoinGroupRequest.JoinGroupRequestProtocol(
+                            name="range", metadata=data.draw(st.sampled_from(
+                                [subscription("t"), subscription("t", owned=[("t", [0])]), b"\x00\x01junk"])))]),
+                                5, final=True)
+            elif kind == "leave":
+                response = call(state, LeaveGroupRequest(group_id="g", members=[LeaveGroupRequest.MemberIdentity(
+                    member_id=data.draw(members), group_instance_id=data.draw(st.none() | st.just("i1")))]), 5)
+            elif kind == "commit":
+                response = call(state, OffsetCommitRequest(
+                    group_id="g", generation_id_or_member_epoch=data.draw(st.integers(-1, 6)),
+                    member_id=data.draw(members), topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                        name="t", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                            partition_index=data.draw(st.integers(0, 2)), committed_offset=1)])]), 9)
+            else:
+                response = describe(state)
+            if hasattr(response, "ms"):
+                continue  # a classic JoinGroup parked in a classic group
+            assert errors.UNKNOWN_SERVER_ERROR.code not in _error_codes(response.to_dict()), response
+            group = state.groups.group("g")
+            if group is not None and group.kind == "consumer":
+                held = [(t, p) for m in group.members.values() for held in (m.assigned, m.pending)
+                        for t, parts in held.items() for p in parts]
+                assert len(held) == len(set(held)), f"a partition held twice: {held}"
+    finally:
+        state.close()
+
+
+def _error_codes(value):
+    if isinstance(value, dict):
+        return {v for k, v in value.items() if k == "error_code"} | {
+            c for v in value.values() for c in _error_codes(v)}
+    if isinstance(value, list):
+        return {c for v in value for c in _error_codes(v)}
+    return set()
