@@ -1,5 +1,6 @@
 """The same scripted requests to Apache Kafka (3.9.2 and 4.3.1, the ``kafka_broker`` fixture) and to this
-broker: the responses must match once what legitimately differs is normalised.
+broker: the responses must match once what legitimately differs is normalised (by kafkaproto.compare's rules,
+and the few below that belong to these scripts).
 
 What is normalised, and why:
 - identifiers each broker makes up (cluster id, node and controller ids, broker addresses, topic IDs,
@@ -34,6 +35,7 @@ import pytest
 
 from kafka_jvm import _recv_exact
 from kafkaproto import decode_response, encode_request, errors, records
+from kafkaproto.compare import Labels, differences, is_loading, normalise
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
@@ -52,79 +54,11 @@ from test_kafka_broker import RawClient
 # code over either codec implementation (conftest.py: the pure-Python pass).
 pytestmark = [pytest.mark.xdist_group("kafka-broker"), pytest.mark.above_the_codecs]
 
-# Retried, not compared: Kafka's coordinators answer these for a while after it starts.
-LOADING = {errors.COORDINATOR_LOAD_IN_PROGRESS.code, errors.COORDINATOR_NOT_AVAILABLE.code,
-           errors.NOT_COORDINATOR.code, errors.CONCURRENT_TRANSACTIONS.code, errors.NOT_LEADER_OR_FOLLOWER.code,
-           errors.LEADER_NOT_AVAILABLE.code}
-LABELLED = {"session_id", "cluster_id", "node_id", "controller_id", "leader_id", "broker_id", "host", "port",
-            "topic_id", "producer_id", "member_id", "leader", "replica_nodes", "isr_nodes"}
-DROPPED = {"throttle_time_ms", "error_message", "topic_authorized_operations", "cluster_authorized_operations",
-           "authorized_operations", "configs"}
 
 
-def loading(value):
-    """Whether an answer holds an error that says a coordinator is still starting."""
-    if isinstance(value, dict):
-        return any(v in LOADING for k, v in value.items() if k.endswith("error_code")) or any(
-            loading(v) for v in value.values())
-    return isinstance(value, list) and any(loading(v) for v in value)
-
-
-class Labels:
-    """Each distinct identifier becomes "<field>#n" (n in order of first appearance); zero UUIDs stay zero."""
-
-    def __init__(self):
-        self.seen = {}
-
-    def __call__(self, field, value):
-        if isinstance(value, list):
-            return [self(field, v) for v in value]
-        if value is None or value == "" or value == -1 or value == Uuid.ZERO:
-            return value
-        key = self.key(field, value)
-        if key not in self.seen:
-            self.seen[key] = f"{key[0]}#{sum(1 for k in self.seen if k[0] == key[0]) + 1}"
-        return self.seen[key]
-
-    @staticmethod
-    def key(field, value):
-        return field if field not in ("leader", "member_id") else "member", value
-
-    def name(self, field, value, label):
-        """Label value so from now on (a group member's id by the member's name in the script)."""
-        self.seen.setdefault(self.key(field, value), label)
-
-
-def batches(data, labels):
-    out = []
-    for batch in records.iter_batches(data or b""):
-        row = {"base_offset": batch.base_offset, "last_offset_delta": batch.last_offset_delta,
-               "attributes": batch.attributes, "leader_epoch": batch.partition_leader_epoch,
-               "producer_id": labels("producer_id", batch.producer_id), "producer_epoch": batch.producer_epoch,
-               "base_sequence": batch.base_sequence, "count": batch.record_count,
-               "records": [(r.offset, r.key, r.value, r.headers) for r in batch]}
-        if not batch.is_control:
-            row["timestamps"] = (batch.base_timestamp, batch.max_timestamp)
-        out.append(row)
-    return out
-
-
-def normalise(value, labels, field=None):
-    if isinstance(value, dict):
-        return {k: (labels(k, v) if k in LABELLED else normalise(v, labels, k))
-                for k, v in value.items() if k not in DROPPED}
-    if isinstance(value, list):
-        items = [normalise(v, labels, field) for v in value]
-        if items and all(isinstance(v, dict) and "partition_index" in v for v in items):
-            items.sort(key=lambda v: v["partition_index"])
-        if items and all(isinstance(v, dict) and "member_id" in v for v in items):
-            items.sort(key=lambda v: str(v["member_id"]))  # Kafka lists group members in hash order
-        elif items and all(isinstance(v, dict) and "topic_id" in v and "partitions" in v for v in items):
-            items.sort(key=lambda v: str(v["topic_id"]))  # topics by ID, in the hash order of each side's IDs
-        return items
-    if field == "records" and value is not None:
-        return batches(value, labels)
-    return value
+def described(found):
+    """differences() as lines naming the path, Kafka's value and this broker's."""
+    return "\n".join(f"{path}: Kafka {kafka!r}, this broker {ours!r}" for path, kafka, ours in found)
 
 
 class Side:
@@ -140,7 +74,7 @@ class Side:
         while True:
             response = (client or self.client).call(body, version).body
             plain = response.to_dict()
-            done = not loading(plain) and (settled is None or settled(response))
+            done = not is_loading(plain) and (settled is None or settled(response))
             if done or time.monotonic() > deadline:
                 return response, normalise(plain, self.labels)
             time.sleep(0.2)
@@ -170,22 +104,8 @@ def both(sides, make, version, what, settled=None):
     kafka, ours = sides
     answers = [side.call(make(side) if callable(make) else make, version, settled) for side in (kafka, ours)]
     found = differences(answers[0][1], answers[1][1])
-    assert not found, f"{what} v{version}: this broker differs from Apache Kafka:\n" + "\n".join(found)
+    assert not found, f"{what} v{version}: this broker differs from Apache Kafka:\n" + described(found)
     return answers[0][0], answers[1][0]
-
-
-def differences(kafka, ours, path="response", allowed=None):
-    """Each path where the two normalised answers differ, with both values; allowed(path, kafka value, this
-    broker's) may excuse a difference."""
-    if isinstance(kafka, dict) and isinstance(ours, dict):
-        return [d for key in sorted(set(kafka) | set(ours), key=str)
-                for d in differences(kafka.get(key), ours.get(key), f"{path}.{key}", allowed)]
-    if isinstance(kafka, list) and isinstance(ours, list) and len(kafka) == len(ours):
-        return [d for i, (a, b) in enumerate(zip(kafka, ours))
-                for d in differences(a, b, f"{path}[{i}]", allowed)]
-    if kafka == ours or allowed is not None and allowed(path, kafka, ours):
-        return []
-    return [f"{path}: Kafka {kafka!r}, this broker {ours!r}"]
 
 
 def batch(*values, producer_id=-1, epoch=-1, sequence=-1, transactional=False):
@@ -703,7 +623,7 @@ class Reply:
         found = differences(*plain, allowed=before_4_0 if script.sides[0].version.startswith("3.") else None)
         name = type(raw[0]).__name__.removesuffix("Response")
         assert not found, f"{what} ({name} v{self.version}, Kafka {script.sides[0].version}): this broker " \
-                          f"differs from Apache Kafka:\n" + "\n".join(found)
+                          f"differs from Apache Kafka:\n" + described(found)
         script.log.append((what, plain[0]))
         return raw
 
