@@ -24,6 +24,11 @@ class DecodeError(KafkaProtoError, ValueError):
         self._segments.append(segment)
 
     @property
+    def truncated(self):
+        """Whether the input only ran out (a frame cut short), rather than saying something impossible."""
+        return self.reason.endswith(" remain") or self.reason == "varint runs past the end of the input"
+
+    @property
     def path(self):
         out = ""
         for seg in reversed(self._segments):

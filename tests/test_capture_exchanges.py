@@ -4,7 +4,7 @@ and every one it does not hold whole is reported with the status that says so.""
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from capture_traffic import Damage, captured_bytes, conversation, holds, segments
@@ -76,6 +76,10 @@ damage = st.builds(
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2**32), damage=damage)
+# A response start found after a hole by its correlation id alone (0, in other bytes), with a size that swallowed
+# the rest of the broker's stream: a cut response is now trusted only where its captured start reads.
+@example(seed=446, damage=Damage(reorder=0.3, duplicate=0.0, overlap=0.0, loss=0.2, snaplen=0, late_start=False,
+                                 wrap=True, tiny=True, jumbo=False))
 def test_damaged_traffic_keeps_every_promise(seed, damage):
     rng = random.Random(seed)
     conns = conversation(rng, connections=rng.randint(1, 4))

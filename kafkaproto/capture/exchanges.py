@@ -24,7 +24,7 @@ from collections import OrderedDict
 
 from .._impl import COMPILED
 from ..connection import SASL_ROUNDS, expects_response
-from ..exceptions import KafkaProtoError, UnsupportedVersionError
+from ..exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ..messages import ApiKey
 from ..protocol import DEFAULT_MAX_FRAME, decode_request, decode_response, read_request_header
 from ..registry import api, apis
@@ -1012,8 +1012,23 @@ class Exchanges:
                 return False
             return True
 
-        # A response's start is trusted on the pending correlation id that starts() found in it.
-        return _Framer(starts, reads, lambda start: True, max_frame, synced)
+        def heads(start):
+            """A response cut short is trusted when its correlation id is pending and what the capture holds of it
+            can be the start of that request's response: it reads up to where its bytes run out. One that reads
+            whole (the frame claims more) or breaks before then is a coincidence in other bytes."""
+            req = conn.pending.get(_INT32.unpack_from(start, 0)[0]) if len(start) >= 4 else None
+            header = req.header if req is not None else None
+            if header is None or header.request_api_key not in self._apis:
+                return req is not None
+            try:
+                decode_response(start, header.request_api_key, header.request_api_version)
+            except DecodeError as e:
+                return e.truncated
+            except KafkaProtoError:
+                return False
+            return False
+
+        return _Framer(starts, reads, heads, max_frame, synced)
 
 
 def _plausible_request(buf, at, table, max_frame):
