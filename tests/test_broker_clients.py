@@ -224,6 +224,33 @@ def test_java_group_of_two_with_a_rebalance(kafkaproto_broker, java_clients):
     assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(15)}
 
 
+def java_member(java_clients, bootstrap, topic, group, config, quiet_ms):
+    """A Java consumer of tests/kafka/Clients.java's member mode, running: it prints "partition offset" per record."""
+    return subprocess.Popen(["java", f"-Dclient.config={config}", f"-Dmember.group={group}",
+                             f"-Dmember.quiet.ms={quiet_ms}", "-cp", java_clients, "Clients", bootstrap, "member",
+                             topic], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(member):
+    """What a Java member read, once it has stopped: {(partition, offset)}."""
+    out, err = member.communicate(timeout=120)
+    assert member.returncode == 0, err[-3000:]
+    return {tuple(map(int, line.split())) for line in out.splitlines() if line.strip()}
+
+
+def produce_late(bootstrap, topic):
+    """20 more records, 10 to each of the topic's two partitions (offsets 15-24 after the Java producer's 30)."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(20):
+        producer.send(topic, value=b"late-%d" % i, partition=i % 2)
+    producer.flush(20)
+    producer.close()
+
+
+LATE = {(p, o) for p in range(2) for o in range(15, 25)}
+EVERYTHING = {(p, o) for p in range(2) for o in range(25)}
+
+
 def test_java_kip848_group_of_two_with_a_member_leaving(kafkaproto_broker, java_clients, tmp_path):
     """Two Java consumers with group.protocol=consumer (KIP-848, the broker assigns): the second joining takes
     partitions from the first; once the first has left, the second is given its partitions and reads what is
@@ -238,15 +265,9 @@ def test_java_kip848_group_of_two_with_a_member_leaving(kafkaproto_broker, java_
         assert run.returncode == 0, run.stderr[-3000:]
     config = tmp_path / "consumer.properties"
     config.write_text("group.protocol=consumer\n")
-
-    def member(quiet_ms):
-        return subprocess.Popen(["java", f"-Dclient.config={config}", f"-Dmember.group={group}",
-                                 f"-Dmember.quiet.ms={quiet_ms}", "-cp", java_clients, "Clients", bootstrap, "member",
-                                 topic], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    first = member(8000)
+    first = java_member(java_clients, bootstrap, topic, group, config, 8000)
     time.sleep(1.5)
-    second = member(20000)
+    second = java_member(java_clients, bootstrap, topic, group, config, 20000)
     # While both are in, the broker splits the two partitions between them (revoking one from the first).
     shares = []
     deadline = time.monotonic() + 30
@@ -256,19 +277,11 @@ def test_java_kip848_group_of_two_with_a_member_leaving(kafkaproto_broker, java_
             described = ask(sock, ClientConnection(), ConsumerGroupDescribeRequest(group_ids=[group]), 1).body
         shares = [sum(len(t.partitions) for t in m.assignment.topic_partitions) for m in described.groups[0].members]
     assert sorted(shares) == [1, 1], f"the two members never shared the partitions: {shares}"
-    first_out, first_err = first.communicate(timeout=120)
-    assert first.returncode == 0, first_err[-3000:]
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    for i in range(20):
-        producer.send(topic, value=b"late-%d" % i, partition=i % 2)
-    producer.flush(20)
-    producer.close()
-    second_out, second_err = second.communicate(timeout=120)
-    assert second.returncode == 0, second_err[-3000:]
-    read = [{tuple(map(int, line.split())) for line in out.splitlines() if line.strip()}
-            for out in (first_out, second_out)]
-    assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(25)}
-    assert {(p, o) for p in range(2) for o in range(15, 25)} <= read[1], "the member left behind got no partitions"
+    first_read = finished(first)
+    produce_late(bootstrap, topic)
+    second_read = finished(second)
+    assert first_read | second_read == EVERYTHING
+    assert LATE <= second_read, "the member left behind got no partitions"
 
 
 def test_java_group_moving_to_kip848_and_back(kafkaproto_broker, java_clients, tmp_path):
@@ -289,9 +302,7 @@ def test_java_group_moving_to_kip848_and_back(kafkaproto_broker, java_clients, t
         configs[protocol].write_text(f"group.protocol={protocol}\n")
 
     def member(protocol, quiet_ms):
-        return subprocess.Popen(["java", f"-Dclient.config={configs[protocol]}", f"-Dmember.group={group}",
-                                 f"-Dmember.quiet.ms={quiet_ms}", "-cp", java_clients, "Clients", bootstrap, "member",
-                                 topic], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return java_member(java_clients, bootstrap, topic, group, configs[protocol], quiet_ms)
 
     def describe():
         with raw_connection(kafkaproto_broker) as sock:
@@ -311,20 +322,12 @@ def test_java_group_moving_to_kip848_and_back(kafkaproto_broker, java_clients, t
             if seen == [(0, 1), (1, 1)]:
                 break
     assert seen == [(0, 1), (1, 1)], f"a classic and a KIP-848 member never shared the partitions: {seen}"
-    modern_out, modern_err = modern.communicate(timeout=120)
-    assert modern.returncode == 0, modern_err[-3000:]
+    modern_read = finished(modern)
     assert describe().error_code == errors.GROUP_ID_NOT_FOUND.code  # a classic group again
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    for i in range(20):
-        producer.send(topic, value=b"late-%d" % i, partition=i % 2)
-    producer.flush(20)
-    producer.close()
-    classic_out, classic_err = classic.communicate(timeout=120)
-    assert classic.returncode == 0, classic_err[-3000:]
-    read = [{tuple(map(int, line.split())) for line in out.splitlines() if line.strip()}
-            for out in (classic_out, modern_out)]
-    assert read[0] | read[1] == {(p, o) for p in range(2) for o in range(25)}
-    assert {(p, o) for p in range(2) for o in range(15, 25)} <= read[0], "the classic member was not given both back"
+    produce_late(bootstrap, topic)
+    classic_read = finished(classic)
+    assert classic_read | modern_read == EVERYTHING
+    assert LATE <= classic_read, "the classic member was not given both back"
 
 
 def test_confluent_kafka_idempotence_transactions_and_groups(kafkaproto_broker):

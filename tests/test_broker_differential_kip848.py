@@ -19,6 +19,7 @@ from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHear
                                  JoinGroupRequest, ListGroupsRequest, MetadataRequest, OffsetCommitRequest,
                                  OffsetFetchRequest, SyncGroupRequest)
 
+from test_broker_consumer_groups import subscription
 from test_broker_differential import both, broker_like_kafka, side_name, sides  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.xdist_group("kafka-broker"), pytest.mark.above_the_codecs]
@@ -203,7 +204,7 @@ def test_a_classic_group_upgraded_and_downgraded(pair):
             return JoinGroupRequest(group_id=script.group, session_timeout_ms=30000, rebalance_timeout_ms=30000,
                                     member_id=member(side), protocol_type="consumer", protocols=[
                                         JoinGroupRequest.JoinGroupRequestProtocol(
-                                            name="range", metadata=owning_subscription(topic, owned=owned))])
+                                            name="range", metadata=subscription(topic, owned=owned))])
         return make
 
     def remember(responses):
@@ -242,13 +243,3 @@ def test_a_classic_group_upgraded_and_downgraded(pair):
     both(pair, heartbeat(o.generation_id), 4, "Heartbeat of the classic member after the downgrade")
     both(pair, join(owned=[(topic, kept)]), 9, "JoinGroup into the classic group again")
 
-
-def owning_subscription(*topics, owned=()):
-    """ConsumerProtocolSubscription v1: topics, no user data, and the partitions owned [(topic, [partitions])]."""
-    def string(text):
-        return len(text).to_bytes(2, "big") + text.encode()
-    out = b"\x00\x01" + len(topics).to_bytes(4, "big") + b"".join(string(t) for t in topics) + b"\xff\xff\xff\xff"
-    out += len(owned).to_bytes(4, "big")
-    for topic, parts in owned:
-        out += string(topic) + len(parts).to_bytes(4, "big") + b"".join(p.to_bytes(4, "big") for p in parts)
-    return out
