@@ -5,6 +5,7 @@
     kafkaproto decode 00000020001200030000...    a request frame, as JSON (hex, base64, a file or stdin)
     kafkaproto decode --response Metadata 12 F   a response frame to a Metadata v12 request
     kafkaproto capture traffic.pcapng            what the Kafka traffic in a capture did
+    kafkaproto replay traffic.pcapng --bootstrap-server HOST:PORT   the capture's clients again, answers compared
     kafkaproto broker [server.properties]        a single-node Kafka broker on 127.0.0.1:9092
     kafkaproto admin partitions --topic T ...    a topic's partitions; admin delete-partitions deletes some
 """
@@ -22,6 +23,7 @@ from kafkaproto import messages, registry
 from kafkaproto.cli import admin as admin_cli
 from kafkaproto.cli import broker as broker_cli
 from kafkaproto.cli import capture as capture_cli
+from kafkaproto.cli import replay as replay_cli
 from kafkaproto.jsonview import to_json
 
 
@@ -146,6 +148,9 @@ def main(argv=None):
     cap = sub.add_parser("capture", help="summarise the Kafka traffic in pcap/pcapng files, or write its rows",
                          description=capture_cli.__doc__.splitlines()[0])
     capture_cli.add_arguments(cap)
+    rep = sub.add_parser("replay", help="replay a capture's client traffic against a broker and compare the answers",
+                         description=replay_cli.__doc__.splitlines()[0])
+    replay_cli.add_arguments(rep)
     adm = sub.add_parser("admin", help="list a topic's partitions, or delete some (partition deletion)",
                          description=admin_cli.__doc__.splitlines()[0])
     admin_cli.add_arguments(adm)
@@ -160,6 +165,8 @@ def main(argv=None):
             return decode(args)
         if args.command == "capture":
             return capture_cli.run(args)
+        if args.command == "replay":
+            return replay_cli.run(args)
         if args.command == "admin":
             return admin_cli.run(args)
         if args.command == "broker":
@@ -169,7 +176,7 @@ def main(argv=None):
         raise
     except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError, ImportError) as e:
         print(f"kafkaproto: error: {e}", file=sys.stderr)
-        return 1
+        return 2 if args.command == "replay" else 1  # replay's 1 says an answer diverged
 
 
 def run():

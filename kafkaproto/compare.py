@@ -95,6 +95,8 @@ def normalise(value, labels, field=None):
         items = [normalise(v, labels, field) for v in value]
         if items and all(isinstance(v, dict) and "partition_index" in v for v in items):
             items.sort(key=lambda v: v["partition_index"])
+        elif items and all(isinstance(v, dict) and "index" in v and "error_code" in v for v in items):
+            items.sort(key=lambda v: v["index"])  # Produce's partitions
         if items and all(isinstance(v, dict) and "member_id" in v for v in items):
             items.sort(key=lambda v: str(v["member_id"]))
         elif items and all(isinstance(v, dict) and "topic_id" in v and "partitions" in v for v in items):

@@ -65,9 +65,11 @@ class Exchange:
     numbers them. Sizes are the frames' size prefixes. ``request``/``response`` are
     the decoded bodies (kafkaproto message objects), ``error`` says what went wrong
     and ``error_offset`` where (the byte in the frame, or in the stream for gaps).
+    ``joined`` is True when the capture joined the connection after it began (its
+    SYN went unseen), so its first requests may be missing.
     """
 
-    __slots__ = ("status", "connection", "client_address", "client_port", "broker_address", "broker_port",
+    __slots__ = ("status", "connection", "joined", "client_address", "client_port", "broker_address", "broker_port",
                  "request_time_ns", "response_time_ns", "request_packet", "response_packet",
                  "api_key", "api_version", "correlation_id", "client_id", "request_size", "response_size",
                  "request_header", "request", "response_header", "response", "error", "error_offset",
@@ -77,10 +79,11 @@ class Exchange:
         self.status = status
         if conn is not None:
             self.connection = conn.index
+            self.joined = conn.up_frames is not None and conn.up_frames.joined
             self.client_address, self.client_port = conn.client
             self.broker_address, self.broker_port = conn.broker
         else:
-            self.connection = self.client_address = self.client_port = None
+            self.connection = self.joined = self.client_address = self.client_port = None
             self.broker_address = self.broker_port = None
         self.request_time_ns = self.response_time_ns = self.request_packet = self.response_packet = None
         self.api_key = self.api_version = self.correlation_id = self.client_id = None
@@ -155,7 +158,7 @@ class Exchange:
                 f"correlation_id={self.correlation_id}{', error=' + repr(self.error) if self.error else ''})")
 
 
-_PLAIN = ("status", "connection", "client_address", "client_port", "broker_address", "broker_port",
+_PLAIN = ("status", "connection", "joined", "client_address", "client_port", "broker_address", "broker_port",
           "request_time_ns", "response_time_ns", "request_packet", "response_packet", "api_key", "api_version",
           "correlation_id", "client_id", "request_size", "response_size", "error", "error_offset")
 

@@ -16,7 +16,8 @@ partitions that have records or news (a new high watermark, last stable
 offset or log start, or an error). Epoch -1 closes a session. An unknown
 session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH,
 and a session opened by topic name continued by topic ID (or the reverse)
-FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka.
+FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka. Topic IDs are resolved when the request
+arrives: a topic deleted while the fetch waits is UNKNOWN_TOPIC_OR_PARTITION then.
 """
 
 from collections import OrderedDict
@@ -107,8 +108,15 @@ def _read(ctx, request, scope, by_id):
     budget = request.max_bytes
     total = 0
     out = []
+    # Kafka resolves topic IDs when a request arrives: a topic deleted while the fetch waits is then an unknown
+    # partition (UNKNOWN_TOPIC_OR_PARTITION), not an unknown ID.
+    resolved = ctx.memo.setdefault("resolved", set())
     for cached in scope.values():
         topic, error = state.topic(None if by_id else cached.topic, cached.topic if by_id else None)
+        if topic is not None and by_id:
+            resolved.add(cached.topic)
+        elif by_id and cached.topic in resolved:
+            error = errors.UNKNOWN_TOPIC_OR_PARTITION
         partition, perror = state.partition(topic, cached.index) if topic is not None else (None, error)
         if partition is None:
             out.append((cached, _partition(cached.index, perror)))

@@ -1,0 +1,263 @@
+"""What a target broker made up where the capture holds its own broker's values, and the capture's requests
+rewritten to use them.
+
+Each value is learned from the answer that introduced it, by setting the captured answer beside the target's answer
+to the same request:
+
+- producer ids and epochs: InitProducerId, and EndTxn from v5 (which bumps the epoch every transaction);
+- topic IDs: any answer that pairs a topic's name with its ID (Metadata, CreateTopics, DescribeTopicPartitions,
+  DeleteTopics, ...); an ID no answer has paired yet falls back to the target's ID for the same name;
+- member ids and generations: JoinGroup, and the KIP-848 heartbeats' member ids and epochs (generations and member
+  epochs are kept per group);
+- fetch session ids: Fetch;
+- node ids, their hosts and ports, and cluster ids: Metadata, DescribeCluster, FindCoordinator;
+- offsets: when the target's log holds another history, the first Produce or ListOffsets answer for a partition
+  sets how far its offsets lie from the capture's (a shift); fetch offsets and commits are moved by it, and the
+  target's answers moved back before they are compared.
+
+Record batches in Produce requests carry the producer id and epoch in their headers: those are rewritten too, and
+the batch's CRC computed again. Nothing here does I/O.
+"""
+
+import struct
+
+from crc32c import crc32c
+
+from ..messages import ApiKey
+from ..uuid import Uuid
+from . import fields
+from .fields import (GENERATION, MEMBER, NODE, OFFSET, PRODUCER_EPOCH, PRODUCER_ID, RECORDS,
+                     SESSION, TOPIC_ID)
+
+_HEARTBEATS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT)
+_POSITIONS = (ApiKey.PRODUCE, ApiKey.LIST_OFFSETS)
+_NODE_LABELS = ("node_id", "leader_id", "controller_id", "broker_id", "replica_nodes", "isr_nodes")
+
+
+class Values:
+    """One target's values for the capture's (see the module's doc)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.producers = {}  # (producer id, epoch) -> the target's (producer id, epoch)
+        self.producer_ids = {}
+        self.topic_ids = {}  # captured topic id -> the target's
+        self.target_ids = {}  # topic name -> the target's latest id for it
+        self.target_names = {}  # the target's topic id -> name
+        self.members = {}
+        self.generations = {}  # (group id, generation or member epoch) -> the target's
+        self.sessions = {}
+        self.nodes = {}  # captured node id -> the target's
+        self.endpoints = {}  # the target's node id -> (host, port)
+        self.clusters = {}
+        self.shifts = {}  # (topic name, partition) -> target offset - captured offset
+
+    # ---- learning from answers ----
+
+    def learn(self, step, answer):
+        """Set the captured answer to step beside the target's answer, and keep what the target made up."""
+        captured = step.answer
+        if captured is None or answer is None:
+            return
+        self._topic_ids(answer, self.target_ids, self.target_names)
+        pairs = {}
+        self._topic_ids(captured, pairs, {})
+        for name, captured_id in pairs.items():
+            if name in self.target_ids:
+                self.topic_ids[captured_id] = self.target_ids[name]
+        key = step.exchange.api_key
+        group = getattr(step.request, "group_id", None)
+        if key in (ApiKey.INIT_PRODUCER_ID, ApiKey.END_TXN):
+            if captured.producer_id >= 0 and answer.producer_id >= 0:
+                self.producers[(captured.producer_id, captured.producer_epoch)] = (answer.producer_id,
+                                                                                   answer.producer_epoch)
+                self.producer_ids[captured.producer_id] = answer.producer_id
+        elif key == ApiKey.JOIN_GROUP:
+            self._member(captured.member_id, answer.member_id)
+            if captured.generation_id >= 0 and answer.generation_id >= 0:
+                self.generations[(group, captured.generation_id)] = answer.generation_id
+            statics = {m.group_instance_id: m.member_id for m in answer.members if m.group_instance_id}
+            for member in captured.members:
+                if member.group_instance_id in statics:
+                    self._member(member.member_id, statics[member.group_instance_id])
+        elif key in _HEARTBEATS:
+            self._member(captured.member_id, answer.member_id)
+            if captured.member_epoch > 0 and answer.member_epoch > 0:
+                self.generations[(group, captured.member_epoch)] = answer.member_epoch
+        elif key == ApiKey.FETCH:
+            if captured.session_id and answer.session_id:
+                self.sessions[captured.session_id] = answer.session_id
+        elif key in (ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER):
+            if captured.cluster_id and answer.cluster_id:
+                self.clusters[captured.cluster_id] = answer.cluster_id
+            self._brokers(captured.brokers, answer.brokers)
+        elif key == ApiKey.FIND_COORDINATOR:
+            if step.exchange.api_version >= 4:
+                theirs = {c.key: c for c in answer.coordinators}
+                self._brokers([c for c in captured.coordinators if c.key in theirs and c.error_code == 0],
+                              [theirs[c.key] for c in captured.coordinators if c.key in theirs and c.error_code == 0])
+            elif captured.error_code == 0 and answer.error_code == 0:
+                self._brokers([captured], [answer])
+        if key in _POSITIONS:
+            mine, theirs = self._positions(captured, True), self._positions(answer, False)
+            for place, offset in mine.items():
+                if place in theirs and place not in self.shifts:
+                    self.shifts[place] = theirs[place] - offset
+
+    def _member(self, captured, target):
+        if captured and target:
+            self.members[captured] = target
+
+    def _brokers(self, captured, target):
+        """Node ids paired by their order (brokers list them by id); each target node's endpoint kept."""
+        for node in target:
+            self.endpoints[fields.node_id(node)] = (node.host, node.port)
+        if len(captured) == len(target):
+            for mine, theirs in zip(sorted(captured, key=fields.node_id), sorted(target, key=fields.node_id)):
+                self.nodes[fields.node_id(mine)] = fields.node_id(theirs)
+
+    @staticmethod
+    def _topic_ids(body, ids, names):
+        def see(role, value, where, obj):
+            if role == TOPIC_ID and value != Uuid.ZERO and where.topic:
+                ids[where.topic] = value
+                names[value] = where.topic
+
+        fields.visit(body, see)
+
+    def _positions(self, body, captured):
+        """{(topic name, partition): offset} of the partitions an answer reports a position for."""
+        found = {}
+
+        def see(role, value, where, obj):
+            if role == OFFSET and value >= 0 and getattr(obj, "error_code", 0) == 0 and where.partition is not None:
+                name = self._topic_of(where, captured)
+                if name is not None:
+                    found.setdefault((name, where.partition), value)
+
+        fields.visit(body, see)
+        return found
+
+    def _topic_of(self, where, captured):
+        if where.topic:
+            return where.topic
+        if where.topic_id is None:
+            return None
+        return (self.plan.topic_names if captured else self.target_names).get(where.topic_id)
+
+    # ---- rewriting requests ----
+
+    def request(self, step):
+        """The captured request of step, with the target's values where it has them."""
+        return fields.edit(step.request, self._to_target)
+
+    def _to_target(self, role, value, where, obj):
+        if role == PRODUCER_ID:
+            pair = self.producers.get((value, getattr(obj, "producer_epoch", None)))
+            return pair[0] if pair else self.producer_ids.get(value, value)
+        if role == PRODUCER_EPOCH:
+            pair = self.producers.get((getattr(obj, "producer_id", None), value))
+            return pair[1] if pair else value
+        if role == TOPIC_ID:
+            found = self.topic_ids.get(value)
+            if found is None:
+                found = self.target_ids.get(self.plan.topic_names.get(value), value)
+            return found
+        if role == MEMBER:
+            return self.members.get(value, value)
+        if role == GENERATION:
+            return self.generations.get((where.group, value), value)
+        if role == SESSION:
+            return self.sessions.get(value, value)
+        if role == NODE:
+            if isinstance(value, list):
+                return [self.nodes.get(v, v) for v in value]
+            return self.nodes.get(value, value)
+        if role == OFFSET:
+            return value + self._shift(where, True) if value >= 0 else value
+        if role == RECORDS and (self.producers or self.producer_ids):
+            return _patch_batches(value, producer=self._producer_of)
+        return value
+
+    def _producer_of(self, producer_id, epoch):
+        return self.producers.get((producer_id, epoch)) or (self.producer_ids.get(producer_id, producer_id), epoch)
+
+    def _shift(self, where, captured):
+        if not self.shifts or where.partition is None:
+            return 0
+        return self.shifts.get((self._topic_of(where, captured), where.partition), 0)
+
+    # ---- the target's answers in the capture's terms ----
+
+    def answer(self, step, answer):
+        """The target's answer with its offsets moved back by the shifts (identifiers are compared by labels)."""
+        if not any(self.shifts.values()) or answer is None:
+            return answer
+
+        def back(role, value, where, obj):
+            if role == OFFSET and value >= 0:
+                return value - self._shift(where, False)
+            if role == RECORDS:
+                shift = self._shift(where, False)
+                return _patch_batches(value, offset_delta=-shift) if shift else value
+            return value
+
+        return fields.edit(answer, back)
+
+    def learn_setup(self, setup):
+        """What setting up learned of the target: its brokers, and the IDs of the topics it has."""
+        for node in setup.brokers:
+            self.endpoints[fields.node_id(node)] = (node.host, node.port)
+        for name, topic_id in setup.topic_ids.items():
+            if topic_id != Uuid.ZERO:
+                self.target_ids[name] = topic_id
+                self.target_names[topic_id] = name
+
+    def endpoint(self, address, port):
+        """(host, port) of the target's broker for the capture's broker at address:port, or None when the capture
+        does not say which node that was, or the target's node for it is not known (use the bootstrap server)."""
+        node = self.plan.node_of(address, port)
+        return None if node is None else self.endpoints.get(self.nodes.get(node))
+
+    def name_labels(self, captured, target):
+        """Give the target's identifiers the labels (compare.Labels) of the captured ones they stand for, so that
+        the two sides' answers are compared by who is who whatever order they list them in."""
+        topic_ids = {mine: self.target_ids[name] for mine, name in self.plan.topic_names.items()
+                     if name in self.target_ids}
+        topic_ids.update(self.topic_ids)
+        pairs = [("producer_id", self.producer_ids), ("topic_id", topic_ids), ("member_id", self.members),
+                 ("session_id", self.sessions), ("cluster_id", self.clusters)]
+        pairs += [(field, self.nodes) for field in _NODE_LABELS]
+        for field, mapping in pairs:
+            for mine, theirs in mapping.items():
+                label = captured(field, mine)
+                if label != mine:
+                    target.name(field, theirs, label)
+
+
+_BATCH_HEAD = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
+_PRODUCER = struct.Struct(">qh")  # producer id, epoch: at byte 43 of a v2 batch
+_CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
+
+
+def _patch_batches(data, producer=None, offset_delta=0):
+    """Record batches with each v2 batch's producer (id, epoch) replaced by producer(id, epoch) (and its CRC
+    computed again), and every batch's base offset moved by offset_delta. Bytes that do not read as whole batches
+    are kept as they are."""
+    out = bytearray(data)
+    pos, end = 0, len(out)
+    while pos + _BATCH_HEAD.size <= end:
+        base_offset, length, _, magic = _BATCH_HEAD.unpack_from(out, pos)
+        stop = pos + 12 + length
+        if length < 0 or stop > end:
+            break
+        if offset_delta:
+            struct.pack_into(">q", out, pos, base_offset + offset_delta)
+        if producer is not None and magic == 2 and length >= _PRODUCER_AT + _PRODUCER.size - 12:
+            old = _PRODUCER.unpack_from(out, pos + _PRODUCER_AT)
+            new = producer(*old) if old[0] >= 0 else old
+            if new != old:
+                _PRODUCER.pack_into(out, pos + _PRODUCER_AT, *new)
+                struct.pack_into(">I", out, pos + _CRC_AT, crc32c(memoryview(out)[pos + _ATTRIBUTES_AT:stop]))
+        pos = stop
+    return bytes(out)
