@@ -3,23 +3,21 @@
 tests/go holds a Go module (go.mod and go.sum pin the clients) with one program per client; each run does one
 scenario against the broker and prints what it saw as one JSON line, which the tests here check. The programs are
 built once per change of their sources into ``~/.cache/kafkaproto/go`` (``KAFKAPROTO_GO_CACHE`` moves it), by the
-first worker that needs them. Without ``go`` the tests skip and say so; with ``KAFKAPROTO_REQUIRE_KAFKA=1`` (CI)
+first worker that needs them (tests/go_programs.py). Without ``go`` the tests skip and say so; with ``KAFKAPROTO_REQUIRE_KAFKA=1`` (CI)
 they fail instead.
 
 The expectations are Apache Kafka's behaviour: ``KAFKAPROTO_GO_CLIENTS_ON_KAFKA=1`` runs every test against a
 Kafka 4.3.1 broker as well, to check the scenarios themselves.
 """
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 
+import go_programs
 import kafka_jvm
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass). Under pytest
@@ -27,52 +25,17 @@ import kafka_jvm
 # cache) then holds up that worker alone, and a Kafka broker for KAFKAPROTO_GO_CLIENTS_ON_KAFKA starts once.
 pytestmark = [pytest.mark.above_the_codecs, pytest.mark.xdist_group("go-clients")]
 
-GO_MODULE = Path(__file__).parent / "go"
-GO_CACHE = Path(os.environ.get("KAFKAPROTO_GO_CACHE") or Path.home() / ".cache" / "kafkaproto" / "go")
 ON_KAFKA = os.environ.get("KAFKAPROTO_GO_CLIENTS_ON_KAFKA") == "1"
 KAFKA_CHECK_VERSION = "4.3.1"  # the first pinned release that serves KIP-848 groups by default
-
-
-def _sources_digest():
-    digest = hashlib.sha256()
-    for path in sorted([GO_MODULE / "go.mod", GO_MODULE / "go.sum", *GO_MODULE.rglob("*.go")]):
-        digest.update(str(path.relative_to(GO_MODULE)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def _go_env():
-    # Only the toolchain installed here (no download of another one), and only the modules go.sum pins.
-    return {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly -buildvcs=false"}
-
-
-def _build(go, binaries):
-    download = subprocess.run([go, "mod", "download"], cwd=GO_MODULE, env=_go_env(), capture_output=True,
-                              text=True, timeout=600)
-    if download.returncode != 0:
-        kafka_jvm.unavailable(f"go mod download (tests/go) failed: {download.stderr[-2000:]}")
-    partial = binaries.with_name(binaries.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    build = subprocess.run([go, "build", "-o", str(partial) + os.sep, "./cmd/..."], cwd=GO_MODULE, env=_go_env(),
-                           capture_output=True, text=True, timeout=600)
-    # The modules are there and go ran: a build error is a real failure, not a skip.
-    assert build.returncode == 0, f"go build (tests/go) failed:\n{build.stderr[-3000:]}"
-    partial.rename(binaries)
 
 
 @pytest.fixture(scope="session")
 def go_clients():
     """The folder holding the built ``franz`` and ``sarama`` programs."""
-    go = shutil.which("go")
-    if go is None:
-        kafka_jvm.unavailable("go is not installed (needed to build the franz-go and Sarama clients in tests/go)")
-    digest = _sources_digest()
-    binaries = GO_CACHE / digest
-    if not binaries.is_dir():
-        with kafka_jvm.cache_lock(f"go-{digest}"):  # parallel workers build once
-            if not binaries.is_dir():
-                GO_CACHE.mkdir(parents=True, exist_ok=True)
-                _build(go, binaries)
-    return binaries
+    try:
+        return go_programs.built()
+    except kafka_jvm.KafkaUnavailable as exc:
+        kafka_jvm.unavailable(str(exc))
 
 
 @pytest.fixture(scope="module")

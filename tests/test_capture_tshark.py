@@ -27,7 +27,7 @@ import pytest
 
 import tshark
 from kafkaproto import decode_request, decode_response, split_frames
-from kafkaproto.messages import api
+from kafkaproto.messages import ApiKey, api
 from kafkaproto.records import RecordBatch, iter_batches
 from pcap_streams import tcp_streams
 from test_captures import broker_port
@@ -92,6 +92,8 @@ RULE_UNPAIRED = ("response tshark did not pair with its request (the request's d
                  "api key and version not compared; kafkaproto pairs by correlation id as the broker answers")
 RULE_TOO_NEW = "version beyond tshark's dissector: header compared, body not (tshark only guesses at it)"
 RULE_UNKNOWN_KEY = "API key unknown to tshark's dissector: header compared, body not"
+RULE_FALLBACK = ("ApiVersions answered at v0 to a version the broker lacks (KIP-511): tshark reads the answer at the "
+                 "request's version, kafkaproto at v0 as clients do; version and body not compared")
 
 
 def misread(pdu):
@@ -230,6 +232,11 @@ def compare_pdu(pdu, frame, capture, by_correlation_id):
         assert not pdu["is_request"] and request["malformed"], (where, "unpaired, yet its request dissected cleanly")
         disagree(RULE_UNPAIRED, capture)
         return False
+    exchange = frame.get("exchange")  # the reader's exchange, when the frame comes from one
+    if (exchange is not None and not pdu["is_request"] and pdu["api_key"] == ApiKey.API_VERSIONS
+            and frame["api_version"] == 0 and pdu["api_version"] == exchange.request_header.request_api_version > 0):
+        disagree(RULE_FALLBACK, capture)
+        return False
     assert (pdu["api_key"], pdu["api_version"]) == (frame["api_key"], frame["api_version"]), where
     if pdu["is_request"]:
         assert pdu["client_id"] == frame["client_id"], where
@@ -298,7 +305,11 @@ def reader_pdus(exchanges):
             key = (packet, is_request, ex.correlation_id)
             assert key not in pdus, f"two exchanges claim the same PDU {key}"
             pdus[key] = {"exchange": ex, "is_request": is_request, "length": size, "body": body, "time_ns": time_ns,
-                         "api_key": ex.api_key, "api_version": ex.api_version,
+                         "api_key": ex.api_key,
+                         # a request at the version it was sent; its answer at the one it came at (ApiVersions
+                         # refused above the broker's versions is answered at v0)
+                         "api_version": ex.request_header.request_api_version if is_request and ex.request_header
+                         else ex.api_version,
                          "correlation_id": ex.correlation_id, "client_id": ex.client_id if is_request else None}
     return pdus
 

@@ -95,7 +95,7 @@ def handler_for(state, api_key, version):
 
 
 # What Kafka does with a request it does not serve at its version (SocketServer and KafkaApis): ApiVersions is
-# answered at version 0 with UNSUPPORTED_VERSION and the table, so the client can ask again at a version both
+# answered at version 0 with UNSUPPORTED_VERSION and its own versions, so the client can ask again at a version both
 # have (KIP-511); anything else (an API it lacks, a version outside the range, Produce v0-2, which Kafka 4
 # advertises but cannot read) closes the connection, whatever error field the response may have.
 ANSWER_API_VERSIONS_V0, CLOSE = "answer ApiVersions at v0", "close the connection"

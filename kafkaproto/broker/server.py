@@ -248,9 +248,8 @@ class Server:
     def _refuse(self, connection, writer, header, where):
         """Treat a request this broker does not serve as Kafka does (dispatch.unserved); False to close."""
         if unserved(self.state, header) == ANSWER_API_VERSIONS_V0:
-            # UNSUPPORTED_VERSION and the versions served, at version 0, which every client reads (KIP-511).
-            writer.write(connection.send_response(
-                header, api_versions.response(self.state, errors.UNSUPPORTED_VERSION), version=0))
+            # UNSUPPORTED_VERSION and ApiVersions' own versions, at version 0, which every client reads (KIP-511).
+            writer.write(connection.send_response(header, api_versions.refused(self.state), version=0))
             return True
         log.warning("%s: %s v%d is not served here; closing the connection, as Kafka does", where,
                     api(header.request_api_key).name, header.request_api_version)

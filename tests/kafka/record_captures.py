@@ -3,7 +3,8 @@
     apt-get install tcpdump                      # capturing needs root (or CAP_NET_RAW)
     pip install '.[test,captures]'               # kafka-python, aiokafka and confluent-kafka
     python tests/kafka/record_captures.py        # java, mvn and Maven Central as for the tests;
-                                                 # node and npm for kafkajs (tests/kafka/package.json)
+                                                 # node and npm for kafkajs (tests/kafka/package.json),
+                                 # go for franz-go and Sarama (tests/go)
 
 Each capture starts a fresh single-node broker (tests/kafka_jvm.py), records its port on
 the loopback interface with tcpdump while one client library does its work, then stops
@@ -23,6 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
+import go_programs  # noqa: E402
 from kafka_jvm import KafkaBroker, classpath, compiled  # noqa: E402
 
 OUT = HERE.parent / "data" / "captures"
@@ -158,6 +160,19 @@ def kafkajs(bootstrap):
         sys.exit(f"kafkajs client failed:\n{run.stderr}")
 
 
+# What each Go program does for its capture: its scenarios in tests/go (see the programs' docs).
+GO_SCENARIOS = {"franz": ["session"], "sarama": ["session"]}
+
+
+def go_client(program, bootstrap):
+    folder = go_programs.built()
+    for scenario in GO_SCENARIOS[program]:
+        run = subprocess.run([str(folder / program), bootstrap, scenario, f"{program}-topic"],
+                             capture_output=True, text=True, timeout=150)
+        if run.returncode != 0:
+            sys.exit(f"{program} {scenario} failed:\n{run.stderr[-3000:]}")
+
+
 CAPTURES = {
     "java-3.9.2": ("3.9.2", lambda bootstrap: java_clients("3.9.2", bootstrap)),
     "java-4.3.1": ("4.3.1", lambda bootstrap: java_clients("4.3.1", bootstrap)),
@@ -165,9 +180,11 @@ CAPTURES = {
     "librdkafka": ("4.3.1", confluent),
     "aiokafka": ("4.3.1", aiokafka),
     "kafkajs": ("4.3.1", kafkajs),
+    "franz-go": ("4.3.1", lambda bootstrap: go_client("franz", bootstrap)),
+    "sarama": ("4.3.1", lambda bootstrap: go_client("sarama", bootstrap)),
 }
 # What a capture needs installed before its broker and tcpdump start.
-PREPARE = {"kafkajs": install_kafkajs}
+PREPARE = {"kafkajs": install_kafkajs, "franz-go": go_programs.built, "sarama": go_programs.built}
 
 
 def record(name, out):

@@ -3,7 +3,8 @@
 v3+ clients name their software; a name or version that breaks Kafka's
 pattern is INVALID_REQUEST. A request at a version above 4 never reaches
 here (``dispatch.unserved``): the server answers it at v0 with
-UNSUPPORTED_VERSION and the table, so the client can retry at a version both know.
+UNSUPPORTED_VERSION and, as Kafka does, only ApiVersions' own range (``refused``),
+so the client can ask again at a version both know.
 """
 
 import re
@@ -22,6 +23,13 @@ def table(state):
 
 def response(state, error=errors.NONE):
     return ApiVersionsResponse(error_code=error.code, api_keys=table(state), throttle_time_ms=0)
+
+
+def refused(state):
+    """The answer to ApiVersions at a version this broker does not serve: UNSUPPORTED_VERSION and the versions of
+    ApiVersions alone (Kafka lists no other API there: the client learns the rest when it asks again)."""
+    return ApiVersionsResponse(error_code=errors.UNSUPPORTED_VERSION.code, throttle_time_ms=0,
+                               api_keys=[v for v in table(state) if v.api_key == ApiKey.API_VERSIONS])
 
 
 @handles(ApiKey.API_VERSIONS, versions=range(0, 5))

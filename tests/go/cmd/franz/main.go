@@ -6,6 +6,7 @@
 //	                                     with -regex, subscribed by a regular expression)
 //	franz BOOTSTRAP txn NAME             transactions committed, aborted and open, read back read_committed
 //	franz BOOTSTRAP admin NAME           create, describe, grow and delete topics
+//	franz BOOTSTRAP session NAME         a small everyday session (tests/data/captures/franz-go.pcap)
 package main
 
 import (
@@ -34,7 +35,7 @@ var (
 )
 
 func main() {
-	args = scenario.Parse("franz", "produce CODEC | group eager|cooperative-sticky|kip848 | txn | admin")
+	args = scenario.Parse("franz", "produce CODEC | group eager|cooperative-sticky|kip848 | txn | admin | session")
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
@@ -47,6 +48,8 @@ func main() {
 		transactions()
 	case "admin":
 		admin()
+	case "session":
+		session()
 	default:
 		scenario.Fail("unknown scenario %q", args.Scenario)
 	}
@@ -568,4 +571,60 @@ func admin() {
 		"deleted":       deletion,
 		"deleted_again": errorName(deletedAgain.Err),
 	})
+}
+
+// ---- a small everyday session ----------------------------------------------------------------------------------
+
+// session does what an application usually does, small enough to keep as a capture: create a topic of two
+// partitions, produce 20 idempotent lz4 records with a header each, commit one transaction and abort another, read
+// everything read_committed in a KIP-848 group, commit, leave, and delete the topic. It reports how many records
+// the group read (21: the aborted one is not among them).
+func session() {
+	topic, groupID := args.Name, args.Name+"-group"
+	adm := kadm.NewClient(client())
+	defer adm.Close()
+	createTopic(adm, topic, 2)
+
+	producer := client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.ProducerLinger(5*time.Millisecond))
+	var batch []*kgo.Record
+	for i := 0; i < 20; i++ {
+		batch = append(batch, &kgo.Record{Partition: int32(i % 2), Key: []byte(fmt.Sprintf("k%d", i)),
+			Value:   []byte(fmt.Sprintf("value %d from franz-go", i)),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(fmt.Sprintf("t%d", i))}}})
+	}
+	scenario.Check(producer.ProduceSync(ctx, batch...).FirstErr(), "producing")
+	producer.Close()
+
+	txn := client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID(topic+"-txn"))
+	for _, commit := range []bool{true, false} {
+		scenario.Check(txn.BeginTransaction(), "beginning a transaction")
+		value := fmt.Sprintf("committed: %v", commit)
+		scenario.Check(txn.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte(value)}).FirstErr(),
+			"producing in a transaction")
+		scenario.Check(txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)), "ending a transaction")
+	}
+	txn.Close()
+
+	consumer := client(kgo.ConsumerGroup(groupID), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(250*time.Millisecond))
+	read := 0
+	deadline := time.Now().Add(step)
+	for read < 21 && time.Now().Before(deadline) {
+		poll, cancel := context.WithTimeout(ctx, time.Second)
+		read += consumer.PollFetches(poll).NumRecords()
+		cancel()
+	}
+	scenario.Check(consumer.CommitUncommittedOffsets(ctx), "committing")
+	consumer.Close()
+	deleted, err := adm.DeleteTopics(ctx, topic)
+	scenario.Check(err, "deleting the topic")
+	scenario.Check(deleted.Error(), "deleting the topic")
+	if read != 21 {
+		scenario.Fail("the group read %d records, not 21", read)
+	}
+	scenario.Emit(map[string]any{"read": read})
 }

@@ -3,6 +3,7 @@
 //	sarama BOOTSTRAP produce NAME   idempotent produce of 300 records to 3 partitions, read back
 //	sarama BOOTSTRAP group NAME     a consumer group of two: join, rebalance, commit, one leaves
 //	sarama BOOTSTRAP admin NAME     create, describe, grow and delete topics; describe the cluster
+//	sarama BOOTSTRAP session NAME   a small everyday session (tests/data/captures/sarama.pcap)
 package main
 
 import (
@@ -28,7 +29,7 @@ var (
 )
 
 func main() {
-	args = scenario.Parse("sarama", "produce | group | admin")
+	args = scenario.Parse("sarama", "produce | group | admin | session")
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
@@ -39,6 +40,8 @@ func main() {
 		group()
 	case "admin":
 		admin()
+	case "session":
+		session()
 	default:
 		scenario.Fail("unknown scenario %q", args.Scenario)
 	}
@@ -427,4 +430,87 @@ func admin() {
 		"configs":          configs,
 		"deleted_again":    errorCode(deletedAgain),
 	})
+}
+
+// ---- a small everyday session ----------------------------------------------------------------------------------
+
+// sessionReader reads a group's claims until want records are in, marking each, and commits them then.
+type sessionReader struct {
+	want int
+	mu   sync.Mutex
+	read int
+	done chan struct{}
+}
+
+func (r *sessionReader) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (r *sessionReader) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (r *sessionReader) ConsumeClaim(session sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		session.MarkMessage(msg, "")
+		r.mu.Lock()
+		r.read++
+		all := r.read == r.want
+		r.mu.Unlock()
+		if all {
+			session.Commit()
+			close(r.done)
+		}
+	}
+	return nil
+}
+
+// session does what an application usually does, small enough to keep as a capture: create a topic of two
+// partitions, produce 20 idempotent zstd records with a header each, read them in a consumer group, commit,
+// leave, and delete the topic.
+func session() {
+	topic, groupID := args.Name, args.Name+"-group"
+	adm := newAdmin()
+	defer adm.Close()
+	createTopic(adm, topic, 2)
+
+	cfg := config()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Compression = sarama.CompressionZSTD
+	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
+	scenario.Check(err, "creating an idempotent producer")
+	var batch []*sarama.ProducerMessage
+	for i := 0; i < 20; i++ {
+		batch = append(batch, &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 2),
+			Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: sarama.StringEncoder(fmt.Sprintf("value %d from sarama", i)),
+			Headers: []sarama.RecordHeader{{Key: []byte("trace"), Value: []byte(fmt.Sprintf("t%d", i))}}})
+	}
+	scenario.Check(producer.SendMessages(batch), "producing")
+	scenario.Check(producer.Close(), "closing the producer")
+
+	groupCfg := config()
+	groupCfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	groupCfg.Consumer.Offsets.AutoCommit.Enable = false
+	group, err := sarama.NewConsumerGroup([]string{args.Bootstrap}, groupID, groupCfg)
+	scenario.Check(err, "creating a consumer group")
+	reader := &sessionReader{want: 20, done: make(chan struct{})}
+	loop, stop := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for loop.Err() == nil {
+			if err := group.Consume(loop, []string{topic}, reader); err != nil && loop.Err() == nil {
+				scenario.Fail("consuming in a group: %v", err)
+			}
+		}
+	}()
+	select {
+	case <-reader.done:
+	case <-time.After(step):
+		scenario.Fail("the group read %d records, not 20", reader.read)
+	}
+	stop()
+	<-finished
+	scenario.Check(group.Close(), "leaving the group")
+	scenario.Check(adm.DeleteTopic(topic), "deleting the topic")
+	scenario.Emit(map[string]any{"read": reader.read})
 }
