@@ -44,7 +44,7 @@ from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsR
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
                                  OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader,
-                                 SyncGroupRequest, api)
+                                 SyncGroupRequest, TxnOffsetCommitRequest, api)
 from kafkaproto.uuid import Uuid
 
 import kafka_jvm
@@ -339,6 +339,54 @@ def test_too_many_partitions_added_in_one_request(sides):
          settled=lambda response: {t.name: len(t.partitions) for t in response.topics} == grown)
 
 
+@pytest.mark.parametrize("isolation", [0, 1], ids=["read_uncommitted", "read_committed"])
+def test_fetch_partitions_in_error(sides, isolation):
+    """A Fetch's partition errors, found when the request arrives (an unknown topic, ID or partition) or when the
+    log is read (an offset out of range, a topic deleted while the fetch waits): Kafka fills in the partition
+    differently in each case (an aborted-transaction list or none, the log's offsets or -1)."""
+    topic = f"diff-e-{uuid.uuid4().hex[:8]}"
+    k, o = both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    ids = {"kafka": k.topics[0].topic_id, "ours": o.topics[0].topic_id}
+    both(sides, produce(topic, 0, batch(b"a", b"b")), 9, "Produce")
+
+    def ask(partitions, version, wait=0, name=topic, known=True):
+        def make(side):
+            topic_id = ids[side_name(side, sides)] if known else Uuid.random()
+            return FetchRequest(replica_id=-1, max_wait_ms=wait, min_bytes=1, max_bytes=1 << 20,
+                                isolation_level=isolation, session_id=0, session_epoch=-1, topics=[
+                                    FetchRequest.FetchTopic(topic=name, topic_id=topic_id, partitions=[
+                                        FetchRequest.FetchPartition(partition=p, fetch_offset=offset,
+                                                                    partition_max_bytes=1 << 20)
+                                        for p, offset in partitions])])
+        return make
+
+    for version in (12, 13):
+        both(sides, ask([(0, 100)], version), version, "Fetch beyond the log's end")
+        both(sides, ask([(0, 0), (5, 0)], version), version, "Fetch of a partition that does not exist")
+    both(sides, ask([(0, 0)], 12, name="diff-no-such-topic"), 12, "Fetch of an unknown topic")
+    both(sides, ask([(0, 0)], 13, known=False), 13, "Fetch of an unknown topic ID")
+    # A fetch waiting at the log's end, on its own connection, while the topic is deleted.
+    waiting = []
+    for side in sides:
+        client = RawClient(side.port)
+        waiting.append(client)
+        request = ask([(0, 2)], 13, wait=10000)(side)
+        client.correlation_id += 1
+        client.sock.sendall(encode_request(RequestHeader(request_api_key=ApiKey.FETCH, request_api_version=13,
+                                                         correlation_id=client.correlation_id, client_id="t"),
+                                           request, 13))
+    time.sleep(0.5)
+    both(sides, DeleteTopicsRequest(topic_names=[topic], timeout_ms=10000), 4, "DeleteTopics")
+    answers = []
+    for side, client in zip(sides, waiting):
+        raw = _recv_exact(client.sock, int.from_bytes(_recv_exact(client.sock, 4), "big"))
+        answers.append(normalise(decode_response(raw, ApiKey.FETCH, 13).body.to_dict(), side.labels))
+        client.close()
+    found = differences(*answers)
+    assert not found, "a Fetch waiting while its topic is deleted:\n" + described(found)
+
+
 def test_delete_by_id_and_recreate(sides):
     topic = f"diff-del-{uuid.uuid4().hex[:8]}"
     create = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=1,
@@ -465,6 +513,80 @@ def test_a_transaction_committed_and_one_aborted(sides):
     assert not differences(read[1], read[3]), differences(read[1], read[3])
     assert [r[2] for b in read[2]["batches"] if "timestamps" in b for r in b["records"]] == [b"kept", b"dropped"]
     assert read[2]["aborted"] == [{"producer_id": "producer_id#1", "first_offset": 2}]
+
+
+def test_transactions_version_2(sides):
+    """KIP-890's second transaction protocol (Kafka 4's transaction.version 2): partitions and groups join a
+    transaction with the Produce (v12+) and TxnOffsetCommit (v5+) that use them, every EndTxn (v5) bumps the
+    epoch and says so, its retries are answered as the first was; versions before v12 still need the partition
+    added first."""
+    kafka, ours = sides
+    if int(kafka.version.split(".")[0]) < 4:
+        pytest.skip("transactions version 2 is Kafka 4's")
+    topic = f"diff-v2-{uuid.uuid4().hex[:8]}"
+    tid, group = f"diff-txn2-{uuid.uuid4().hex[:8]}", f"diff-g2-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    both(sides, FindCoordinatorRequest(key_type=1, coordinator_keys=[tid]), 4, "FindCoordinator (transaction)")
+    both(sides, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4, "FindCoordinator (group)")
+    k, o = both(sides, InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 5,
+                "InitProducerId (transactional)")
+    producers = {"kafka": (k.producer_id, k.producer_epoch), "ours": (o.producer_id, o.producer_epoch)}
+    sequences = {}
+
+    def send(partition, value, epoch_delta=0):
+        def make(side):
+            producer_id, epoch = producers[side_name(side, sides)]
+            key = (side_name(side, sides), partition, epoch + epoch_delta)
+            sequence = sequences.get(key, 0)
+            sequences[key] = sequence + 1
+            return produce(topic, partition, batch(value, producer_id=producer_id, epoch=epoch + epoch_delta,
+                                                   sequence=sequence, transactional=True), tid)
+        return make
+
+    def end(commit, epoch_delta=0):
+        def make(side):
+            producer_id, epoch = producers[side_name(side, sides)]
+            return EndTxnRequest(transactional_id=tid, producer_id=producer_id, producer_epoch=epoch + epoch_delta,
+                                 committed=commit)
+        return make
+
+    def ended(what, commit, epoch_delta=0, keep=True):
+        k, o = both(sides, end(commit, epoch_delta), 5, what)
+        if keep and not k.error_code:
+            producers.update(kafka=(k.producer_id, k.producer_epoch), ours=(o.producer_id, o.producer_epoch))
+        return k
+
+    def commit_offset(side):
+        producer_id, epoch = producers[side_name(side, sides)]
+        return TxnOffsetCommitRequest(transactional_id=tid, group_id=group, producer_id=producer_id,
+                                      producer_epoch=epoch, generation_id_or_member_epoch=-1, member_id="", topics=[
+                                          TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                                              TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                                                  partition_index=0, committed_offset=1)])])
+
+    both(sides, send(1, b"not added"), 11, "Produce v11 to a partition not added")
+    both(sides, send(1, b"not added"), 10, "Produce v10 to a partition not added")
+    both(sides, send(0, b"kept"), 12, "Produce v12 to a partition not added: it joins")
+    both(sides, commit_offset, 5, "TxnOffsetCommit v5 without AddOffsetsToTxn")
+    first = producers["kafka"]
+    done = ended("EndTxn v5 commit", True)
+    assert done.error_code == 0 and done.producer_epoch == first[1] + 1
+    ended("EndTxn v5 commit again, with the epoch before the bump", True, epoch_delta=-1, keep=False)
+    ended("EndTxn v5 abort, with the epoch before the bump", False, epoch_delta=-1, keep=False)
+    ended("EndTxn v5 commit with nothing in the transaction", True, keep=False)
+    ended("EndTxn v5 from an older epoch still", True, epoch_delta=-3, keep=False)
+    both(sides, send(0, b"stale", epoch_delta=-1), 12, "Produce v12 at the epoch before the bump")
+    both(sides, send(0, b"dropped"), 12, "Produce v12 at the new epoch")
+    ended("EndTxn v5 abort", False)
+    ended("EndTxn v5 abort with nothing in the transaction", False)
+    for side in sides:  # Kafka writes the markers after it answers EndTxn
+        side.call(fetch(topic, [0], isolation=1), 12, settled=markers_written)
+    read = [read_partition(side, topic, isolation) for side in sides for isolation in (1, 0)]
+    assert not differences(read[0], read[2]), differences(read[0], read[2])
+    assert not differences(read[1], read[3]), differences(read[1], read[3])
+    both(sides, OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)]),
+         8, "OffsetFetch of the group the transaction committed for")
 
 
 def markers_written(response):

@@ -3,8 +3,8 @@
 tests/go holds a Go module (go.mod and go.sum pin the clients) with one program per client; each run does one
 scenario against the broker and prints what it saw as one JSON line, which the tests here check. The programs are
 built once per change of their sources into ``~/.cache/kafkaproto/go`` (``KAFKAPROTO_GO_CACHE`` moves it), by the
-first worker that needs them (tests/go_programs.py). Without ``go`` the tests skip and say so; with ``KAFKAPROTO_REQUIRE_KAFKA=1`` (CI)
-they fail instead.
+first worker that needs them (tests/go_programs.py). Without ``go`` the tests skip and say so; with
+``KAFKAPROTO_REQUIRE_KAFKA=1`` (CI) they fail instead.
 
 The expectations are Apache Kafka's behaviour: ``KAFKAPROTO_GO_CLIENTS_ON_KAFKA=1`` runs every test against a
 Kafka 4.3.1 broker as well, to check the scenarios themselves.

@@ -58,12 +58,12 @@ def txn_batch(pid, epoch, sequence, *values):
     return builder.build()
 
 
-def produce_txn(state, data, partition=0, tid=TID):
+def produce_txn(state, data, partition=0, tid=TID, version=11):
     from kafkaproto.messages import ProduceRequest
     part = ProduceRequest.PartitionProduceData(index=partition, records=data)
     body = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=1000, topic_data=[
         ProduceRequest.TopicProduceData(name="t", partition_data=[part])])
-    return call(state, body, 11).responses[0].partition_responses[0]
+    return call(state, body, version).responses[0].partition_responses[0]
 
 
 def end(state, pid, epoch, commit, version=3, tid=TID):
@@ -155,7 +155,11 @@ def test_a_new_instance_fences_the_old_one_and_aborts_its_transaction(state):
 def test_transactional_data_needs_the_partition_added(state):
     pid, epoch = init(state)
     add_partitions(state, pid, epoch, partitions=[0])
+    # As Kafka 4 answers (tests/test_broker_differential.py): v11 knows TRANSACTION_ABORTABLE, older versions
+    # get INVALID_TXN_STATE; from v12 the partition would join the transaction.
     assert produce_txn(state, txn_batch(pid, epoch, 0, b"v"), partition=1).error_code == \
+        errors.TRANSACTION_ABORTABLE.code
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"v"), partition=1, version=10).error_code == \
         errors.INVALID_TXN_STATE.code
     assert produce_txn(state, txn_batch(pid, epoch, 0, b"v"), tid="other").error_code == \
         errors.INVALID_PRODUCER_ID_MAPPING.code
@@ -213,6 +217,55 @@ def test_transactions_past_their_timeout_are_aborted(state):
     assert state.expire_transactions(time.monotonic() + 61)
     assert visible(fetch_committed(state)) == []
     assert end(state, pid, epoch, True) == errors.PRODUCER_FENCED.code
+
+
+def end_v2(state, pid, epoch, commit):
+    response = call(state, EndTxnRequest(transactional_id=TID, producer_id=pid, producer_epoch=epoch,
+                                         committed=commit), 5)
+    return response.error_code, response.producer_id, response.producer_epoch
+
+
+def test_version_2_ends_past_the_last_epoch_under_a_new_producer_id(state):
+    """The epoch bump of the end at the last usable epoch (32766): markers at 32767, then a new producer id at
+    epoch 0, and the end retried from the old id is answered the same (Kafka's rotation on overflow)."""
+    pid, _ = init(state)
+    txn = state.transactions.by_id[TID]
+    txn.epoch = 32766
+    assert produce_txn(state, txn_batch(pid, 32766, 0, b"last"), version=12).error_code == 0
+    code, new_pid, new_epoch = end_v2(state, pid, 32766, True)
+    assert code == 0 and new_pid != pid and new_epoch == 0
+    markers = [b for b in records.iter_batches(fetch_committed(state).records) if b.is_control]
+    assert [(b.producer_id, b.producer_epoch) for b in markers] == [(pid, 32767)]
+    assert end_v2(state, pid, 32766, True) == (0, new_pid, 0)
+    assert produce_txn(state, txn_batch(new_pid, 0, 0, b"next"), version=12).error_code == 0
+
+
+def test_version_2_a_timed_out_transaction_is_fenced_by_one_bump(state):
+    pid, epoch = init(state)
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"slow"), version=12).error_code == 0
+    assert state.expire_transactions(time.monotonic() + 61)
+    markers = [b for b in records.iter_batches(fetch_committed(state).records) if b.is_control]
+    assert [b.producer_epoch for b in markers] == [epoch + 1]
+    # The producer's own abort, from the epoch it had, is a retry of the abort that happened: answered as done.
+    assert end_v2(state, pid, epoch, False) == (0, pid, epoch + 1)
+    assert end_v2(state, pid, epoch, True)[0] == errors.INVALID_TXN_STATE.code
+
+
+def test_version_2_an_end_a_crash_interrupted_is_finished_at_the_bumped_epoch(tmp_path):
+    state = make_state(tmp_path)
+    create(state, "t")
+    pid, epoch = init(state)
+    produce_txn(state, txn_batch(pid, epoch, 0, b"decided"), version=12)
+    txn = state.transactions.by_id[TID]
+    txn.last_producer, txn.epoch, txn.state = (pid, epoch), epoch + 1, "PrepareCommit"  # as an EndTxn v5 records
+    state.transactions.save(txn)
+    state.cluster.metadata.close()
+    state = make_state(tmp_path)
+    part = fetch_committed(state)
+    assert visible(part) == [b"decided"]
+    assert [b.producer_epoch for b in records.iter_batches(part.records) if b.is_control] == [epoch + 1]
+    assert end_v2(state, pid, epoch, True) == (0, pid, epoch + 1)
+    state.close()
 
 
 @pytest.mark.parametrize("key", [ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT,

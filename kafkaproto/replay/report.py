@@ -17,14 +17,16 @@ adds the rules a live capture needs (``REPLAY_RULES``):
   the first answer placing each partition (rewrite.Values.shifts); shifts are reported, not counted as divergences;
 - ``fetch-wait``: a Fetch answers with what the log holds when its wait ends, which depends on timing: a partition
   may hold fewer or more of the same batches on either side (one side's batches must begin the other's), with the
-  high watermark, last stable offset and log start offset of that moment, and an incremental fetch may leave out a
-  partition on one side that has nothing new on the other.
+  high watermark, last stable offset and log start offset of that moment; an incremental fetch may leave out a
+  partition on one side that has nothing new on the other, or that the other names unknown while its topic is
+  being deleted (Kafka removes a deleted topic's partitions one at a time, and a fetch waiting on them answers
+  with those gone so far).
 """
 
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
-from .. import compare
+from .. import compare, errors
 from ..messages import ApiKey
 from ..registry import api
 from .session import ANSWERED, NO_ANSWER_DUE, SKIPPED
@@ -308,14 +310,16 @@ def _prefix_batches(path, left_answer, right_answer):
 
 
 def _only_quiet_differ(left, right):
-    """Whether two incremental fetches' partition lists differ only by partitions with nothing new."""
+    """Whether two incremental fetches' partition lists differ only by partitions one side leaves out: ones with
+    nothing new, or ones whose topic is being deleted (Kafka removes a deleted topic's partitions one at a time, so
+    a fetch waiting on them answers with those gone so far)."""
     def quiet(p):
-        return not p.get("records") and not p.get("error_code")
+        return not p.get("records") and p.get("error_code") in (0, errors.UNKNOWN_TOPIC_OR_PARTITION.code)
 
     by_index = defaultdict(list)
     for p in left + right:
         by_index[p.get("partition_index")].append(p)
-    return all(len(ps) == 2 or quiet(ps[0]) for ps in by_index.values())
+    return all(ps[0] == ps[1] if len(ps) == 2 else quiet(ps[0]) for ps in by_index.values())
 
 
 def _plain(value):

@@ -16,8 +16,9 @@ partitions that have records or news (a new high watermark, last stable
 offset or log start, or an error). Epoch -1 closes a session. An unknown
 session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH,
 and a session opened by topic name continued by topic ID (or the reverse)
-FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka. Topic IDs are resolved when the request
-arrives: a topic deleted while the fetch waits is UNKNOWN_TOPIC_OR_PARTITION then.
+FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka. The session and topic IDs are resolved when
+the request arrives: a fetch that waits keeps its session if another request closes
+it meanwhile, and a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from collections import OrderedDict
@@ -34,8 +35,6 @@ FINAL_EPOCH, INITIAL_EPOCH = -1, 0
 
 
 def _partition(index, error, high_watermark=-1, log_start_offset=-1, records=b"", stable=-1, aborted=None):
-    if error is not errors.NONE:
-        aborted = []  # as Kafka answers a partition in error: empty records and an empty (not null) list
     return PartitionData(partition_index=index, error_code=error.code, high_watermark=high_watermark,
                          last_stable_offset=stable, log_start_offset=log_start_offset,
                          aborted_transactions=aborted, preferred_read_replica=-1, records=records)
@@ -58,10 +57,34 @@ def _error_response(error):
 
 @handles(ApiKey.FETCH, versions=range(4, 19))
 def fetch(ctx, request):
-    state = ctx.state
-    sessions = state.fetch_sessions
     by_id = ctx.version >= 13
     session_id, epoch = (request.session_id, request.session_epoch) if ctx.version >= 7 else (0, FINAL_EPOCH)
+    # The session is looked up once, when the request arrives (as Kafka makes its fetch context then): a fetch
+    # that waits goes on with it even if another request closes it meanwhile.
+    found = ctx.memo.get("session")
+    if found is None:
+        found = ctx.memo["session"] = _session(ctx, request, by_id, session_id, epoch)
+    if isinstance(found, FetchResponse):
+        return found
+    session, scope = found
+    answers, total = _read(ctx, request, scope, by_id)
+    if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
+        return Wait(request.max_wait_ms)
+    if session is None and epoch == INITIAL_EPOCH and ctx.version >= 7:
+        session = ctx.state.fetch_sessions.create(by_id, scope)
+        session_id = session.session_id if session is not None else 0
+    elif session is not None:
+        session.partitions = scope
+        session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+    else:
+        session_id = 0
+    return FetchResponse(throttle_time_ms=0, error_code=errors.NONE.code, session_id=session_id,
+                         responses=_group(_keep(answers, scope, incremental=epoch > 0), by_id))
+
+
+def _session(ctx, request, by_id, session_id, epoch):
+    """(the fetch session or None, the partitions in scope), or the error response."""
+    sessions = ctx.state.fetch_sessions
     session = None
     if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
         if session_id:
@@ -86,19 +109,7 @@ def fetch(ctx, request):
             key = item.topic_id if by_id else item.topic
             for index in item.partitions:
                 scope.pop((key, index), None)
-    answers, total = _read(ctx, request, scope, by_id)
-    if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
-        return Wait(request.max_wait_ms)
-    if session is None and epoch == INITIAL_EPOCH and ctx.version >= 7:
-        session = sessions.create(by_id, scope)
-        session_id = session.session_id if session is not None else 0
-    elif session is not None:
-        session.partitions = scope
-        session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
-    else:
-        session_id = 0
-    return FetchResponse(throttle_time_ms=0, error_code=errors.NONE.code, session_id=session_id,
-                         responses=_group(_keep(answers, scope, incremental=epoch > 0), by_id))
+    return session, scope
 
 
 def _read(ctx, request, scope, by_id):
@@ -108,18 +119,19 @@ def _read(ctx, request, scope, by_id):
     budget = request.max_bytes
     total = 0
     out = []
-    # Kafka resolves topic IDs when a request arrives: a topic deleted while the fetch waits is then an unknown
-    # partition (UNKNOWN_TOPIC_OR_PARTITION), not an unknown ID.
-    resolved = ctx.memo.setdefault("resolved", set())
+    # Kafka finds the partitions when a request arrives, and answers those it cannot with an empty (not null)
+    # list of aborted transactions; one deleted while the fetch waits fails when its log is read instead: an
+    # unknown partition (not an unknown topic ID), with no list.
+    found = ctx.memo.get("found")
     for cached in scope.values():
         topic, error = state.topic(None if by_id else cached.topic, cached.topic if by_id else None)
-        if topic is not None and by_id:
-            resolved.add(cached.topic)
-        elif by_id and cached.topic in resolved:
-            error = errors.UNKNOWN_TOPIC_OR_PARTITION
         partition, perror = state.partition(topic, cached.index) if topic is not None else (None, error)
-        if partition is None:
-            out.append((cached, _partition(cached.index, perror)))
+        if found is not None and (cached.topic, cached.index) in found:
+            if partition is None:
+                out.append((cached, _partition(cached.index, errors.UNKNOWN_TOPIC_OR_PARTITION)))
+                continue
+        elif partition is None:
+            out.append((cached, _partition(cached.index, perror, aborted=[])))
             continue
         if topic.name != cached.name and by_id:
             cached.name = topic.name
@@ -127,8 +139,7 @@ def _read(ctx, request, scope, by_id):
         high = plog.log_end_offset
         stable = state.last_stable_offset(partition)
         if not plog.log_start_offset <= cached.fetch_offset <= high:
-            out.append((cached, _partition(cached.index, errors.OFFSET_OUT_OF_RANGE, high, plog.log_start_offset,
-                                           stable=stable)))
+            out.append((cached, _partition(cached.index, errors.OFFSET_OUT_OF_RANGE)))
             continue
         limit = min(cached.max_bytes, budget - total)
         upto = stable if read_committed else high
@@ -140,6 +151,9 @@ def _read(ctx, request, scope, by_id):
                        state.partition_transactions[partition].aborted_between(cached.fetch_offset, upto)]
         out.append((cached, _partition(cached.index, errors.NONE, high, plog.log_start_offset, data, stable,
                                        aborted)))
+    if found is None:
+        ctx.memo["found"] = {(cached.topic, cached.index) for cached, data in out if data.error_code == 0
+                             or data.error_code == errors.OFFSET_OUT_OF_RANGE.code}
     return out, total
 
 

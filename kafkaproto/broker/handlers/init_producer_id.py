@@ -11,10 +11,8 @@ recorded in the metadata log, so none is given out twice across restarts.
 from ... import errors
 from ...messages import ApiKey, InitProducerIdResponse
 from ..dispatch import handles
-from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT, Transaction
+from ..state.transactions import MAX_EPOCH, ONGOING, PREPARE_ABORT, PREPARE_COMMIT, Transaction
 from ._transactions import fenced
-
-MAX_EPOCH = 32766
 
 
 def _answer(error, producer_id=-1, epoch=-1):

@@ -5,14 +5,17 @@ Each partition's data must be whole magic-2 batches with good CRCs
 (MESSAGE_TOO_LARGE). Idempotent batches pass the producer sequence checks
 first: a retry of one of the last five batches is acknowledged with the
 offset it got the first time, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
-Transactional batches must come from the transaction's current producer
-for a partition added with AddPartitionsToTxn (INVALID_TXN_STATE otherwise);
+Transactional batches must come from the transaction's current producer;
+up to v11 for a partition added with AddPartitionsToTxn, from v12
+(transactions version 2) the partition joins the transaction on its own;
 control batches come from the broker only (INVALID_RECORD). acks 0, 1
 and -1 all append before answering (there are no followers to wait for); with
 acks 0 the server sends no response. Versions 0-2 are advertised, as Kafka 4
 does for old librdkafka's sake (KAFKA-18659), but not served: such a request
 closes the connection, as it does on Kafka 4.
 """
+
+import time
 
 from ... import errors
 from ...exceptions import RecordsError
@@ -21,8 +24,9 @@ from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
 from ..state.cluster import READ_WRITE
 from ..state.log import parse_batches
-from ..state.transactions import ONGOING
+from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 
+IMPLICIT_ADD = 12  # the first Produce version whose transactional batches add their partition (KIP-890)
 PartitionResult = ProduceResponse.PartitionProduceResponse
 
 
@@ -32,7 +36,7 @@ def _result(index, error, base_offset=-1, log_start_offset=-1, message=None, app
                            error_message=message)
 
 
-def produce_partition(state, topic, index, records, transactional_id):
+def produce_partition(state, topic, index, records, transactional_id, version):
     partition, error = state.partition(topic, index)
     if partition is None:
         return _result(index, error)
@@ -47,7 +51,7 @@ def produce_partition(state, topic, index, records, transactional_id):
     if any(b.is_control for b in batches):
         return _result(index, errors.INVALID_RECORD, message="control batches are written by the broker only")
     if any(b.is_transactional for b in batches):
-        error = _transaction_error(state, transactional_id, topic.name, index, batches)
+        error = _transaction_error(state, transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
     if "compact" in state.cluster.topic_config(topic)["cleanup.policy"] and not _all_keyed(records):
@@ -72,16 +76,27 @@ def _all_keyed(data):
     return all(record.key is not None for batch in iter_batches(data) if not batch.is_control for record in batch)
 
 
-def _transaction_error(state, transactional_id, topic, index, batches):
-    """Transactional batches must come from the transaction's producer, for a partition it added."""
+def _transaction_error(state, transactional_id, topic, index, batches, version):
+    """Transactional batches must come from the transaction's producer at its epoch. From v12 (transactions
+    version 2) the partition joins the transaction here, as Kafka's broker adds it with the coordinator; before,
+    it must have been added with AddPartitionsToTxn (TRANSACTION_ABORTABLE at v11, INVALID_TXN_STATE before)."""
     txn = state.transactions.by_id.get(transactional_id) if transactional_id is not None else None
     for batch in batches:
         if txn is None or not batch.is_transactional or batch.producer_id != txn.producer_id:
             return errors.INVALID_TXN_STATE if txn is not None else errors.INVALID_PRODUCER_ID_MAPPING
-        if batch.producer_epoch < txn.epoch:
+        if batch.producer_epoch != txn.epoch and (batch.producer_epoch < txn.epoch or version >= IMPLICIT_ADD):
             return errors.INVALID_PRODUCER_EPOCH
-        if txn.state != ONGOING or (topic, index) not in txn.partitions:
-            return errors.INVALID_TXN_STATE
+    if (topic, index) in txn.partitions and txn.state == ONGOING:
+        return errors.NONE
+    if version < IMPLICIT_ADD:
+        return errors.TRANSACTION_ABORTABLE if version == IMPLICIT_ADD - 1 else errors.INVALID_TXN_STATE
+    if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+        return errors.CONCURRENT_TRANSACTIONS
+    if txn.state != ONGOING:
+        txn.state = ONGOING
+        txn.started = time.monotonic()
+    txn.partitions.add((topic, index))
+    state.transactions.save(txn)
     return errors.NONE
 
 
@@ -98,7 +113,7 @@ def produce(ctx, request):
         if topic is None:
             out.append((item, [_result(p.index, error) for p in item.partition_data]))
             continue
-        out.append((item, [produce_partition(state, topic, p.index, p.records, request.transactional_id)
+        out.append((item, [produce_partition(state, topic, p.index, p.records, request.transactional_id, ctx.version)
                            for p in item.partition_data]))
     return _response(out)
 

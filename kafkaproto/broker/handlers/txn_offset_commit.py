@@ -1,20 +1,24 @@
 """TxnOffsetCommit: offsets a transaction commits for a group, applied only when the transaction commits.
 
-The group must have been added with AddOffsetsToTxn. From v3 the member and
+Up to v4 the group must have been added with AddOffsetsToTxn; from v5 (transactions version 2)
+it joins the transaction here. From v3 the member and
 generation are checked as for OffsetCommit when given, whatever the group's
 state (ClassicGroup.validate_commit); a generation named to a group that does
 not exist is ILLEGAL_GENERATION.
 """
 
+import time
+
 from ... import errors
 from ...messages import ApiKey, TxnOffsetCommitResponse
 from ...uuid import Uuid
 from ..dispatch import handles
-from ..state.transactions import ONGOING
+from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 from ._groups import advance
 from ._transactions import transaction
 
 R = TxnOffsetCommitResponse
+IMPLICIT_ADD = 5  # the first version whose group joins the transaction without AddOffsetsToTxn (KIP-890)
 
 
 def _member_error(ctx, request):
@@ -35,7 +39,10 @@ def txn_offset_commit(ctx, request):
     state = ctx.state
     txn, error = transaction(state, request.transactional_id, request.producer_id, request.producer_epoch,
                              ctx.version, fenced_since=3)
-    if txn is not None and (txn.state != ONGOING or request.group_id not in txn.groups):
+    if txn is not None and ctx.version >= IMPLICIT_ADD and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+        error = errors.CONCURRENT_TRANSACTIONS
+    elif txn is not None and ctx.version < IMPLICIT_ADD and (txn.state != ONGOING
+                                                            or request.group_id not in txn.groups):
         error = errors.INVALID_TXN_STATE
     if error is errors.NONE:
         error = _member_error(ctx, request)
@@ -55,6 +62,10 @@ def txn_offset_commit(ctx, request):
             rows.append(R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code.code))
         topics.append(R.TxnOffsetCommitResponseTopic(name=item.name, topic_id=Uuid.ZERO, partitions=rows))
     if pending:
+        if txn.state != ONGOING:  # v5: the group joins the transaction here
+            txn.state = ONGOING
+            txn.started = time.monotonic()
+        txn.groups.add(request.group_id)
         txn.offsets.setdefault(request.group_id, {}).update(pending)
         state.transactions.save(txn)
     return R(throttle_time_ms=0, topics=topics)

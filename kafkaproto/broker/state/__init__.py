@@ -17,7 +17,7 @@ from .fetch_sessions import FetchSessions
 from .groups import Groups
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
-from .transactions import (COMPLETE_ABORT, COMPLETE_COMMIT, ONGOING, PREPARE_ABORT, PREPARE_COMMIT,
+from .transactions import (COMPLETE_ABORT, COMPLETE_COMMIT, MAX_EPOCH, ONGOING, PREPARE_ABORT, PREPARE_COMMIT,
                            PartitionTransactions, Transactions, control_marker, marker_batch)
 
 logger = logging.getLogger("kafkaproto.broker")  # not "log": that is the submodule
@@ -152,8 +152,13 @@ class BrokerState:
     def last_stable_offset(self, partition):
         return self.partition_transactions[partition].last_stable_offset(partition.log.log_end_offset)
 
-    def end_transaction(self, txn, commit):
-        """Write the markers, commit the offsets (or not), and record the end."""
+    def end_transaction(self, txn, commit, bump=False):
+        """Write the markers, commit the offsets (or not), and record the end. bump (transactions version 2): the
+        epoch goes up by one first and the markers carry the new one; past MAX_EPOCH the producer then gets a new
+        id at epoch 0, as in Kafka."""
+        if bump:
+            txn.last_producer = (txn.producer_id, txn.epoch)
+            txn.epoch += 1
         txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
         self.transactions.save(txn)
         for name, index in sorted(txn.partitions):
@@ -166,6 +171,8 @@ class BrokerState:
         if commit:
             for group_id, offsets in txn.offsets.items():
                 self.groups.commit(group_id, [(key, (*value, self.now_ms())) for key, value in offsets.items()])
+        if txn.epoch > MAX_EPOCH:
+            txn.producer_id, txn.epoch = self.cluster.allocate_producer_id(), 0
         txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         txn.partitions, txn.groups, txn.offsets = set(), set(), {}
         self.transactions.save(txn)
@@ -218,8 +225,9 @@ class BrokerState:
         expired = [t for t in self.transactions.by_id.values()
                    if t.state == ONGOING and now - t.started > t.timeout_ms / 1000]
         for txn in expired:
-            txn.epoch += 1  # the producer is fenced, as Kafka fences a timed-out one
-            self.end_transaction(txn, commit=False)
+            # The producer is fenced, as Kafka fences a timed-out one: one bump, the markers at the new epoch (what
+            # transactions version 2, the version this broker finalizes, does for an abort it starts itself).
+            self.end_transaction(txn, commit=False, bump=True)
         return bool(expired)
 
     def changed(self):

@@ -6,7 +6,9 @@ commit; every change is a record in its own log, replayed at start-up. Ending
 a transaction first records PrepareCommit or PrepareAbort, then writes a
 commit or abort marker (a control batch) to each partition, then records the
 end, so a restart finishes what a crash interrupted, in the same direction;
-a transaction still open at a restart is aborted.
+a transaction still open at a restart is aborted. Under transactions version 2
+(KIP-890, EndTxn v5) every end bumps the epoch first: the markers carry the
+new epoch, and past MAX_EPOCH the producer continues under a new id at 0.
 
 Each partition tracks the first offset of every open transaction (the last
 stable offset is the smallest of them) and the aborted transactions that
@@ -21,6 +23,7 @@ from ...records import RecordBatchBuilder, iter_batches
 from .log import PartitionLog, parse_batches
 
 EMPTY, ONGOING = "Empty", "Ongoing"
+MAX_EPOCH = 32766  # the last epoch a producer id is used with; then it gets a new id
 PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
 COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
 STATE_DIR = "__transaction_state-0"
@@ -69,7 +72,7 @@ def marker_batch(producer_id, epoch, commit):
 
 class Transaction:
     __slots__ = ("transactional_id", "producer_id", "epoch", "timeout_ms", "state", "partitions", "groups",
-                 "offsets", "started")
+                 "offsets", "started", "last_producer")
 
     def __init__(self, transactional_id, producer_id, epoch, timeout_ms):
         self.transactional_id = transactional_id
@@ -81,11 +84,15 @@ class Transaction:
         self.groups = set()
         self.offsets = {}  # group -> {(topic, partition): (offset, leader epoch, metadata)}
         self.started = 0.0  # monotonic seconds; for the timeout
+        # (producer id, epoch) before the last bump at an end (transactions version 2): an EndTxn retried with it
+        # is answered as the first one was
+        self.last_producer = None
 
     def to_json(self):
         return {"pid": self.producer_id, "epoch": self.epoch, "timeout": self.timeout_ms, "state": self.state,
                 "partitions": sorted(self.partitions), "groups": sorted(self.groups),
-                "offsets": {g: [[t, p, *v] for (t, p), v in o.items()] for g, o in self.offsets.items()}}
+                "offsets": {g: [[t, p, *v] for (t, p), v in o.items()] for g, o in self.offsets.items()},
+                "last": self.last_producer}
 
     @classmethod
     def from_json(cls, transactional_id, value):
@@ -95,6 +102,8 @@ class Transaction:
         txn.groups = set(value["groups"])
         txn.offsets = {g: {(t, p): tuple(v) for t, p, *v in rows} for g, rows in value["offsets"].items()}
         txn.started = time.monotonic()
+        last = value.get("last")
+        txn.last_producer = tuple(last) if last else None
         return txn
 
 
