@@ -46,8 +46,6 @@ from test_captures import broker_port
 CAPTURES = sorted((Path(__file__).parent / "data" / "captures").glob("*.pcap"))
 T0 = 1_700_000_000_123_456_789  # every digit set, so that a lost digit of precision shows
 
-# What each client produced (tests/data/captures/README.md): topic, records, compression. The Java capture's
-# idempotent producer sent 30 records; its transactional producer adds the records of its two transactions.
 # What each capture's client produced (tests/data/captures/README.md): its topic, how many plain records (keys
 # key-N for Java, kN for the others), their codec, the topic's partitions, and the values of its transactional ones.
 PRODUCED = {

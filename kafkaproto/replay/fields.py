@@ -53,7 +53,8 @@ def _role(f, cls):
         return NODE
     if name == "GroupId" and kind == "string" and not f.array:
         return GROUP
-    if name in _OFFSETS and kind == "int64" and not f.array:
+    if name in _OFFSETS and kind == "int64" and not f.array and not (
+            name == "HighWatermark" and cls._qualname.startswith("FetchRequest")):  # a follower's, not an offset
         return OFFSET
     return None
 
