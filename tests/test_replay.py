@@ -153,7 +153,7 @@ def test_requests_are_rewritten_with_what_the_target_made_up(path):
     report = compare_with_capture(plan, replayer)
     assert report.ok, report.divergences[:5]
     assert sum(report.compared.values()) >= sent - 3  # all but the answers the capture lacks or acks=0 owes
-    assert report.shifts and set(report.shifts.values()) == {SHIFT}, report.shifts
+    assert report.shifts and {delta for _, delta in report.shifts.values()} == {SHIFT}, report.shifts
     # Record batches were rewritten whole: every one sent still has a good CRC.
     for requests in broker.received.values():
         for request in requests:
@@ -368,3 +368,17 @@ def test_a_fetch_may_not_hold_other_batches():
     part.records = builder.build()
     report = replay_one(plan, reply)
     assert not report.ok and all(".records" in d.path for d in report.divergences)
+
+
+def test_offsets_move_from_where_the_logs_part():
+    """A target whose log holds five more records from offset 10 on: offsets answers paired stand for their own
+    counterparts (the log's start stays 0), offsets from 10 on move by 5, older ones are left alone."""
+    from kafkaproto.replay.rewrite import Values
+
+    values = Values(plan_of(CAPTURES[0]))
+    values.shifts[("t", 0)] = (10, 5)
+    values.offsets[("t", 0)] = {0: 0, 10: 15}
+    where = fields.Where(topic="t", partition=0)
+    assert [values._offset(where, v, True) for v in (-1, 0, 5, 10, 12)] == [-1, 0, 5, 15, 17]
+    assert [values._offset(where, v, False) for v in (-1, 0, 3, 15, 17)] == [-1, 0, 3, 10, 12]
+    assert values._offset(fields.Where(topic="other", partition=0), 12, True) == 12

@@ -101,8 +101,8 @@ def print_table(report, capture, speed, out):
     if report.excused:
         write("\ndifferences the rules account for: "
               + ", ".join(f"{rule} {count}" for rule, count in sorted(report.excused.items())) + "\n")
-    for (topic, partition), shift in sorted(report.shifts.items()):
-        write(f"  offsets of {topic}-{partition} lie {shift:+d} from the capture's\n")
+    for (topic, partition), (start, delta) in sorted(report.shifts.items()):
+        write(f"  offsets of {topic}-{partition} from the capture's {start} on lie {delta:+d} from the capture's\n")
     for note in report.notes:
         write(f"note: {note}\n")
     if report.divergences:

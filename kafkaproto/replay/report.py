@@ -13,8 +13,9 @@ adds the rules a live capture needs (``REPLAY_RULES``):
 - ``other-topics``: a target that holds topics or groups the capture never names (a shared cluster) lists them in
   answers to "every topic" and "every group" requests; such entries are left out, and so are internal topics
   (``__consumer_offsets``), which each cluster makes when its history needs them;
-- ``offsets``: where the target's log holds another history, its offsets are moved back by the shift learned from
-  the first answer placing each partition (rewrite.Values.shifts); shifts are reported, not counted as divergences;
+- ``offsets``: where the target's log holds another history, its offsets are moved back into the capture's terms
+  (rewrite.Values: the shift learned from the first answer placing each partition, and the offsets answers paired);
+  shifts are reported, not counted as divergences;
 - ``fetch-wait``: a Fetch answers with what the log holds when its wait ends, which depends on timing: a partition
   may hold fewer or more of the same batches on either side (one side's batches must begin the other's), with the
   high watermark, last stable offset and log start offset of that moment; an incremental fetch may leave out a
@@ -56,7 +57,8 @@ class Divergence(NamedTuple):
 
 class Report:
     """What a replay found: ``divergences``, per API the steps compared and the steps that diverged,
-    ``excused`` (rule -> how many differences a rule accounted for), ``shifts``, ``not_replayable``, ``notes``."""
+    ``excused`` (rule -> how many differences a rule accounted for), ``shifts`` ((topic, partition) -> (the
+    captured offset from which the shift holds, the shift)), ``not_replayable``, ``notes``."""
 
     def __init__(self, plan, sides):
         self.plan = plan
@@ -88,7 +90,8 @@ class Report:
                "compared": sum(self.compared.values()), "divergences": len(self.divergences),
                "diverged": dict(self.diverged), "per_api": dict(self.compared), "uncompared": dict(self.uncompared),
                "excused": dict(self.excused),
-               "shifts": [{"topic": t, "partition": p, "shift": s} for (t, p), s in sorted(self.shifts.items())],
+               "shifts": [{"topic": t, "partition": p, "from": start, "shift": delta}
+                          for (t, p), (start, delta) in sorted(self.shifts.items())],
                "notes": self.notes}
 
 
@@ -155,9 +158,9 @@ def _notes(report, replayer, name):
             report.notes.append(f"{name}: could not create {topic}: {why}")
         if setup.error:
             report.notes.append(f"{name}: setting up stopped: {setup.error}")
-    for place, shift in replayer.values.shifts.items():
-        if shift:
-            report.shifts[place] = shift
+    for place, (start, delta) in replayer.values.shifts.items():
+        if delta:
+            report.shifts[place] = (start, delta)
             report.excused["offsets"] += 1
     if report.plan.damage:
         report.notes.append(f"the capture file is damaged: {report.plan.damage}; what was read before is replayed")

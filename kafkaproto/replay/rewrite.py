@@ -12,8 +12,11 @@ to the same request:
 - fetch session ids: Fetch;
 - node ids, their hosts and ports, and cluster ids: Metadata, DescribeCluster, FindCoordinator;
 - offsets: when the target's log holds another history, the first Produce or ListOffsets answer for a partition
-  sets how far its offsets lie from the capture's (a shift); fetch offsets and commits are moved by it, and the
-  target's answers moved back before they are compared.
+  sets how far its offsets lie from the capture's (a shift) from that position on; every offset an answer gave
+  (a produce's base offset, a ListOffsets result such as the log's start) stands for its own counterpart. Fetch
+  offsets and commits are moved accordingly, and the target's answers moved back before they are compared; an
+  offset before the shifted range that no answer paired (older history) is left as it is, and shows as a
+  divergence where it matters.
 
 Record batches in Produce requests carry the producer id and epoch in their headers: those are rewritten too, and
 the batch's CRC computed again. Nothing here does I/O.
@@ -50,7 +53,8 @@ class Values:
         self.nodes = {}  # captured node id -> the target's
         self.endpoints = {}  # the target's node id -> (host, port)
         self.clusters = {}
-        self.shifts = {}  # (topic name, partition) -> target offset - captured offset
+        self.shifts = {}  # (topic name, partition) -> (captured offset from which it holds, target - captured)
+        self.offsets = {}  # (topic name, partition) -> {captured offset: the target's}, as answers paired them
 
     # ---- learning from answers ----
 
@@ -101,8 +105,10 @@ class Values:
         if key in _POSITIONS:
             mine, theirs = self._positions(captured, True), self._positions(answer, False)
             for place, offset in mine.items():
-                if place in theirs and place not in self.shifts:
-                    self.shifts[place] = theirs[place] - offset
+                if place in theirs:
+                    self.offsets.setdefault(place, {})[offset] = theirs[place]
+                    if place not in self.shifts:
+                        self.shifts[place] = (offset, theirs[place] - offset)
 
     def _member(self, captured, target):
         if captured and target:
@@ -174,7 +180,7 @@ class Values:
                 return [self.nodes.get(v, v) for v in value]
             return self.nodes.get(value, value)
         if role == OFFSET:
-            return value + self._shift(where, True) if value >= 0 else value
+            return self._offset(where, value, True)
         if role == RECORDS and (self.producers or self.producer_ids):
             return _patch_batches(value, producer=self._producer_of)
         return value
@@ -182,24 +188,50 @@ class Values:
     def _producer_of(self, producer_id, epoch):
         return self.producers.get((producer_id, epoch)) or (self.producer_ids.get(producer_id, producer_id), epoch)
 
-    def _shift(self, where, captured):
+    def _offset(self, where, value, to_target):
+        """An offset of the capture in the target's terms (to_target), or the target's in the capture's."""
+        if value < 0 or not self.shifts or where.partition is None:
+            return value
+        place = (self._topic_of(where, to_target), where.partition)
+        pairs = self.offsets.get(place, {})
+        if not to_target:
+            pairs = {theirs: mine for mine, theirs in pairs.items()}
+        if value in pairs:
+            return pairs[value]
+        start, delta = self.shifts.get(place, (0, 0))
+        if to_target:
+            return value + delta if value >= start else value
+        return value - delta if value >= start + delta else value
+
+    def _batches_back(self, where, data):
+        """Record batches of the target's with their base offsets in the capture's terms."""
         if not self.shifts or where.partition is None:
-            return 0
-        return self.shifts.get((self._topic_of(where, captured), where.partition), 0)
+            return data
+        out, moved = bytearray(data), False
+        pos = 0
+        while pos + 12 <= len(out):
+            base, length = struct.unpack_from(">qi", out, pos)
+            if length < 0 or pos + 12 + length > len(out):
+                break
+            back = self._offset(where, base, False)
+            if back != base:
+                struct.pack_into(">q", out, pos, back)
+                moved = True
+            pos += 12 + length
+        return bytes(out) if moved else data
 
     # ---- the target's answers in the capture's terms ----
 
     def answer(self, step, answer):
-        """The target's answer with its offsets moved back by the shifts (identifiers are compared by labels)."""
-        if not any(self.shifts.values()) or answer is None:
+        """The target's answer with its offsets in the capture's terms (identifiers are compared by labels)."""
+        if not any(delta for _, delta in self.shifts.values()) or answer is None:
             return answer
 
         def back(role, value, where, obj):
-            if role == OFFSET and value >= 0:
-                return value - self._shift(where, False)
-            if role == RECORDS:
-                shift = self._shift(where, False)
-                return _patch_batches(value, offset_delta=-shift) if shift else value
+            if role == OFFSET:
+                return self._offset(where, value, False)
+            if role == RECORDS and value is not None:
+                return self._batches_back(where, value)
             return value
 
         return fields.edit(answer, back)
