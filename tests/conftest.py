@@ -92,6 +92,8 @@ def kafka_oracles():
 def pytest_unconfigure(config):
     for oracle in _oracles.values():
         oracle.close()
+    for broker in _kafka_brokers.values():
+        broker.stop()
 
 
 # ---- the reports printed at the end of the run -------------------------------------------------------------
@@ -159,12 +161,28 @@ def pytest_terminal_summary(terminalreporter):
             write(line)
 
 
+_kafka_brokers = {}
+
+
+def _kafka_broker(version, tmp_path_factory):
+    """One live broker per pinned version for the whole run, shared by every test that asks for it (stopped when
+    the run ends)."""
+    broker = _kafka_brokers.get(version)
+    if broker is None:
+        try:
+            broker = _kafka_brokers[version] = KafkaBroker(version, tmp_path_factory.mktemp(f"kafka-{version}"))
+        except KafkaUnavailable as exc:
+            unavailable(str(exc))
+    return broker
+
+
 @pytest.fixture(scope="session", params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
 def kafka_broker(request, tmp_path_factory):
     """A live single-node KRaft broker of each pinned version (see kafka_jvm.KafkaBroker)."""
-    try:
-        broker = KafkaBroker(request.param, tmp_path_factory.mktemp(f"kafka-{request.param}"))
-    except KafkaUnavailable as exc:
-        unavailable(str(exc))
-    yield broker
-    broker.stop()
+    return _kafka_broker(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def kafka_brokers(tmp_path_factory):
+    """The same brokers by version, for tests that need one version only: kafka_brokers("4.3.1")."""
+    return lambda version: _kafka_broker(version, tmp_path_factory)

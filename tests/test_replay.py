@@ -382,3 +382,31 @@ def test_offsets_move_from_where_the_logs_part():
     assert [values._offset(where, v, True) for v in (-1, 0, 5, 10, 12)] == [-1, 0, 5, 15, 17]
     assert [values._offset(where, v, False) for v in (-1, 0, 3, 15, 17)] == [-1, 0, 3, 10, 12]
     assert values._offset(fields.Where(topic="other", partition=0), 12, True) == 12
+
+
+def test_roles_cover_every_field_the_specs_mark():
+    """Every field a spec marks as a producer id or a broker id, in every message, has the role the replay
+    rewrites it by (names vary: V3AndBelowProducerId, OngoingTxnProducerId, ...)."""
+    from kafkaproto import registry
+
+    seen, checked = set(), 0
+
+    def walk(cls):
+        nonlocal checked
+        if cls in seen:
+            return
+        seen.add(cls)
+        roles = {attr: role for attr, role, _ in fields.roles(cls)}
+        for f in cls._fields:
+            if f.entity == "producerId":
+                assert roles.get(f.attr) == fields.PRODUCER_ID, (cls._qualname, f.name)
+                checked += 1
+            elif f.entity == "brokerId" and f.kind == "int32":
+                assert roles.get(f.attr) == fields.NODE, (cls._qualname, f.name)
+                checked += 1
+            if f.struct is not None:
+                walk(f.struct)
+
+    for cls in registry.classes().values():
+        walk(cls)
+    assert checked > 50

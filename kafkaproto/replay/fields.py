@@ -33,9 +33,9 @@ def _role(f, cls):
         return STRUCT
     if kind == "records":
         return RECORDS
-    if name == "ProducerId" and kind == "int64":
-        return PRODUCER_ID
-    if name == "ProducerEpoch" and kind == "int16":
+    if kind == "int64" and (f.entity == "producerId" or name.endswith("ProducerId")):
+        return PRODUCER_ID  # V3AndBelowProducerId, OngoingTxnProducerId, ProducerIdStart too
+    if name.endswith("ProducerEpoch") and kind == "int16":
         return PRODUCER_EPOCH
     if name == "TopicId" and kind == "uuid" and not f.array:
         return TOPIC_ID
@@ -135,6 +135,14 @@ def edit(obj, change, where=None):
             out = copy.copy(obj)
         setattr(out, attr, new)
     return obj if out is None else out
+
+
+def sibling(obj, role):
+    """The value of obj's first field with a role (the epoch beside a producer id, say), or None."""
+    for attr, found, _ in roles(type(obj)):
+        if found == role:
+            return getattr(obj, attr)
+    return None
 
 
 def node_id(node):

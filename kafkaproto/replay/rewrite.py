@@ -159,10 +159,10 @@ class Values:
 
     def _to_target(self, role, value, where, obj):
         if role == PRODUCER_ID:
-            pair = self.producers.get((value, getattr(obj, "producer_epoch", None)))
+            pair = self.producers.get((value, fields.sibling(obj, PRODUCER_EPOCH)))
             return pair[0] if pair else self.producer_ids.get(value, value)
         if role == PRODUCER_EPOCH:
-            pair = self.producers.get((getattr(obj, "producer_id", None), value))
+            pair = self.producers.get((fields.sibling(obj, PRODUCER_ID), value))
             return pair[1] if pair else value
         if role == TOPIC_ID:
             found = self.topic_ids.get(value)

@@ -1,0 +1,127 @@
+"""The real captures (tests/data/captures/: Java, librdkafka, kafka-python, aiokafka, kafkajs, franz-go and Sarama
+clients, each recorded against Apache Kafka by tests/kafka/record_captures.py) replayed with kafkaproto.replay:
+
+- against the Kafka version that recorded each, at the capture's pace: no answer may diverge (the replay and its
+  rules are right about Kafka itself);
+- against this project's broker, as fast as the captured order allows: no answer may diverge either, beyond the
+  documented rules (a divergence found here is a broker defect to fix);
+- with the command line, against two brokers at once, and where answers do diverge (exit status 1, JSON lines).
+"""
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kafka_jvm
+from kafkaproto.broker import Broker
+from kafkaproto.capture import read_capture
+from kafkaproto.replay import Plan, compare_targets, compare_with_capture, replay, replay_both
+
+pytestmark = pytest.mark.above_the_codecs  # the same code over either codec implementation (conftest.py)
+
+CAPTURES = {p.stem: p for p in sorted((Path(__file__).parent / "data" / "captures").glob("*.pcap"))}
+RECORDED_ON = {name: "3.9.2" if name == "java-3.9.2" else "4.3.1" for name in CAPTURES}
+# Where this broker (Kafka 4.3's behaviour) must differ from a capture of Kafka 3.9.2: 3.9 finalizes no
+# transaction.version, so its clients' transactions ran under version 1 (they still replay the same).
+FROM_3_9 = {"response.finalized features.transaction.version"}
+
+
+@pytest.fixture
+def our_broker():
+    """A fresh broker per capture, with the group settings of the Kafka that recorded them."""
+    with Broker({**kafka_jvm.GROUP_SETTINGS, "auto.create.topics.enable": "false"}) as broker:
+        yield broker
+
+
+def described(report):
+    return "\n".join(f"connection {d.connection}, request {d.step} ({d.api} v{d.version}) {d.path}: "
+                     f"{d.left!r} | {d.right!r}" for d in report.divergences[:20])
+
+
+def check(report, name):
+    """No divergence; every answer the capture holds was compared or is excused by name."""
+    assert report.ok, f"{name}:\n{described(report)}"
+    assert sum(report.compared.values()) >= 25
+    assert set(report.uncompared) <= {"the captured broker was not ready"}, report.uncompared
+    assert not report.shifts and not report.notes, (report.shifts, report.notes)
+
+
+@pytest.mark.parametrize("name", CAPTURES)
+def test_replayed_against_this_broker(name, our_broker):
+    plan = Plan.of(read_capture(CAPTURES[name]))
+    target = asyncio.run(replay(plan, our_broker.bootstrap_servers, speed=None))
+    report = compare_with_capture(plan, target)
+    if RECORDED_ON[name] == "3.9.2":
+        assert {d.path for d in report.divergences} == FROM_3_9, described(report)
+        report.divergences = []
+    check(report, name)
+
+
+@pytest.mark.xdist_group("kafka-broker")  # with the differential tests, which use the same two brokers
+@pytest.mark.parametrize("name", CAPTURES)
+def test_replayed_against_the_kafka_that_recorded_it(kafka_brokers, name, our_broker):
+    """At the capture's pace, against a Kafka broker that serves other tests too (its other topics and groups are
+    left out of the comparison, by rule other-topics), and against this broker at the same time: both agree with
+    the capture, and with each other."""
+    kafka_broker = kafka_brokers(RECORDED_ON[name])
+    plan = Plan.of(read_capture(CAPTURES[name]))
+    kafka, ours = asyncio.run(replay_both(plan, f"127.0.0.1:{kafka_broker.port}", our_broker.bootstrap_servers))
+    check(compare_with_capture(plan, kafka), f"{name} against Kafka {kafka_broker.version}")
+    between = compare_targets(plan, kafka, ours, ("kafka", "kafkaproto"))
+    if RECORDED_ON[name] == "3.9.2":
+        between.divergences = [d for d in between.divergences if d.path not in FROM_3_9]
+    assert between.ok, described(between)
+
+
+def kafkaproto(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "kafkaproto", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_the_command_line_against_two_brokers(tmp_path):
+    """kafkaproto replay --against: the same capture against two brokers, compared with each other."""
+    with Broker({**kafka_jvm.GROUP_SETTINGS}) as first, Broker({**kafka_jvm.GROUP_SETTINGS}) as second:
+        run = kafkaproto("replay", CAPTURES["librdkafka"], "--bootstrap-server", first.bootstrap_servers,
+                         "--against", second.bootstrap_servers, "--speed", "max", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "no divergence" in run.stdout and "JoinGroup" in run.stdout
+
+
+def test_the_command_line_reports_divergences(tmp_path, our_broker):
+    """A capture of Kafka 3.9.2 against this broker: its ApiVersions answers differ (transaction.version), one
+    JSON line per divergence, a summary last, exit status 1."""
+    run = kafkaproto("replay", CAPTURES["java-3.9.2"], "--bootstrap-server", our_broker.bootstrap_servers,
+                     "--speed", "max", "--format", "jsonl", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    divergences = [line for line in lines if line["type"] == "divergence"]
+    assert divergences and {d["path"] for d in divergences} == FROM_3_9
+    assert {(d["api"], d["left"], d["right"]) for d in divergences} == {("ApiVersions", 0, 2)}
+    assert [line["reason"] for line in lines if line["type"] == "not replayable"] == [
+        "a broker verifying a transaction with its coordinator (AddPartitionsToTxn v4+): the target does its own",
+        "the cluster's own traffic (WRITE_TXN_MARKERS): the target sends its own"]
+    summary = lines[-1]
+    assert summary["type"] == "summary" and summary["divergences"] == len(divergences) > 0
+    assert summary["uncompared"] == {"the captured broker was not ready": 9}
+
+
+def test_the_command_line_says_what_it_cannot_do(tmp_path):
+    missing = kafkaproto("replay", tmp_path / "nope.pcap", "--bootstrap-server", "127.0.0.1:9", cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.pcap" in missing.stderr and "Traceback" not in missing.stderr
+    bad = kafkaproto("replay", CAPTURES["kafkajs"], "--bootstrap-server", "nowhere", cwd=tmp_path)
+    assert bad.returncode == 2 and "host:port" in bad.stderr
+    speed = kafkaproto("replay", CAPTURES["kafkajs"], "--bootstrap-server", "127.0.0.1:9", "--speed", "0",
+                       cwd=tmp_path)
+    assert speed.returncode == 2 and "--speed" in speed.stderr
+
+
+def test_a_broker_that_is_not_there(tmp_path):
+    """Nothing listens: every request is reported unanswered, with the reason, and the replay ends."""
+    run = kafkaproto("replay", CAPTURES["kafka-python"], "--bootstrap-server", f"127.0.0.1:{kafka_jvm.free_port()}",
+                     "--speed", "max", "--no-setup", cwd=tmp_path)
+    assert run.returncode == 1
+    assert "could not connect" in run.stdout
