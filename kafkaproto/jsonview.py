@@ -6,7 +6,8 @@
 Fields keep their snake_case names; bytes become base64 strings, topic IDs their
 Kafka base64 form (as Kafka's tools print them), and ``records`` fields the
 batches and records they hold (or, when they do not decode, their base64 bytes
-and the error).
+and the error). With ``decode_records=False`` records stay base64 bytes too, and
+``from_json`` reads such a value back into the very message it came from.
 """
 
 import base64
@@ -73,3 +74,58 @@ def records_json(data):
     except RecordsError as e:
         return {"bytes": _b64(data), "error": str(e), "batches": out}
     return out
+
+
+def from_json(cls, value, path=None):
+    """The message (of class cls) that to_json(message, decode_records=False) gave value for; ValueError naming
+    the field path when value does not fit cls (records spelled out as batches cannot be turned back into the
+    bytes they came from)."""
+    path = path or cls._qualname
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected an object for {cls._qualname}, got {type(value).__name__}")
+    fields = {f.attr: f for f in cls._fields}
+    values = {}
+    for key, item in value.items():
+        if key == "unknown_tagged_fields":
+            values[key] = {int(tag): _unb64(data, f"{path}.{key}.{tag}") for tag, data in (item or {}).items()}
+            continue
+        f = fields.get(key)
+        if f is None:
+            raise ValueError(f"{path}: {cls._qualname} has no field {key!r}")
+        where = f"{path}.{key}"
+        if item is None:
+            values[key] = None
+        elif f.array:
+            if not isinstance(item, list):
+                raise ValueError(f"{where}: expected a list, got {type(item).__name__}")
+            values[key] = [_from_item(f, x, f"{where}[{i}]") for i, x in enumerate(item)]
+        else:
+            values[key] = _from_item(f, item, where)
+    return cls(**values)
+
+
+def _from_item(f, item, where):
+    if item is None:
+        return None
+    if f.struct is not None:
+        return from_json(f.struct, item, where)
+    if f.kind == "records":
+        if not isinstance(item, str):
+            raise ValueError(f"{where}: records spelled out as batches cannot be read back into their bytes; "
+                             "write them as bytes (to_json(..., decode_records=False))")
+        return _unb64(item, where)
+    if f.kind == "bytes":
+        return _unb64(item, where)
+    if f.kind == "uuid":
+        try:
+            return Uuid.from_string(item)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}: {e}") from None
+    return item
+
+
+def _unb64(text, where):
+    try:
+        return base64.b64decode(text, validate=True)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: not base64: {e}") from None

@@ -370,11 +370,12 @@ def test_records_are_what_the_client_produced(capture):
 
 # The documented columns (tables.py), as a reader of a Parquet file would rely on them.
 EXCHANGE_COLUMNS = [
-    ("file", "string"), ("status", "string"), ("connection", "int64"), ("client_address", "string"),
+    ("file", "string"), ("status", "string"), ("connection", "int64"), ("joined", "bool"), ("client_address", "string"),
     ("client_port", "int32"), ("broker_address", "string"), ("broker_port", "int32"),
     ("request_time", "timestamp[ns, tz=UTC]"), ("response_time", "timestamp[ns, tz=UTC]"), ("latency_ns", "int64"),
     ("request_packet", "int64"), ("response_packet", "int64"), ("api_key", "int16"), ("api_name", "string"),
-    ("api_version", "int16"), ("correlation_id", "int32"), ("client_id", "string"), ("request_size", "int32"),
+    ("api_version", "int16"), ("request_version", "int16"), ("correlation_id", "int32"), ("client_id", "string"),
+    ("request_size", "int32"),
     ("response_size", "int32"), ("error_code", "int16"),
     ("partition_errors", "list<item: struct<topic: string, partition: int32, error_code: int16>>"),
     ("topics", "list<item: string>"), ("topic_ids", "list<item: string>"), ("error", "string"),

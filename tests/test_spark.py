@@ -216,11 +216,27 @@ def test_split_count_follows_size():
     assert datasource.split_count(datasource.CaptureFile("x", error="gone"), splits=7) == 1
 
 
+def test_exact_bodies_read_back_into_the_capture_and_replay(spark):
+    """bodies=exact keeps records fields as bytes: the rows read back into the very messages captured, so the
+    exchanges a job selected can be replayed (kafkaproto.replay.Plan.of_rows) as the file itself is."""
+    from kafkaproto.replay import Plan
+
+    path = next(p for p in CAPTURES if p.stem == "java-4.3.1")
+    rows = spark.read.format("kafka-pcap").option("bodies", "exact").load(str(path)).collect()
+    from_rows, from_file = Plan.of_rows(rows), Plan.of(read_capture(str(path)))
+
+    def steps(plan):
+        return [(s.connection, s.skip, s.after, s.rank, s.header, s.request, s.answer) for s in plan.steps]
+
+    assert len(from_file.steps) > 50 and steps(from_rows) == steps(from_file)
+    assert from_rows.not_replayable == from_file.not_replayable
+
+
 @pytest.mark.parametrize("options, message", [
     ({"path": "x", "level": "packets"}, "level must be one of"),
     ({"path": "x", "ports": "9092,kafka"}, "port numbers"),
     ({"path": "x", "ports": "70000"}, "outside 1..65535"),
-    ({"path": "x", "bodies": "maybe"}, "true or false"),
+    ({"path": "x", "bodies": "maybe"}, "true, false or exact"),
     ({"path": "x", "splits": "0"}, "at least 1"),
     ({}, "needs a path"),
 ])

@@ -13,15 +13,18 @@ streams through in bounded memory. Needs pyarrow.
 import json
 
 from .. import records as _records
-from ..jsonview import to_json
+from ..jsonview import from_json, to_json
+from ..messages import RequestHeader, ResponseHeader
+from ..registry import api
 from ..uuid import Uuid
-from .exchanges import CAPTURE_ERROR, records_fields
+from .exchanges import CAPTURE_ERROR, Exchange, records_fields
 
 EXCHANGE_FIELDS = (
     # (name, Arrow type, what it holds)
     ("file", "string", "the capture file the exchange came from"),
     ("status", "string", "ok, unmatched request, unmatched response, gap, decode error, unsupported, capture error"),
     ("connection", "int64", "index of the TCP connection in the file, in order of first packet"),
+    ("joined", "bool_", "true when the capture joined the connection after it began (its first requests unseen)"),
     ("client_address", "string", "the client's IP address"),
     ("client_port", "int32", "the client's TCP port"),
     ("broker_address", "string", "the broker's IP address"),
@@ -34,6 +37,8 @@ EXCHANGE_FIELDS = (
     ("api_key", "int16", "the request's API key"),
     ("api_name", "string", "the API's name (Produce, Fetch, ...), null for keys kafkaproto does not know"),
     ("api_version", "int16", "the version the request (and its response) were read at"),
+    ("request_version", "int16", "the version the request was sent at: api_version, but where a broker answered "
+                                 "ApiVersions at version 0 the one the client asked"),
     ("correlation_id", "int32", "the request's correlation id"),
     ("client_id", "string", "the client id in the request header"),
     ("request_size", "int32", "the request frame's size prefix"),
@@ -85,20 +90,30 @@ def record_schema():
     return pa.schema(context + [f.with_nullable(True) for f in _records.arrow_schema()])
 
 
+def api_or_none(key):
+    try:
+        return api(key)
+    except (KeyError, TypeError):
+        return None
+
+
 def _topic_text(topic):
     return str(topic) if isinstance(topic, Uuid) else topic
 
 
 def exchange_row(ex, file=None, bodies=True):
-    """One exchange as a dict of the exchange schema's columns."""
+    """One exchange as a dict of the exchange schema's columns. bodies: True (JSON with records spelled out),
+    False (none), or "exact" (records as base64 bytes, so that exchange_of gives back the same exchange)."""
     topics = ex.topics
+    header = ex.request_header
     row = {
-        "file": file, "status": ex.status, "connection": ex.connection,
+        "file": file, "status": ex.status, "connection": ex.connection, "joined": ex.joined,
         "client_address": ex.client_address, "client_port": ex.client_port,
         "broker_address": ex.broker_address, "broker_port": ex.broker_port,
         "request_time": ex.request_time_ns, "response_time": ex.response_time_ns, "latency_ns": ex.latency_ns,
         "request_packet": ex.request_packet, "response_packet": ex.response_packet,
         "api_key": ex.api_key, "api_name": ex.api_name, "api_version": ex.api_version,
+        "request_version": header.request_api_version if header is not None else ex.api_version,
         "correlation_id": ex.correlation_id, "client_id": ex.client_id,
         "request_size": ex.request_size, "response_size": ex.response_size,
         "error_code": ex.error_code,
@@ -110,11 +125,45 @@ def exchange_row(ex, file=None, bodies=True):
         "request": None, "response": None,
     }
     if bodies:
+        decode = bodies != "exact"
         if ex.request is not None:
-            row["request"] = json.dumps(to_json(ex.request), separators=(",", ":"))
+            row["request"] = json.dumps(to_json(ex.request, decode), separators=(",", ":"))
         if ex.response is not None:
-            row["response"] = json.dumps(to_json(ex.response), separators=(",", ":"))
+            row["response"] = json.dumps(to_json(ex.response, decode), separators=(",", ":"))
     return row
+
+
+def exchange_of(row):
+    """The Exchange an exchange row (a dict, a Spark Row's asDict()) came from, its bodies read back with
+    jsonview.from_json: rows written with bodies "exact" give the very messages captured (kafkaproto.replay
+    can replay them). Times may be nanoseconds or datetimes (as Spark gives them, to the microsecond)."""
+    ex = Exchange(row["status"])
+    for name in ("connection", "joined", "client_address", "client_port", "broker_address", "broker_port",
+                 "request_packet", "response_packet", "api_key", "api_version", "correlation_id", "client_id",
+                 "request_size", "response_size", "error", "error_offset"):
+        setattr(ex, name, row.get(name))
+    ex.request_time_ns, ex.response_time_ns = _nanoseconds(row.get("request_time")), \
+        _nanoseconds(row.get("response_time"))
+    info = api_or_none(ex.api_key)
+    if info is not None and row.get("request") is not None:
+        version = row.get("request_version", ex.api_version)
+        ex.request_header = RequestHeader(request_api_key=ex.api_key, request_api_version=version,
+                                          correlation_id=ex.correlation_id, client_id=ex.client_id)
+        ex.request = from_json(info.request, _json(row["request"]), f"{info.request.__name__} (row request)")
+    if info is not None and row.get("response") is not None:
+        ex.response_header = ResponseHeader(correlation_id=ex.correlation_id)
+        ex.response = from_json(info.response, _json(row["response"]), f"{info.response.__name__} (row response)")
+    return ex
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def _nanoseconds(value):
+    if value is None or isinstance(value, int):
+        return value
+    return round(value.timestamp() * 1_000_000) * 1000  # a datetime (microseconds)
 
 
 def exchange_batches(exchanges, file=None, size=4096, bodies=True):

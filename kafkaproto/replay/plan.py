@@ -14,6 +14,7 @@ I/O.
 from collections import defaultdict
 
 from .. import errors
+from ..capture import tables
 from ..compare import LOADING
 from ..connection import expects_response
 from ..messages import ApiKey
@@ -176,6 +177,12 @@ class Plan:
         plan._learn_names(kept)
         plan._plan_topics(kept)
         return plan
+
+    @classmethod
+    def of_rows(cls, rows):
+        """The plan for exchange rows (kafkaproto.capture.tables' columns: a Parquet file's rows, or those a Spark
+        job collected with the kafka-pcap source's option bodies=exact), as dicts or Spark Rows."""
+        return cls.of(tables.exchange_of(row if isinstance(row, dict) else row.asDict()) for row in rows)
 
     def _order(self):
         """Rank the awaited answers in the order they arrived, and count for each step the answers before it."""

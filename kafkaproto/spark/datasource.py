@@ -6,7 +6,9 @@
 Options:
     ports   the brokers' ports, comma-separated; without it each connection's client is detected
     level   exchanges (default: one row per request/response) or records (one row per record)
-    bodies  true (default) or false: whether exchange rows carry the request and response as JSON
+    bodies  true (default) or false: whether exchange rows carry the request and response as JSON; exact keeps
+            records fields as base64 bytes, so that the rows read back into the messages captured
+            (kafkaproto.capture.tables.exchange_of, and so kafkaproto.replay.Plan.of_rows)
     splits  how many tasks each file is split into (default: one per 64 MiB, at most 32)
     extensions  kafkaproto extensions to load in every task, comma-separated (see registry.load_extensions);
             each must be installed where the tasks run, as any Python package a job uses
@@ -56,7 +58,14 @@ class ReadOptions:
         self.level = str(options.get("level") or _schema.EXCHANGES).strip().lower()
         if self.level not in _schema.LEVELS:
             raise ValueError(f"option level must be one of {', '.join(_schema.LEVELS)}, not {self.level!r}")
-        self.bodies = _flag("bodies", options.get("bodies"), True)
+        bodies = options.get("bodies")
+        if bodies is not None and str(bodies).strip().lower() == "exact":
+            self.bodies = "exact"
+        else:
+            try:
+                self.bodies = _flag("bodies", bodies, True)
+            except ValueError:
+                raise ValueError(f"option bodies must be true, false or exact, not {bodies!r}") from None
         self.splits = _positive("splits", options.get("splits"))
         self.extensions = [n.strip() for n in str(options.get("extensions") or "").split(",") if n.strip()]
         registry.load_extensions(self.extensions)  # here at planning too, so that a missing one fails the query
