@@ -125,3 +125,20 @@ def test_a_broker_that_is_not_there(tmp_path):
                      "--speed", "max", "--no-setup", cwd=tmp_path)
     assert run.returncode == 1
     assert "could not connect" in run.stdout
+
+
+def test_topics_the_capture_does_not_create_are_made_first(our_broker, tmp_path):
+    """A capture that starts after its topic was made (the Java one without its CreateTopics and DeleteTopics):
+    the topic is created first, with the partitions the capture shows, and the session replays as it was; without
+    setting up, the target lacks the topic and the answers say so."""
+    exchanges = [ex for ex in read_capture(CAPTURES["java-4.3.1"]) if ex.api_name not in ("CreateTopics",
+                                                                                           "DeleteTopics")]
+    plan = Plan.of(exchanges)
+    assert {name: (t.partitions, t.replication_factor) for name, t in plan.topics.items()} == {"java-topic": (2, 1)}
+    report = compare_with_capture(plan, asyncio.run(replay(plan, our_broker.bootstrap_servers, speed=None)))
+    assert report.ok, described(report)
+    assert report.notes == ["target: created java-topic before the replay"]
+    with Broker({**kafka_jvm.GROUP_SETTINGS, "auto.create.topics.enable": "false"}) as empty:
+        bare = compare_with_capture(plan, asyncio.run(replay(plan, empty.bootstrap_servers, speed=None,
+                                                                 setup=False)))
+    assert not bare.ok and any("error_code" in d.path for d in bare.divergences)

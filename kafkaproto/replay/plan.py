@@ -3,7 +3,7 @@ order they must keep with answers on other connections, the topics to set up fir
 
     plan = Plan.of(read_capture("session.pcapng"))
     plan.steps                 # every request to send, in the order the capture saw them sent
-    plan.not_replayable        # [(connection, reason)]: TLS, SCRAM, joined mid-stream, lost bytes, the cluster's own
+    plan.not_replayable        # [(connection, client, reason)]: TLS, SCRAM, joined late, lost bytes, brokers' own
     plan.topics                # {name: TopicSetup}: topics the capture uses but does not create itself
 
 Order across connections: a request waits for every answer the capture saw arrive before it was sent (on any
@@ -191,12 +191,17 @@ class Plan:
         for rank, step in enumerate(answered):
             step.rank = rank
         times = [_answered_at(s.exchange) for s in answered]
+        # A step never waits for an answer to itself or to a later step (a capture whose clocks disagree could
+        # say so): the smallest rank from each step on bounds what it waits for.
+        bound = [len(answered)] * (len(self.steps) + 1)
+        for step in reversed(self.steps):
+            bound[step.index] = min(bound[step.index + 1], len(answered) if step.rank is None else step.rank)
         i = 0
         for step in self.steps:  # in order of sending: the count only grows
             sent = _sent_at(step.exchange)
             while i < len(times) and times[i] < sent:
                 i += 1
-            step.after = i
+            step.after = min(i, bound[step.index])
             if step.skip is None:
                 self.versions[step.exchange.api_key].add(step.exchange.api_version)
 
