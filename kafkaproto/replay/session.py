@@ -123,7 +123,9 @@ class Replayer:
         """The time of the next timer (a paced step, an answer's deadline, a re-ask), or None."""
         times = [self._timers[0][0]] if self._timers else []
         if self._origin is not None and self.speed is not None and self._next < len(self.results):
-            times.append(self._due(self.plan.steps[self._next]))
+            step = self.plan.steps[self._next]
+            if self._prefix >= step.after:  # otherwise an answer (or its deadline) comes first
+                times.append(self._due(step))
         if self.setup is not None and not self.setup.done and self.setup.wakeup is not None:
             times.append(self.setup.wakeup)
         return min(times) if times else None
