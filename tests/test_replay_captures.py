@@ -9,9 +9,11 @@ clients, each recorded against Apache Kafka by tests/kafka/record_captures.py) r
 """
 
 import asyncio
+import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,8 @@ import kafka_jvm
 from kafkaproto.broker import Broker
 from kafkaproto.capture import read_capture
 from kafkaproto.replay import Plan, compare_targets, compare_with_capture, replay, replay_both
+from recording_proxy import RecordingProxy
+from test_broker_security import SASL_OVERRIDES, certificates, kafka_python_round_trip  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.above_the_codecs  # the same code over either codec implementation (conftest.py)
 
@@ -142,3 +146,51 @@ def test_topics_the_capture_does_not_create_are_made_first(our_broker, tmp_path)
         bare = compare_with_capture(plan, asyncio.run(replay(plan, empty.bootstrap_servers, speed=None,
                                                                  setup=False)))
     assert not bare.ok and any("error_code" in d.path for d in bare.divergences)
+
+
+# ---- sessions recorded here, through a proxy (tests/recording_proxy.py) ------------------------------------------
+
+def record_session(overrides, client):
+    """A pcap of client(bootstrap) against a fresh broker with overrides, recorded through a proxy the broker
+    advertises; (the pcap bytes, the port of the listener the client used)."""
+    protocol, port = overrides["listeners"].split(":")[0], kafka_jvm.free_port()
+    with RecordingProxy() as proxy:
+        proxy.upstream = ("127.0.0.1", port)
+        with Broker({**kafka_jvm.GROUP_SETTINGS, **overrides, "listeners": f"{protocol}://127.0.0.1:{port}",
+                     "advertised.listeners": f"{protocol}://127.0.0.1:{proxy.port}"}):
+            client(f"127.0.0.1:{proxy.port}")
+            time.sleep(0.5)  # the last answers through the proxy
+        return proxy.pcap(), port
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_a_sasl_session(mechanism):
+    """SASL/PLAIN through SaslAuthenticate replays with the captured credentials; SCRAM cannot (its proof answers
+    the captured broker's nonce), and the plan says so."""
+    security = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "sasl_plain_username": "bob",
+                "sasl_plain_password": "b0b"}
+    data, port = record_session(SASL_OVERRIDES, lambda bootstrap: kafka_python_round_trip(bootstrap, **security))
+    plan = Plan.of(read_capture(io.BytesIO(data), ports=[port]))
+    if mechanism != "PLAIN":
+        assert plan.not_replayable and all("SCRAM" in reason and "nonce" in reason
+                                           for _, _, reason in plan.not_replayable)
+        return
+    assert not plan.not_replayable and any(s.exchange.api_name == "SaslAuthenticate" for s in plan.steps)
+    with Broker({**kafka_jvm.GROUP_SETTINGS, **SASL_OVERRIDES}) as target:
+        report = compare_with_capture(plan, asyncio.run(replay(plan, target.bootstrap_servers, speed=None)))
+    assert report.ok, described(report)
+    assert report.compared["SaslAuthenticate"] >= 2 and report.compared["Fetch"] >= 1
+
+
+def test_replaying_to_a_tls_listener(certificates, tmp_path):  # noqa: F811 - the imported fixture
+    """A plaintext capture replayed to a broker's TLS listener (--tls-ca): the same answers."""
+    overrides = {"listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL",
+                 "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certificates / "keystore.pem"),
+                 "auto.create.topics.enable": "false", **kafka_jvm.GROUP_SETTINGS}
+    with Broker(overrides) as target:
+        run = kafkaproto("replay", CAPTURES["kafka-python"], "--bootstrap-server", target.bootstrap_servers,
+                         "--tls-ca", certificates / "ca.pem", "--speed", "max", cwd=tmp_path)
+        assert run.returncode == 0, run.stdout + run.stderr
+        plain = kafkaproto("replay", CAPTURES["kafka-python"], "--bootstrap-server", target.bootstrap_servers,
+                           "--speed", "max", "--answer-timeout", "2", cwd=tmp_path)
+    assert plain.returncode == 1  # without --tls the listener reads the requests as a TLS handshake that fails

@@ -3,6 +3,7 @@
     kafkaproto replay session.pcap --bootstrap-server localhost:9092
     kafkaproto replay session.pcap --bootstrap-server new:9092 --against old:9092   # two brokers, side by side
     kafkaproto replay session.pcap --bootstrap-server localhost:9092 --speed max --format jsonl
+    kafkaproto replay session.pcap --bootstrap-server kafka:9093 --tls-ca ca.pem                # a TLS listener
 
 The exit status is 0 when no answer diverged, 1 when one did, 2 when the replay could not run.
 """
@@ -10,6 +11,7 @@ The exit status is 0 when no answer diverged, 1 when one did, 2 when the replay 
 import asyncio
 import json
 import os
+import ssl
 import sys
 from collections import Counter
 
@@ -25,6 +27,9 @@ def add_arguments(parser):
                         help="a second broker: replay against both at once and compare them with each other")
     parser.add_argument("--speed", default="1",
                         help="the capture's pace times this (default 1), or max: as fast as the order allows")
+    parser.add_argument("--tls", action="store_true", help="reach the broker(s) over TLS, trusting the system's CAs")
+    parser.add_argument("--tls-ca", metavar="FILE",
+                        help="over TLS, trusting this CA (PEM) for the brokers' certificates")
     parser.add_argument("--no-setup", action="store_true",
                         help="do not create the topics the capture uses (and does not create itself) first")
     parser.add_argument("--ports", help="the captured brokers' ports, comma-separated (default: detected)")
@@ -55,7 +60,8 @@ def run(args):
         network.parse_address(address)
     ports = [int(p) for p in args.ports.split(",")] if args.ports else None
     plan = Plan.of(read_capture(args.capture, ports=ports))
-    options = {"speed": speed, "answer_timeout": args.answer_timeout, "setup": not args.no_setup}
+    options = {"speed": speed, "answer_timeout": args.answer_timeout, "setup": not args.no_setup,
+               "ssl": ssl.create_default_context(cafile=args.tls_ca) if args.tls or args.tls_ca else None}
     if args.against:
         first, second = asyncio.run(network.replay_both(plan, args.bootstrap_server, args.against, **options))
         report = compare_targets(plan, first, second, (args.bootstrap_server, args.against))
