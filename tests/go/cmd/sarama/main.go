@@ -83,6 +83,21 @@ func errorCode(err error) int {
 
 // ---- produce -----------------------------------------------------------------------------------------------
 
+// idempotentProducer is a synchronous idempotent producer (acks=all, one request in flight) that sends to the
+// partition each message names, in the codec given.
+func idempotentProducer(codec sarama.CompressionCodec) sarama.SyncProducer {
+	cfg := config()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Compression = codec
+	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
+	scenario.Check(err, "creating an idempotent producer")
+	return producer
+}
+
 func index(value []byte) int {
 	n, err := strconv.Atoi(strings.SplitN(string(value), "|", 2)[0])
 	if err != nil {
@@ -100,15 +115,7 @@ func produce() {
 	defer adm.Close()
 	createTopic(adm, topic, 3)
 
-	cfg := config()
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Compression = sarama.CompressionSnappy
-	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
-	scenario.Check(err, "creating an idempotent producer")
+	producer := idempotentProducer(sarama.CompressionSnappy)
 	var produced [][3]int64
 	for round := 0; round < 3; round++ {
 		var batch []*sarama.ProducerMessage
@@ -469,15 +476,7 @@ func session() {
 	defer adm.Close()
 	createTopic(adm, topic, 2)
 
-	cfg := config()
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Compression = sarama.CompressionZSTD
-	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
-	scenario.Check(err, "creating an idempotent producer")
+	producer := idempotentProducer(sarama.CompressionZSTD)
 	var batch []*sarama.ProducerMessage
 	for i := 0; i < 20; i++ {
 		batch = append(batch, &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 2),
