@@ -44,7 +44,7 @@ from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsR
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
                                  OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader,
-                                 SyncGroupRequest, TxnOffsetCommitRequest, api)
+                                 ListPartitionReassignmentsRequest, SyncGroupRequest, TxnOffsetCommitRequest, api)
 from kafkaproto.uuid import Uuid
 
 import kafka_jvm
@@ -385,6 +385,19 @@ def test_fetch_partitions_in_error(sides, isolation):
         client.close()
     found = differences(*answers)
     assert not found, "a Fetch waiting while its topic is deleted:\n" + described(found)
+
+
+def test_list_partition_reassignments(sides):
+    """Kafka's TopicCommand --describe asks for reassignments in progress (found replaying its capture): none on a
+    topic at rest, none for a topic that does not exist, none when every one is asked for."""
+    topic = f"diff-r-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    asked = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+    for topics in ([asked(name=topic, partition_indexes=[1, 0, 7])],
+                   [asked(name="diff-no-such-topic", partition_indexes=[0])], None):
+        both(sides, ListPartitionReassignmentsRequest(timeout_ms=30000, topics=topics), 0,
+             "ListPartitionReassignments")
 
 
 def test_delete_by_id_and_recreate(sides):
