@@ -621,9 +621,7 @@ class ConsumerCoordinator:
         for pattern in [r for r in group.regexes if not group.regex_members(r)]:
             del group.regexes[pattern]
         group.metadata_hash = self._metadata_hash(group, group.members.values())
-        group.group_epoch += 1
-        if not group.members:
-            group.assignment_epoch = group.group_epoch
+        group.group_epoch += 1  # the assignment catches up at the next heartbeat (an empty group keeps its old one)
 
     def expire(self, now):
         """Fence members whose session expired or who kept partitions past their rebalance timeout; True when
