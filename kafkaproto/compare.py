@@ -11,8 +11,9 @@ The rules (``RULES`` names them):
 - ``identifiers``: what each broker makes up (cluster, node and controller ids, hosts and ports, topic IDs,
   producer ids, member ids, fetch session ids) becomes "<field>#n", n in order of first appearance on that side,
   so which ids are equal to which is still compared;
-- ``free-text``: throttle times, error messages, authorized-operation bit sets and CreateTopics' list of
-  effective configs are dropped;
+- ``free-text``: throttle times, error messages, config documentation and authorized-operation bit sets are
+  dropped, and of the configs a DescribeConfigs or CreateTopics answer lists, only those set on the resource
+  itself are compared (by name): each broker lists its own files' values and defaults besides;
 - ``hash-order``: partitions are listed by index, group members by id, topics named by ID by that ID (brokers
   list them in the order of their hash maps, and each side's ids differ);
 - ``batches``: record batches are compared as decoded fields, not bytes, and the timestamps of control batches
@@ -34,7 +35,10 @@ LOADING = frozenset({errors.COORDINATOR_LOAD_IN_PROGRESS.code, errors.COORDINATO
 LABELLED = frozenset({"session_id", "cluster_id", "node_id", "controller_id", "leader_id", "broker_id", "host",
                       "port", "topic_id", "producer_id", "member_id", "leader", "replica_nodes", "isr_nodes"})
 DROPPED = frozenset({"throttle_time_ms", "error_message", "topic_authorized_operations",
-                     "cluster_authorized_operations", "authorized_operations", "configs"})
+                     "cluster_authorized_operations", "authorized_operations", "documentation"})
+# Config sources (DescribeConfigs, CreateTopics) of values set on the resource itself, rather than a deployment's
+# files, cluster-wide settings or defaults: the topic's (1), the broker's own set at run time (2), a group's (8).
+SET_ON_THE_RESOURCE = frozenset({1, 2, 8})
 
 
 def is_loading(value):
@@ -89,7 +93,8 @@ def batches(data, labels):
 def normalise(value, labels, field=None):
     """A message's ``to_dict()`` with the rules applied, one side's labels giving its identifiers."""
     if isinstance(value, dict):
-        return {k: (labels(k, v) if k in LABELLED else normalise(v, labels, k))
+        return {k: (labels(k, v) if k in LABELLED else configs(v, labels) if k == "configs" else
+                    normalise(v, labels, k))
                 for k, v in value.items() if k not in DROPPED}
     if isinstance(value, list):
         items = [normalise(v, labels, field) for v in value]
@@ -107,6 +112,16 @@ def normalise(value, labels, field=None):
     return value
 
 
+def configs(value, labels):
+    """A list of configs as the rule ``free-text`` compares it: those set on the resource itself, by name (each
+    broker lists its own files' values and defaults besides); None where configs carry no source (before
+    DescribeConfigs v1, CreateTopics v5), which says nothing comparable."""
+    if not isinstance(value, list) or not all(isinstance(c, dict) and "config_source" in c for c in value):
+        return None if isinstance(value, list) else value
+    kept = [normalise(c, labels) for c in value if c["config_source"] in SET_ON_THE_RESOURCE]
+    return sorted(kept, key=lambda c: c.get("name") or "")
+
+
 def differences(left, right, path="response", allowed=None):
     """[(path, left value, right value)] wherever two normalised answers differ; allowed(path, left, right) may
     excuse a difference."""
@@ -121,4 +136,5 @@ def differences(left, right, path="response", allowed=None):
     return [(path, left, right)]
 
 
-__all__ = ["DROPPED", "LABELLED", "LOADING", "Labels", "RULES", "batches", "differences", "is_loading", "normalise"]
+__all__ = ["DROPPED", "LABELLED", "LOADING", "Labels", "RULES", "SET_ON_THE_RESOURCE", "batches", "configs",
+           "differences", "is_loading", "normalise"]

@@ -19,7 +19,8 @@ from kafkaproto.broker.config import Listener
 from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                                  DescribeConfigsRequest, DescribeTopicPartitionsRequest, FetchRequest,
                                  IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
-                                 MetadataRequest, ProduceRequest, RequestHeader, api)
+                                 ListPartitionReassignmentsRequest, MetadataRequest, ProduceRequest, RequestHeader,
+                                 api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -408,6 +409,8 @@ def sample_request(key, version, topic_id):
     if key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
         return OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
             topic="t", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])])
+    if key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
+        return ListPartitionReassignmentsRequest(topics=None)
     raise AssertionError(f"no sample request for api key {key}: add one")
 
 

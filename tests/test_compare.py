@@ -54,3 +54,19 @@ def test_loading_answers_are_asked_again_and_excuses_apply_where_given():
     assert not is_loading({"error_code": errors.UNKNOWN_TOPIC_OR_PARTITION.code})
     assert differences({"a": 1}, {"a": 2}, allowed=lambda path, left, right: path == "response.a") == []
     assert set(RULES) == {"identifiers", "free-text", "hash-order", "batches", "loading"}
+
+
+def test_configs_are_compared_where_set_on_the_resource():
+    """Each broker lists its own defaults and files' values; what was set on the topic must agree."""
+    from kafkaproto.messages import DescribeConfigsResponse as R
+
+    def described(*entries):
+        return R(results=[R.DescribeConfigsResult(resource_type=2, resource_name="t", configs=[
+            R.DescribeConfigsResourceResult(name=n, value=v, config_source=s) for n, v, s in entries])]).to_dict()
+
+    a = normalise(described(("retention.ms", "1", 1), ("segment.bytes", "9", 5), ("min.insync.replicas", "1", 3)),
+                  Labels())
+    b = normalise(described(("flush.ms", "7", 4), ("retention.ms", "1", 1)), Labels())
+    assert differences(a, b) == []
+    c = normalise(described(("retention.ms", "2", 1)), Labels())
+    assert [path for path, _, _ in differences(a, c)] == ["response.results[0].configs[0].value"]

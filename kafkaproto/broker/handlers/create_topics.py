@@ -39,7 +39,7 @@ TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
 
 def _error(name, error, message=None):
     return Result(name=name, topic_id=Uuid.ZERO, error_code=error.code, error_message=message or error.message,
-                  num_partitions=-1, replication_factor=-1, configs=None)
+                  num_partitions=-1, replication_factor=-1, configs=[])  # an empty list, as Kafka answers
 
 
 def _check(state, node, item, seen):

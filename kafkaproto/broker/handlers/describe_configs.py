@@ -2,6 +2,7 @@
 
 Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) or all brokers (3), from
 server.properties or an override (4), a default (5). configuration_keys null asks for every config.
+Documentation is not given (null), as Kafka answers a request that does not ask for it.
 """
 
 from ... import errors
@@ -19,7 +20,8 @@ def _entry(ctx, name, value, source, kind, synonyms=()):
     return R.DescribeConfigsResourceResult(
         name=name, value=value, read_only=False, config_source=source if ctx.version >= 1 else -1,
         is_sensitive=False, synonyms=[R.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in synonyms]
-        if ctx.version >= 1 else [], config_type=CONFIG_TYPE_CODES.get(kind, 0) if ctx.version >= 3 else 0)
+        if ctx.version >= 1 else [], config_type=CONFIG_TYPE_CODES.get(kind, 0) if ctx.version >= 3 else 0,
+        documentation=None)  # as Kafka leaves it unless asked; asked, it has no text of Kafka's to give
 
 
 def _topic(ctx, request, resource):
