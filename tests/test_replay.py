@@ -440,3 +440,31 @@ def test_clocks_that_disagree_do_not_stall_the_replay():
     plan_ = Plan.of(step.exchange for step in plan_.steps)
     assert plan_.steps[-1].rank == 0 and all(s.after == 0 for s in plan_.steps)
     assert compare_with_capture(plan_, replay_offline(plan_, OtherBroker(plan_))).ok
+
+
+def test_the_shift_comes_from_the_log_end():
+    """The earliest offset pairs with its counterpart only; the log's end (latest, a produce) sets the shift."""
+    from types import SimpleNamespace
+
+    from kafkaproto.messages import ListOffsetsRequest, ListOffsetsResponse
+    from kafkaproto.replay.rewrite import Values
+
+    def asked(timestamp):
+        return ListOffsetsRequest(topics=[ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
+            ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+
+    def answered(offset):
+        return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name="t", partitions=[
+            ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=0, error_code=0, offset=offset)])])
+
+    def step(timestamp, captured):
+        return SimpleNamespace(exchange=SimpleNamespace(api_key=ApiKey.LIST_OFFSETS, api_version=7),
+                               request=asked(timestamp), answer=answered(captured))
+
+    values = Values(plan_of(CAPTURES[0]))
+    values.learn(step(-2, 0), answered(0))
+    assert values.shifts == {} and values.offsets == {("t", 0): {0: 0}}
+    values.learn(step(-1, 20), answered(25))
+    assert values.shifts == {("t", 0): (20, 5)}
+    where = fields.Where(topic="t", partition=0)
+    assert [values._offset(where, v, True) for v in (0, 20, 21)] == [0, 25, 26]

@@ -104,10 +104,13 @@ class Values:
                 self._brokers([captured], [answer])
         if key in _POSITIONS:
             mine, theirs = self._positions(captured, True), self._positions(answer, False)
+            ends = None if key == ApiKey.PRODUCE else _asked_latest(step.request)
             for place, offset in mine.items():
                 if place in theirs:
                     self.offsets.setdefault(place, {})[offset] = theirs[place]
-                    if place not in self.shifts:
+                    # Only the log's end (a produce, ListOffsets of the latest) says where the histories part; the
+                    # earliest offset, or one found by a time, pairs with its counterpart alone.
+                    if place not in self.shifts and (ends is None or place in ends):
                         self.shifts[place] = (offset, theirs[place] - offset)
 
     def _member(self, captured, target):
@@ -265,6 +268,14 @@ class Values:
                 label = captured(field, mine)
                 if label != mine:
                     target.name(field, theirs, label)
+
+
+LATEST = -1  # ListOffsets' timestamp asking for the log's end
+
+
+def _asked_latest(request):
+    """{(topic name, partition)} a ListOffsets request asks the log's end of."""
+    return {(t.name, p.partition_index) for t in request.topics for p in t.partitions if p.timestamp == LATEST}
 
 
 _BATCH_HEAD = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
