@@ -275,8 +275,7 @@ def _fetch_wait(step, path, left, right, left_answer, right_answer):
     leaf = path.rsplit(".", 1)[-1]
     if leaf in ("high_watermark", "last_stable_offset", "log_start_offset"):
         return "fetch-wait"
-    if leaf == "records" or leaf == "aborted_transactions" or path.endswith("].records") \
-            or ".records[" in path:
+    if ".records" in path or ".aborted_transactions" in path:
         return "fetch-wait" if _prefix_batches(path, left_answer, right_answer) else None
     if leaf == "partitions" and isinstance(left, list) and isinstance(right, list) \
             and step.request.session_epoch > 0:
@@ -302,10 +301,7 @@ def _find(answer, path):
 
 def _prefix_batches(path, left_answer, right_answer):
     """Whether, in the partition a path is inside, one side's batches begin the other's."""
-    at = path.find(".records")
-    if at < 0:
-        at = path.find(".aborted_transactions")
-    partition = path[:at]
+    partition = path[:min(at for at in (path.find(".records"), path.find(".aborted_transactions")) if at >= 0)]
     a = _find(left_answer, partition + ".records") or []
     b = _find(right_answer, partition + ".records") or []
     shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
