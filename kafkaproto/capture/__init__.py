@@ -21,6 +21,7 @@ that could be read from it; so does one that cannot be opened or read.
 from collections import Counter
 
 from .._impl import COMPILED
+from ..messages import ApiKey
 from . import link
 from .exchanges import (
     CAPTURE_ERROR,
@@ -36,7 +37,15 @@ from .exchanges import (
     records_fields,
     walk,
 )
+from .names import NAMING, TopicNames, held
 from .pcap import CaptureFormatError, read_packets
+
+FETCH = ApiKey.FETCH
+
+
+def _replicating(request):
+    """Whether a Fetch is a replica's (the KRaft metadata log is replicated so, and its TopicRecords name topics)."""
+    return request is not None and max(request.replica_id, request.replica_state.replica_id) >= 0
 
 if COMPILED:
     from ._cpackets import read_exchanges as compiled_loop
@@ -45,8 +54,8 @@ else:
 
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
-    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "read_capture", "records",
-    "records_fields", "walk",
+    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "TopicNames", "held",
+    "read_capture", "records", "records_fields", "walk",
 ]
 
 
@@ -75,16 +84,29 @@ class CaptureStats:
 class CaptureReader:
     """The exchanges of one capture file, read as it is iterated. See read_capture."""
 
-    def __init__(self, source, *, ports=None, name=None, partition=None, decode=True, **limits):
+    def __init__(self, source, *, ports=None, name=None, partition=None, decode=True, names=None, **limits):
         self.source = source
         self.name = name
         self.ports = ports
         self.partition = partition
         self.decode = decode
+        self.names = names
         self.limits = limits
         self.stats = CaptureStats()
 
     def __iter__(self):
+        return self._exchanges() if self.names is None else self._named(self._exchanges())
+
+    def _named(self, exchanges):
+        names = self.names
+        for ex in exchanges:
+            ex.names = names
+            key = ex.api_key
+            if key in NAMING or key == FETCH and _replicating(ex.request):
+                names.learn(ex)
+            yield ex
+
+    def _exchanges(self):
         stats = self.stats = CaptureStats()
         exchanges = Exchanges(self.ports, partition=self.partition, decode=self.decode, **self.limits)
         loop = compiled_loop or read_exchanges
@@ -124,16 +146,18 @@ def read_exchanges(packets, exchanges, stats, tcp_segment):
             yield from out
 
 
-def read_capture(source, *, ports=None, name=None, partition=None, decode=True, **limits):
+def read_capture(source, *, ports=None, name=None, partition=None, decode=True, names=None, **limits):
     """The exchanges in a pcap or pcapng file (a path or a binary file object; gzip is recognised).
 
     ports: the brokers' ports (others are skipped); without them, each connection's
     client is found from its SYN or its first request. partition=(i, n): only the
     connections that hash to i of n, for readers that split one file between them.
-    decode=False reads request headers only, not bodies. limits: max_frame,
+    decode=False reads request headers only, not bodies. names: a names.TopicNames
+    that learns the topic id/name pairs the traffic carries (share one across files)
+    and names the topics of each exchange and record by it. limits: max_frame,
     idle_ns, max_connections, max_pending (see exchanges.Exchanges).
     """
-    return CaptureReader(source, ports=ports, name=name, partition=partition, decode=decode, **limits)
+    return CaptureReader(source, ports=ports, name=name, partition=partition, decode=decode, names=names, **limits)
 
 
 _RECORD_FIELDS = ("offset", "timestamp", "key", "value", "headers")

@@ -350,3 +350,33 @@ cdef int _walk(obj, topics, errors, topic, records, topic_id) except -1:
         else:
             _walk(value, topics, errors, topic, records, topic_id)
     return 0
+
+
+# ---- whether a message names a topic id not known (names.python_unnamed_in, compiled) ----------------------------
+
+from .names import _id_plan, _id_plans
+
+
+def unnamed_in(obj, dict known):
+    """names.python_unnamed_in, compiled."""
+    return _unnamed(obj, known)
+
+
+cdef bint _unnamed(obj, dict known) except -1:
+    cdef list plan = _id_plans.get(type(obj))
+    if plan is None:
+        plan = _id_plan(type(obj))
+    for attr, array, is_id in plan:
+        value = getattr(obj, attr)
+        if value is None:
+            continue
+        if is_id:
+            if value not in known and value != _ZERO:
+                return True
+        elif array:
+            for item in value:
+                if item is not None and _unnamed(item, known):
+                    return True
+        elif _unnamed(value, known):
+            return True
+    return False

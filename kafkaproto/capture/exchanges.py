@@ -30,6 +30,7 @@ from ..protocol import DEFAULT_MAX_FRAME, decode_request, decode_response, read_
 from ..registry import api, apis
 from ..uuid import Uuid
 from . import link
+from .names import python_unnamed_in as unnamed_in
 from .tcp import Direction
 
 OK = "ok"
@@ -66,17 +67,19 @@ class Exchange:
     the decoded bodies (kafkaproto message objects), ``error`` says what went wrong
     and ``error_offset`` where (the byte in the frame, or in the stream for gaps).
     ``joined`` is True when the capture joined the connection after it began (its
-    SYN went unseen), so its first requests may be missing.
+    SYN went unseen), so its first requests may be missing. ``names`` is the
+    reader's names.TopicNames, when it keeps one: ``topics`` then names topic IDs too.
     """
 
-    __slots__ = ("status", "connection", "joined", "client_address", "client_port", "broker_address", "broker_port",
-                 "request_time_ns", "response_time_ns", "request_packet", "response_packet",
+    __slots__ = ("status", "connection", "joined", "names", "client_address", "client_port", "broker_address",
+                 "broker_port", "request_time_ns", "response_time_ns", "request_packet", "response_packet",
                  "api_key", "api_version", "correlation_id", "client_id", "request_size", "response_size",
                  "request_header", "request", "response_header", "response", "error", "error_offset",
                  "_topics", "_response_parts")
 
     def __init__(self, status, conn=None):
         self.status = status
+        self.names = None
         if conn is not None:
             self.connection = conn.index
             self.joined = conn.up_frames is not None and conn.up_frames.joined
@@ -117,14 +120,36 @@ class Exchange:
 
     @property
     def topics(self):
-        """Topic names and topic ids (Uuid) the request and response name, in order of appearance."""
-        if self._topics is None:
+        """Topic names and topic ids (Uuid) the request and response name, in order of appearance; with
+        ``names``, each topic id known there is followed by its name."""
+        found = self._topics
+        if found is None:
             topics = {}
             for body in (self.request, self.response):
                 if body is not None:
                     walk(body, topics, [])
-            self._topics = tuple(topics)
-        return self._topics
+            found = self._topics = tuple(topics)
+        names = self.names
+        if names is None or not any(type(t) is Uuid for t in found):
+            return found
+        named = {}  # looked up each time: the names may learn more meanwhile
+        for topic in found:
+            named[topic] = None
+            if type(topic) is Uuid:
+                name = names.name(topic)
+                if name is not None:
+                    named[name] = None
+        return tuple(named)
+
+    @property
+    def unnamed(self):
+        """Whether it names a topic by an id its ``names`` do not know (yet)."""
+        names = self.names
+        if names is None:
+            return False
+        request, response, known = self.request, self.response, names.known
+        return (request is not None and unnamed_in(request, known)) or \
+            (response is not None and unnamed_in(response, known))
 
     def _response_walk(self):
         """(partition errors, records fields) of the response, walked once for both: only responses carry
@@ -249,14 +274,20 @@ _record_holders = {}
 
 def records_fields(ex):
     """(side, time_ns, topic name, topic id, partition, records bytes) for each records field an exchange's
-    request and response carry (Produce requests, Fetch and ShareFetch responses)."""
+    request and response carry (Produce requests, Fetch and ShareFetch responses). A topic named by id only has
+    its name from the exchange's ``names`` where they know it."""
+    known = ex.names.known if ex.names is not None else None
     body = ex.request
     if body is not None and holds_records(type(body)):
         found = []
         walk(body, {}, [], records=found)
         for topic, topic_id, partition, data in found:
+            if not topic and known:
+                topic = known.get(topic_id)
             yield "request", ex.request_time_ns, topic, topic_id, partition, data
     for topic, topic_id, partition, data in ex._response_walk()[1]:
+        if not topic and known:
+            topic = known.get(topic_id)
         yield "response", ex.response_time_ns, topic, topic_id, partition, data
 
 
@@ -1113,5 +1144,5 @@ def _stable_hash(key):
 
 
 python_walk = walk
-if COMPILED:  # the same walk, compiled (it reads the plans above)
-    from ._cpackets import walk  # noqa: E402, F811
+if COMPILED:  # the same walk, and the same test of topic ids, compiled (they read the plans above)
+    from ._cpackets import unnamed_in, walk  # noqa: E402, F811

@@ -22,7 +22,7 @@ import time
 from collections import Counter, defaultdict
 
 from .. import errors
-from ..capture import OK, read_capture, records_fields, tables
+from ..capture import OK, TopicNames, held, read_capture, records_fields, tables
 from ..capture.exchanges import holds_records
 from ..jsonview import to_json
 from ..messages import ApiKey
@@ -43,6 +43,11 @@ def add_arguments(parser):
     parser.add_argument("--output", "-o", help="where the rows go (default: standard output; Parquet needs a file)")
     parser.add_argument("--records", action="store_true",
                         help="rows of the records in Produce requests and Fetch responses instead of exchanges")
+    parser.add_argument("--topic-names", action="append", metavar="FILE",
+                        help="topic id/name pairs for captures that hold no Metadata answers: JSON "
+                             "{\"<id>\": \"<name>\"}, CSV id,name, or a KRaft metadata log (.log file or folder)")
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                        help="ask this cluster (Metadata) for the names of its topics' IDs first")
     parser.add_argument("--top", type=int, default=10, help="how many topics and clients the summary lists")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
 
@@ -59,23 +64,31 @@ def run(args):
     keep = _filter(args)
     ports = [int(p) for p in args.ports.split(",")] if args.ports else None
     progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())
+    names = topic_names(args.topic_names, args.bootstrap_server)
 
-    def exchanges():
+    def read():
         for path in args.files:
-            reader = read_capture(path, ports=ports)
+            reader = read_capture(path, ports=ports, names=names)
             progress.start(path, reader)
-            if progress.enabled or keep is not None:
+            if progress.enabled:
                 for ex in reader:
                     progress.tick()
-                    if keep is None or keep(ex):
-                        yield path, ex
+                    yield path, ex
             else:  # the common case, kept lean: this loop runs once per exchange
                 for ex in reader:
                     yield path, ex
             progress.done()
 
+    def exchanges():
+        # Rows and filters need each exchange's topic names when it is let go: one the traffic names later is held
+        # back until then (the summary looks names up when it prints).
+        items = read() if fmt == "summary" and keep is None else held(read(), exchange=operator.itemgetter(1))
+        if keep is None:
+            return items
+        return ((path, ex) for path, ex in items if keep(ex))
+
     if fmt == "summary":
-        summary = Summary()
+        summary = Summary(names)
         for path, ex in exchanges():
             summary.add(path, ex)
         for path in args.files:
@@ -89,6 +102,23 @@ def run(args):
     finally:
         writer.close()
     return 0
+
+
+def topic_names(files, bootstrap):
+    """The TopicNames a run starts with: those of --topic-names files, and those a live cluster's Metadata gives."""
+    names = TopicNames()
+    for path in files or ():
+        names.update(TopicNames.load(path))
+    if bootstrap:
+        from .admin import AdminError, Client
+        metadata = api("Metadata").request
+        try:
+            with Client(bootstrap) as client:
+                answer = client.call(metadata(topics=None, allow_auto_topic_creation=False))
+        except AdminError as e:
+            raise ValueError(f"--bootstrap-server: {e}") from None
+        names.update({t.topic_id: t.name for t in answer.topics if t.error_code == 0 and t.name})
+    return names
 
 
 def _format_of(path):
@@ -172,7 +202,8 @@ class LatencyHistogram:
 class Summary:
     """Counts, latencies, errors, topics and clients over a stream of exchanges."""
 
-    def __init__(self):
+    def __init__(self, names=None):
+        self.names = names  # a TopicNames: topics counted by id are shown by name where it is known by then
         self.files = []
         self.by_status = Counter()
         self.by_api = Counter()  # (api name, version) -> exchanges
@@ -223,6 +254,18 @@ class Summary:
                 bucket = self.produced if side == "request" else self.fetched
                 bucket[topic if topic is not None else str(topic_id)] += len(data)
 
+    def _named(self, counter, unnamed):
+        """counter with its topic ids (kept as text) put under their names where those are known now."""
+        if self.names is None:
+            return counter
+        out = Counter()
+        for topic, n in counter.items():
+            name = self.names.name(topic) if topic else None
+            if name is None and topic and _is_topic_id(topic):
+                unnamed.add(topic)
+            out[name or topic] += n
+        return out
+
     def print(self, out, top=10):
         w = out.write
         total = sum(self.by_status.values())
@@ -241,11 +284,15 @@ class Summary:
             w("\nerror codes in responses (top level and per partition)\n")
             for (name, code), n in self.error_codes.most_common():
                 w(f"  {name or '-':<32} {code:>4} {errors.by_code(code).name:<40} {n:>8}\n")
+        unnamed = set()
         for title, counter in (("topics by bytes produced", self.produced), ("topics by bytes fetched", self.fetched)):
             if counter:
                 w(f"\n{title}\n")
-                for topic, n in counter.most_common(top):
+                for topic, n in self._named(counter, unnamed).most_common(top):
                     w(f"  {topic or '-':<48} {n:>14,}\n")
+        if unnamed:
+            w(f"  ({len(unnamed)} topic id{'s' if len(unnamed) > 1 else ''} named by no Metadata answer in the "
+              "capture, and no --topic-names or --bootstrap-server: shown as ids)\n")
         if self.clients:
             w("\nclients (client id, requests, software from ApiVersions)\n")
             for client_id, info in sorted(self.clients.items(), key=lambda kv: -kv[1]["requests"])[:top]:
@@ -263,6 +310,14 @@ class Summary:
                   f"{f'correlation id {ex.correlation_id}' if ex.correlation_id is not None else ''}\n")
                 if ex.error:
                     w(f"      {ex.error}\n")
+
+
+def _is_topic_id(text):
+    try:
+        Uuid.from_string(text)
+    except ValueError:
+        return False
+    return len(text) == 22
 
 
 # ---- rows ---------------------------------------------------------------------------------------------------
