@@ -74,6 +74,18 @@ def cut_before_the_first_produce(path):
                    nanos=True)
 
 
+def unnamed_capture(path):
+    """The capture from its first Produce on, without the packets that complete an answer naming topics: only
+    --topic-names, --bootstrap-server or another capture can name its topic IDs."""
+    data = cut_before_the_first_produce(path)
+    packets = list(read_packets(io.BytesIO(data)))
+    naming = {ex.response_packet for ex in read_capture(io.BytesIO(data))
+              if ex.api_name in ("Metadata", "DescribeTopicPartitions", "CreateTopics", "DeleteTopics")}
+    kept = [p for number, p in enumerate(packets, 1) if number not in naming]
+    return cf.pcap([(p.timestamp_ns, p.data, p.original_length) for p in kept], link_type=packets[0].link_type,
+                   nanos=True)
+
+
 def test_requests_before_the_answer_that_names_their_topic():
     data = cut_before_the_first_produce(JAVA)
     names = TopicNames()
@@ -111,15 +123,8 @@ def test_names_from_files_and_metadata_logs(tmp_path):
 def test_a_capture_with_no_naming_answers(tmp_path):
     """Only --topic-names or --bootstrap-server can name its IDs; without them the summary says how many stayed
     IDs."""
-    data = cut_before_the_first_produce(JAVA)
     bare = tmp_path / "bare.pcap"
-    packets = list(read_packets(io.BytesIO(data)))
-    exchanges = list(read_capture(io.BytesIO(data)))
-    naming = {ex.response_packet for ex in exchanges if ex.api_name in ("Metadata", "DescribeTopicPartitions",
-                                                                        "CreateTopics", "DeleteTopics")}
-    kept = [p for number, p in enumerate(packets, 1) if number not in naming]
-    bare.write_bytes(cf.pcap([(p.timestamp_ns, p.data, p.original_length) for p in kept],
-                             link_type=packets[0].link_type, nanos=True))
+    bare.write_bytes(unnamed_capture(JAVA))
     summary = kafkaproto("capture", bare, cwd=tmp_path).stdout
     assert "1 topic id named by no Metadata answer" in summary and str(java_topic_id()) in summary
     (tmp_path / "names.json").write_text(json.dumps({str(java_topic_id()): "java-topic"}))

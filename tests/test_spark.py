@@ -232,6 +232,24 @@ def test_exact_bodies_read_back_into_the_capture_and_replay(spark):
     assert from_rows.not_replayable == from_file.not_replayable
 
 
+def test_topics_are_named_whichever_task_reads_them(spark, tmp_path):
+    """A capture whose answers name no topic, beside one whose answers do: read_named names the first's topic IDs
+    from the second (another file, another task); a plain read leaves them IDs."""
+    from test_capture_names import unnamed_capture
+
+    bare = tmp_path / "bare.pcap"
+    bare.write_bytes(unnamed_capture(JAVA_431))
+    paths = [str(JAVA_431), str(bare)]
+    plain = spark_rows(spark.read.format("kafka-pcap").option("level", "records").load(str(bare)))
+    assert plain and {row["topic"] for row in plain} == {None}
+    names = kspark.topic_names(spark, paths)
+    assert list(names.values()) == ["java-topic"]
+    named = spark_rows(kspark.read_named(spark, paths, level="records").where(f"file = '{bare}'"))
+    assert len(named) == len(plain) and {row["topic"] for row in named} == {"java-topic"}
+    produces = spark_rows(kspark.read_named(spark, paths).where(f"file = '{bare}' AND api_name = 'Produce'"))
+    assert produces and all("java-topic" in row["topics"] for row in produces)
+
+
 @pytest.mark.parametrize("options, message", [
     ({"path": "x", "level": "packets"}, "level must be one of"),
     ({"path": "x", "ports": "9092,kafka"}, "port numbers"),

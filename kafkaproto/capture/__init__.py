@@ -152,7 +152,8 @@ def read_capture(source, *, ports=None, name=None, partition=None, decode=True, 
     ports: the brokers' ports (others are skipped); without them, each connection's
     client is found from its SYN or its first request. partition=(i, n): only the
     connections that hash to i of n, for readers that split one file between them.
-    decode=False reads request headers only, not bodies. names: a names.TopicNames
+    decode=False reads request headers only, not bodies (a set of API keys: those
+    APIs' bodies only, as names.NAMING for a quick pass that learns names). names: a names.TopicNames
     that learns the topic id/name pairs the traffic carries (share one across files)
     and names the topics of each exchange and record by it. limits: max_frame,
     idle_ns, max_connections, max_pending (see exchanges.Exchanges).

@@ -647,7 +647,8 @@ class Exchanges:
     only the connections whose stable hash is i modulo n, so that n readers of one
     file share its work. ``idle_ns``: a connection quiet this long is closed (its
     pending requests reported); ``max_connections`` bounds those open at once, the
-    longest quiet going first. ``decode=False`` reads headers only, no bodies.
+    longest quiet going first. ``decode=False`` reads headers only, no bodies;
+    a set of API keys reads only those APIs' bodies.
     """
 
     def __init__(self, ports=None, *, max_frame=DEFAULT_MAX_FRAME, partition=None, idle_ns=600 * 10**9,
@@ -659,6 +660,8 @@ class Exchanges:
         self.max_connections = max_connections
         self.max_pending = max_pending
         self.decode = decode
+        # The APIs whose bodies are read (None: all of them); decode=False reads headers only.
+        self._bodies = None if decode is True else frozenset(decode or ())
         self.connections = OrderedDict()  # (low endpoint, high endpoint) -> _Connection, least recently used first
         self.count = 0  # connections seen
         self.skipped = {}  # reason -> segments not read as Kafka
@@ -857,7 +860,7 @@ class Exchanges:
             req.error = f"request frame at stream offset {offset} lost {size - len(payload)} of its {size} bytes"
             req.error_offset = offset + 4 + len(payload)
             header = _header_or_none(payload)
-        elif self.decode:
+        elif self._bodies is None:
             try:
                 request = decode_request(payload)
                 header, req.body = request.header, request.body
@@ -872,7 +875,8 @@ class Exchanges:
             header = _header_or_none(payload)
             if header is None:
                 req.status, req.error = DECODE_ERROR, "request: the header does not read"
-            elif header.request_api_key == ApiKey.PRODUCE or header.request_api_key == ApiKey.SASL_HANDSHAKE:
+            elif header.request_api_key == ApiKey.PRODUCE or header.request_api_key == ApiKey.SASL_HANDSHAKE \
+                    or header.request_api_key in self._bodies:
                 try:  # acks=0 and the SASL switch are in the body
                     req.body = decode_request(payload).body
                 except KafkaProtoError:
@@ -940,7 +944,8 @@ class Exchanges:
                 ex.status = GAP
                 ex.error = f"response frame at stream offset {offset} lost {size - len(payload)} of its {size} bytes"
                 ex.error_offset = offset + 4 + len(payload)
-        elif self.decode and header.request_api_key in self._apis and ex.status in (OK, DECODE_ERROR):
+        elif (self._bodies is None or header.request_api_key in self._bodies) and \
+                header.request_api_key in self._apis and ex.status in (OK, DECODE_ERROR):
             try:
                 response = decode_response(payload, header.request_api_key, header.request_api_version)
             except KafkaProtoError as e:

@@ -68,6 +68,12 @@ RECORD_CONTEXT = (
 )
 
 
+TOPIC_NAME_FIELDS = (
+    ("topic_id", "string", "a topic's id, in Kafka's base64 form"),
+    ("name", "string", "the topic's name, as an answer in the capture paired them"),
+)
+
+
 def _type(pa, name):
     if name == "timestamp":
         return pa.timestamp("ns", tz="UTC")
@@ -81,6 +87,11 @@ def _type(pa, name):
 def exchange_schema():
     import pyarrow as pa
     return pa.schema([pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in EXCHANGE_FIELDS])
+
+
+def topic_names_schema():
+    import pyarrow as pa
+    return pa.schema([pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in TOPIC_NAME_FIELDS])
 
 
 def record_schema():

@@ -12,6 +12,12 @@
     from kafkaproto.spark import udfs                # frames already in a table (see udfs)
     frames.select(udfs.decode_request("frame"))
 
+Kafka 4's clients name topics by ID only (Produce v13, Fetch v13 on). Each task names the IDs its own connections'
+answers pair with names; ``read_named`` first gathers every pair in the files (a quick distributed pass over the
+answers that carry them) and hands them to every task, so that a topic is named whichever task reads its records:
+
+    records = kspark.read_named(spark, "captures/*.pcap", level="records")
+
 ``datasource`` describes the options and how files are split between tasks; ``schema`` the columns (from
 kafkaproto.capture.tables). Any other session, e.g. one spark-submit made, gets the data source (and the SQL
 functions kafka_decode_request, kafka_decode_response) with ``register(spark)``.
@@ -27,13 +33,15 @@ try:
 except ImportError as e:
     raise ImportError(f"kafkaproto.spark needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({e})") from e
 
+import json
 import os
 import sys
 
 from .datasource import NAME, KafkaPcapDataSource
 from .schema import exchange_struct, record_struct
 
-__all__ = ["NAME", "KafkaPcapDataSource", "exchange_struct", "record_struct", "register", "session"]
+__all__ = ["NAME", "KafkaPcapDataSource", "exchange_struct", "read_named", "record_struct", "register", "session",
+           "topic_names"]
 
 
 def register(spark):
@@ -59,3 +67,18 @@ def session(master="local[*]", app_name="kafkaproto", config=None):
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     return register(builder.getOrCreate())
+
+
+def topic_names(spark, paths, **options):
+    """{topic id (text): name} of every pair the captures' answers carry, read on the cluster (level topic_names:
+    only the answers that pair them are decoded) and gathered on the driver. options: the data source's."""
+    reader = spark.read.format(NAME).options(**options).option("level", "topic_names")
+    return {row.topic_id: row.name for row in reader.load(paths).distinct().collect()}
+
+
+def read_named(spark, paths, level="exchanges", **options):
+    """The captures read at a level (exchanges or records) with every topic id named that any of them names:
+    topic_names first, then the read with those pairs (option topicNames) in every task."""
+    names = topic_names(spark, paths, **{k: v for k, v in options.items() if k != "topicNames"})
+    return (spark.read.format(NAME).options(**options).option("level", level)
+            .option("topicNames", json.dumps(names)).load(paths))

@@ -5,11 +5,14 @@
 
 Options:
     ports   the brokers' ports, comma-separated; without it each connection's client is detected
-    level   exchanges (default: one row per request/response) or records (one row per record)
+    level   exchanges (default: one row per request/response), records (one row per record), or topic_names
+            (the topic id/name pairs the answers carry: a first pass, see kafkaproto.spark.read_named)
     bodies  true (default) or false: whether exchange rows carry the request and response as JSON; exact keeps
             records fields as base64 bytes, so that the rows read back into the messages captured
             (kafkaproto.capture.tables.exchange_of, and so kafkaproto.replay.Plan.of_rows)
     splits  how many tasks each file is split into (default: one per 64 MiB, at most 32)
+    topicNames  topic id/name pairs to name topics by, beside those each task's answers carry: a JSON object
+            {"<topic id>": "<name>"}, or a file (JSON, CSV id,name, a KRaft metadata log) the driver reads
     extensions  kafkaproto extensions to load in every task, comma-separated (see registry.load_extensions);
             each must be installed where the tasks run, as any Python package a job uses
 
@@ -68,8 +71,26 @@ class ReadOptions:
                 raise ValueError(f"option bodies must be true, false or exact, not {bodies!r}") from None
         self.splits = _positive("splits", options.get("splits"))
         self.extensions = [n.strip() for n in str(options.get("extensions") or "").split(",") if n.strip()]
+        self.topic_names = _topic_names(options.get("topicnames"))
         registry.load_extensions(self.extensions)  # here at planning too, so that a missing one fails the query
         self.paths = _paths(options)
+
+
+def _topic_names(value):
+    """The TopicNames the option topicNames gives: a JSON object {"<topic id>": "<name>"} (what read_named passes),
+    or a file TopicNames.load reads (JSON, CSV, a metadata log) where the driver plans."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if text.startswith("{"):
+        try:
+            return capture.TopicNames(json.loads(text))
+        except ValueError as e:
+            raise ValueError(f"option topicNames: {e}") from None
+    try:
+        return capture.TopicNames.load(text)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"option topicNames: {e}") from None
 
 
 def _ports(text):
@@ -323,8 +344,14 @@ def _guarded(split, options):
         if report:
             yield _damaged(f"cannot read {file.name}: {e}")
         return
+    if options.level == _schema.TOPIC_NAMES:
+        names, decode = capture.TopicNames(), capture.NAMING  # only the answers that pair names and ids
+    else:  # the pairs given, and those this split's answers carry
+        given = options.topic_names
+        names, decode = capture.TopicNames(given.known if given is not None else None), True
     try:
-        reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition)
+        reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition,
+                                      decode=decode, names=names)
         for ex in reader:
             if ex.status == capture.CAPTURE_ERROR and ex.connection is None and not report:
                 continue
@@ -342,10 +369,12 @@ def read_split(split, options, arrow_schema):
 
     name = split.file.name
     exchanges = _guarded(split, options)
-    if options.level == _schema.RECORDS:
-        batches = tables.record_batches(exchanges, file=name)
+    if options.level == _schema.TOPIC_NAMES:
+        batches = _topic_name_batches(exchanges)
+    elif options.level == _schema.RECORDS:
+        batches = tables.record_batches(capture.held(exchanges), file=name)
     else:
-        batches = tables.exchange_batches(exchanges, file=name, bodies=options.bodies)
+        batches = tables.exchange_batches(capture.held(exchanges), file=name, bodies=options.bodies)
     try:
         for batch in batches:
             if not batch.num_rows:
@@ -358,6 +387,17 @@ def read_split(split, options, arrow_schema):
         else:
             rows = tables.exchange_batches([_damaged(f"{name}: rows could not be built: {e}")], file=name)
             yield _schema.conform(next(rows), arrow_schema)
+
+
+def _topic_name_batches(exchanges):
+    """One batch of the pairs the exchanges' answers carry (reading them teaches their names)."""
+    import pyarrow as pa
+
+    names = None
+    for ex in exchanges:
+        names = ex.names if ex.names is not None else names
+    pairs = [{"topic_id": str(topic_id), "name": name} for topic_id, name in (names.items() if names else ())]
+    yield pa.RecordBatch.from_pylist(pairs, schema=tables.topic_names_schema())
 
 
 class KafkaPcapReader(DataSourceReader):

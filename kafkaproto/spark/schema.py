@@ -32,7 +32,8 @@ from ..capture import tables
 
 EXCHANGES = "exchanges"
 RECORDS = "records"
-LEVELS = (EXCHANGES, RECORDS)
+TOPIC_NAMES = "topic_names"
+LEVELS = (EXCHANGES, RECORDS, TOPIC_NAMES)
 
 _SIMPLE = {
     pa.string(): StringType(),
@@ -78,11 +79,18 @@ def record_struct() -> StructType:
     return spark_schema(tables.record_schema())
 
 
+def topic_names_struct() -> StructType:
+    """One row per topic id/name pair a split's answers carry (the level a first pass reads: see read_named)."""
+    return spark_schema(tables.topic_names_schema())
+
+
 def struct_for(level: str) -> StructType:
     if level == EXCHANGES:
         return exchange_struct()
     if level == RECORDS:
         return record_struct()
+    if level == TOPIC_NAMES:
+        return topic_names_struct()
     raise ValueError(f"level must be one of {', '.join(LEVELS)}, not {level!r}")
 
 
