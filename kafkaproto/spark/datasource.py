@@ -346,9 +346,10 @@ def _guarded(split, options):
         return
     if options.level == _schema.TOPIC_NAMES:
         names, decode = capture.TopicNames(), capture.NAMING  # only the answers that pair names and ids
-    else:  # the pairs given, and those this split's answers carry
-        given = options.topic_names
-        names, decode = capture.TopicNames(given.known if given is not None else None), True
+    elif options.topic_names is not None:  # the pairs given, and those this split's answers carry
+        names, decode = capture.TopicNames(options.topic_names.known), True
+    else:  # without them a split could name only what its own connections' answers name: rows would depend
+        names, decode = None, True  # on how files are split, so ids stay ids (read_named names them all)
     try:
         reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition,
                                       decode=decode, names=names)
@@ -372,9 +373,10 @@ def read_split(split, options, arrow_schema):
     if options.level == _schema.TOPIC_NAMES:
         batches = _topic_name_batches(exchanges)
     elif options.level == _schema.RECORDS:
-        batches = tables.record_batches(capture.held(exchanges), file=name)
+        batches = tables.record_batches(capture.held(exchanges) if options.topic_names else exchanges, file=name)
     else:
-        batches = tables.exchange_batches(capture.held(exchanges), file=name, bodies=options.bodies)
+        batches = tables.exchange_batches(capture.held(exchanges) if options.topic_names else exchanges, file=name,
+                                          bodies=options.bodies)
     try:
         for batch in batches:
             if not batch.num_rows:
