@@ -54,7 +54,7 @@ else:
 
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
-    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "TopicNames", "held",
+    "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "TopicNames", "follow", "held",
     "read_capture", "records", "records_fields", "walk",
 ]
 
@@ -84,8 +84,10 @@ class CaptureStats:
 class CaptureReader:
     """The exchanges of one capture file, read as it is iterated. See read_capture."""
 
-    def __init__(self, source, *, ports=None, name=None, partition=None, decode=True, names=None, **limits):
+    def __init__(self, source, *, ports=None, name=None, partition=None, decode=True, names=None, packets=None,
+                 **limits):
         self.source = source
+        self.packets = packets  # packets to read instead of the file's (follow.Follower)
         self.name = name
         self.ports = ports
         self.partition = partition
@@ -111,7 +113,8 @@ class CaptureReader:
         exchanges = Exchanges(self.ports, partition=self.partition, decode=self.decode, **self.limits)
         loop = compiled_loop or read_exchanges
         try:
-            yield from loop(read_packets(self.source, self.name), exchanges, stats, link.tcp_segment)
+            packets = read_packets(self.source, self.name) if self.packets is None else iter(self.packets)
+            yield from loop(packets, exchanges, stats, link.tcp_segment)
         except (CaptureFormatError, OSError) as e:  # a damaged file, or one that cannot be read (to its end)
             stats.error = str(e)
             damaged = Exchange(CAPTURE_ERROR)
@@ -159,6 +162,17 @@ def read_capture(source, *, ports=None, name=None, partition=None, decode=True, 
     idle_ns, max_connections, max_pending (see exchanges.Exchanges).
     """
     return CaptureReader(source, ports=ports, name=name, partition=partition, decode=decode, names=names, **limits)
+
+
+def follow(path, *, ports=None, names=None, idle=None, poll=None, **limits):
+    """The exchanges of a capture still being written: a growing file, or a folder a capture tool rotates files
+    into (see follow.Follower), read as one stream so that connections go on from file to file. idle: stop once
+    nothing new has come for this many seconds (None: go on until interrupted). ``reader.packets`` is the
+    Follower: its ``files`` and ``notes``, and ``stop()``."""
+    from .follow import POLL_SECONDS, Follower
+
+    follower = Follower(path, idle=idle, poll=POLL_SECONDS if poll is None else poll)
+    return CaptureReader(path, ports=ports, name=path, names=names, packets=follower, **limits)
 
 
 _RECORD_FIELDS = ("offset", "timestamp", "key", "value", "headers")

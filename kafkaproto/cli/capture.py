@@ -4,9 +4,13 @@
     kafkaproto capture *.pcap --api Fetch,Produce --errors-only
     kafkaproto capture big.pcap --format parquet --output exchanges.parquet
     kafkaproto capture big.pcap --records --format jsonl      one line per record
+    tcpdump -i eth0 -U -w - port 9092 | kafkaproto capture -  a capture read as it is made
+    kafkaproto capture --interface eth0 --ports 9092 --live   capture here, and watch rates, latency, errors
+    kafkaproto capture --follow /var/captures/ring/           a ring of files a capture tool rotates
 
 Everything streams: a capture larger than memory is fine, and so is the summary
-(latency percentiles come from a fixed-size histogram).
+(latency percentiles come from a fixed-size histogram). A capture that does not end
+(a pipe, an interface, a followed ring) is summarised when it is interrupted.
 """
 
 import base64
@@ -22,7 +26,7 @@ import time
 from collections import Counter, defaultdict
 
 from .. import errors
-from ..capture import OK, TopicNames, held, read_capture, records_fields, tables
+from ..capture import OK, TopicNames, follow, held, read_capture, records_fields, tables
 from ..capture.exchanges import holds_records
 from ..jsonview import to_json
 from ..messages import ApiKey
@@ -31,7 +35,20 @@ from ..uuid import Uuid
 
 
 def add_arguments(parser):
-    parser.add_argument("files", nargs="+", metavar="FILE", help="pcap or pcapng files (gzip-compressed ones too)")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="pcap or pcapng files (gzip-compressed ones too); - reads a capture from standard input")
+    parser.add_argument("--follow", metavar="PATH",
+                        help="a capture still being written: a growing file, or a folder a capture tool rotates "
+                             "files into, read in order as one stream")
+    parser.add_argument("--interface", metavar="IF",
+                        help="capture on this network interface (with dumpcap or tcpdump, which must be installed)")
+    parser.add_argument("--idle", type=float, metavar="SECONDS",
+                        help="with --follow: stop once nothing new has come for this long (default: go on)")
+    parser.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="with --interface: stop capturing after this long (default: go on)")
+    parser.add_argument("--live", action="store_true",
+                        help="on standard output, a table of rates, latency percentiles and errors per API over the "
+                             "last 10 s of traffic, redrawn every second (the summary follows at the end)")
     parser.add_argument("--ports", help="the brokers' ports, comma-separated (default: detected per connection)")
     parser.add_argument("--api", help="only these APIs, by name or key, comma-separated (e.g. Fetch,Produce)")
     parser.add_argument("--topic", action="append", help="only exchanges naming this topic (name or topic id)")
@@ -58,21 +75,33 @@ def run(args):
         raise ValueError("--format parquet needs --output FILE")
     if args.records and fmt == "summary":
         raise ValueError("--records gives rows: choose --format jsonl, csv or parquet")
+    if sum(map(bool, (args.files, args.follow, args.interface))) != 1:
+        raise ValueError("give capture files (- for standard input), or --follow PATH, or --interface IF")
+    if args.live and fmt != "summary":
+        raise ValueError("--live draws on standard output: it goes with the summary, not with rows")
     for path in args.files:
-        if not os.path.isfile(path):
+        if path != "-" and not os.path.isfile(path):
             raise ValueError(f"{path}: no such file")
+    if args.follow and not os.path.exists(args.follow):
+        raise ValueError(f"{args.follow}: no such file or folder")
     keep = _filter(args)
     ports = [int(p) for p in args.ports.split(",")] if args.ports else None
-    progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty())
+    progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty() and not args.live)
     names = topic_names(args.topic_names, args.bootstrap_server)
+    live = None
+    if args.live:
+        from .live import LiveView  # it draws with this module's LatencyHistogram
+        live = LiveView(sys.stdout, title=_what(args)).start()
+    sources = _sources(args, ports, names)
 
     def read():
-        for path in args.files:
-            reader = read_capture(path, ports=ports, names=names)
+        for path, reader in sources:
             progress.start(path, reader)
-            if progress.enabled:
+            if progress.enabled or live is not None:
                 for ex in reader:
                     progress.tick()
+                    if live is not None:
+                        live.add(ex)
                     yield path, ex
             else:  # the common case, kept lean: this loop runs once per exchange
                 for ex in reader:
@@ -89,19 +118,79 @@ def run(args):
 
     if fmt == "summary":
         summary = Summary(names)
-        for path, ex in exchanges():
-            summary.add(path, ex)
-        for path in args.files:
-            summary.files.append(path)
+        try:
+            for path, ex in exchanges():
+                summary.add(path, ex)
+        except KeyboardInterrupt:  # a capture that does not end: what came so far
+            pass
+        finally:
+            _end(sources, live)
+        summary.files.extend(path for path, _ in sources)
         summary.print(sys.stdout, args.top)
         return 0
     out = sys.stdout if not args.output or args.output == "-" else None
     writer = _WRITERS[fmt](args.output, out, args.records)
     try:
         writer.write_all(exchanges())
+    except KeyboardInterrupt:
+        pass
     finally:
+        _end(sources, live)
         writer.close()
     return 0
+
+
+def _what(args):
+    return f"on {args.interface}" if args.interface else f"of {args.follow}" if args.follow else \
+        ", ".join(args.files)
+
+
+def _sources(args, ports, names):
+    """[(the name to report, a CaptureReader)] of what the command line asks to read."""
+    if args.follow:
+        return [(args.follow, follow(args.follow, ports=ports, names=names, idle=args.idle))]
+    if args.interface:
+        tool = _capture_tool(args.interface, ports, args.duration)
+        reader = read_capture(tool.stdout, ports=ports, name=f"interface {args.interface}", names=names)
+        reader.tool = tool
+        return [(f"interface {args.interface}", reader)]
+    return [(path, read_capture(sys.stdin.buffer if path == "-" else path, ports=ports,
+                                name="standard input" if path == "-" else path, names=names))
+            for path in args.files]
+
+
+def _capture_tool(interface, ports, duration):
+    """dumpcap (Wireshark's) or tcpdump, capturing TCP (on the ports given) on an interface into a pipe."""
+    import shutil
+    import signal
+    import subprocess
+    import threading
+
+    rule = " or ".join(f"tcp port {p}" for p in ports) if ports else "tcp"
+    dumpcap, tcpdump = shutil.which("dumpcap"), shutil.which("tcpdump")
+    if dumpcap:
+        command = [dumpcap, "-q", "-i", interface, "-f", rule, "-w", "-"]
+    elif tcpdump:
+        command = [tcpdump, "-i", interface, "-U", "-s", "0", "-w", "-", rule]
+    else:
+        raise ValueError("--interface needs dumpcap (Wireshark's) or tcpdump installed to capture with")
+    tool = subprocess.Popen(command, stdout=subprocess.PIPE)
+    if duration is not None:  # SIGINT: the tool writes what it holds and ends, and so does its pipe
+        timer = threading.Timer(duration, lambda: tool.poll() is None and tool.send_signal(signal.SIGINT))
+        timer.daemon = True
+        timer.start()
+    return tool
+
+
+def _end(sources, live):
+    """Stop what still runs: the capture tool, the live view."""
+    for _, reader in sources:
+        tool = getattr(reader, "tool", None)
+        if tool is not None and tool.poll() is None:
+            tool.terminate()
+            tool.wait(10)
+    if live is not None:
+        live.stop()
 
 
 def topic_names(files, bootstrap):
@@ -178,6 +267,14 @@ class LatencyHistogram:
             self._total += len(held)
             self._max = max(self._max, max(held))
             self.held = []
+
+    def merge(self, other):
+        """Take in another histogram's latencies."""
+        other._fold()
+        self._fold()
+        self.counts.update(other.counts)
+        self._total += other._total
+        self._max = max(self._max, other._max)
 
     @property
     def total(self):
