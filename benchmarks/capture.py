@@ -477,11 +477,31 @@ class Case:
                 "max_rss": max(r["max_rss"] for r in self.runs), "capped": capped, "runs": self.runs}
 
 
+def split_pcap(path, folder, parts):
+    """A classic pcap cut into ``parts`` files of whole records, as a capture tool's ring would write it (connections
+    run across the cuts). The files' names sort in order, and their times say so too."""
+    data = path.read_bytes()
+    header, order = data[:24], "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    starts, at = [], 24
+    while at + 16 <= len(data):
+        starts.append(at)
+        at += 16 + struct.unpack_from(order + "I", data, at + 8)[0]
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for k in range(parts):
+        first, last = starts[k * len(starts) // parts], (starts + [len(data)])[(k + 1) * len(starts) // parts]
+        piece = folder / f"ring{k:03d}.pcap"
+        piece.write_bytes(header + data[first:last])
+        os.utime(piece, ns=(10**18 + k * 10**9,) * 2)
+    return folder
+
+
 def read_cases(path, meta, work):
-    """The six timed commands on one capture, with the checks of what kafkaproto's made of it."""
+    """The seven timed commands on one capture, with the checks of what kafkaproto's made of it."""
     me = [sys.executable, os.path.abspath(__file__)]
     kp = kafkaproto_command()
     parquet = work / "records.parquet"
+    ring = split_pcap(path, work / "ring", 8)
 
     def reader_check(r):
         got = json.loads(r["printed"])
@@ -512,6 +532,10 @@ def read_cases(path, meta, work):
         Case("reader_headers", "kafkaproto read_capture(decode=False)", me + ["--child-read", str(path),
              "--child-headers"], check=reader_check, peer="tshark"),
         Case("cli_summary", "kafkaproto capture (summary)", kp + ["capture", str(path), "--ports", str(BROKER_PORT)],
+             check=summary_check, peer="tshark"),
+        # The same capture as a ring of 8 files, followed (the last file is finished after 0.2 s of no growth).
+        Case("cli_follow", "kafkaproto capture --follow (8-file ring)",
+             kp + ["capture", "--follow", str(ring), "--idle", "0.2", "--ports", str(BROKER_PORT)],
              check=summary_check, peer="tshark"),
         Case("tshark", "tshark -T fields (headers)", fields, stdout=os.devnull),
         Case("cli_records", "kafkaproto capture --records -> Parquet",

@@ -6,9 +6,9 @@
     capture.follow("traffic.pcap", idle=30)      # a growing file, until nothing new has come for 30 s
 
 Files are read in the order they were written (modification time, then name). The file being written is read as
-it grows; it is finished once a newer file has appeared and it has not grown since the last look. The packets of
-every file go to one reader, so a TCP connection goes on from one file into the next: a request at the end of one
-file is paired with its answer in the next. A file that cannot be read, or stops being a capture, ends with a
+it grows; it is finished once a newer file has appeared and it has not grown since it was last read to its end. The
+packets of every file go to one reader, so a TCP connection goes on from one file into the next: a request at the
+end of one file is paired with its answer in the next. A file that cannot be read, or stops being a capture, ends with a
 note in ``stats.notes``; the next file is read all the same. The only I/O here is reading files.
 """
 
@@ -19,6 +19,7 @@ import time
 from .pcap import CaptureFormatError, read_packets
 
 POLL_SECONDS = 0.25
+DONE, GREW, WAIT = "done", "grew", "wait"  # what a file being read says at the end of its bytes
 
 
 class _Growing(io.RawIOBase):
@@ -39,9 +40,11 @@ class _Growing(io.RawIOBase):
             n = self._file.readinto(buffer)
             if n:
                 return n
-            if self._finished():
+            state = self._finished()
+            if state is DONE:
                 return 0
-            time.sleep(self._poll)
+            if state is WAIT:
+                time.sleep(self._poll)
 
     def close(self):
         try:
@@ -79,24 +82,25 @@ class Follower:
     def _file(self, path, newer_exists):
         """The packets of one file, read as it grows until it is finished; True when it was written anew (cut
         short and started again) meanwhile, so that it is to be read again."""
-        size = [-1]
+        size = [_size(path)]
         rewritten = [False]
 
         def finished():
+            """DONE, GREW (read again at once) or WAIT (look again after a poll), at the end of what was read."""
             if self._stopped:
-                return True
+                return DONE
             now = time.monotonic()
             current = _size(path)
             if current < size[0]:  # cut short: the tool is writing this file anew (a ring going round)
                 rewritten[0] = True
-                return True
+                return DONE
             if current != size[0]:
                 size[0] = current
                 self._last_growth = now
-                return False
-            if newer_exists():
-                return True
-            return self.idle is not None and now - self._last_growth >= self.idle
+                return GREW
+            if newer_exists() or self.idle is not None and now - self._last_growth >= self.idle:
+                return DONE
+            return WAIT
 
         self.files.append(path)
         try:
