@@ -65,6 +65,9 @@ def add_arguments(parser):
                              "{\"<id>\": \"<name>\"}, CSV id,name, or a KRaft metadata log (.log file or folder)")
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
                         help="ask this cluster (Metadata) for the names of its topics' IDs first")
+    parser.add_argument("--report", metavar="HTML",
+                        help="also write the traffic as one HTML page that opens offline: rates, latency and errors "
+                             "over time, latency per API, busiest topics and clients, gaps (needs plotly)")
     parser.add_argument("--top", type=int, default=10, help="how many topics and clients the summary lists")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
 
@@ -108,13 +111,22 @@ def run(args):
                     yield path, ex
             progress.done()
 
+    report = None
+    if args.report:
+        try:
+            import plotly  # noqa: F401 - the report's charts
+        except ImportError:
+            raise ValueError("--report needs plotly: pip install 'kafkaproto[report]'") from None
+        from .report import Report
+        report = Report(Summary(names))
+
     def exchanges():
         # Rows and filters need each exchange's topic names when it is let go: one the traffic names later is held
         # back until then (the summary looks names up when it prints).
         items = read() if fmt == "summary" and keep is None else held(read(), exchange=operator.itemgetter(1))
-        if keep is None:
-            return items
-        return ((path, ex) for path, ex in items if keep(ex))
+        if keep is not None:
+            items = ((path, ex) for path, ex in items if keep(ex))
+        return items if report is None else _tap(items, report)
 
     if fmt == "summary":
         summary = Summary(names)
@@ -127,6 +139,7 @@ def run(args):
             _end(sources, live)
         summary.files.extend(path for path, _ in sources)
         summary.print(sys.stdout, args.top)
+        _write_report(report, args, sources)
         return 0
     out = sys.stdout if not args.output or args.output == "-" else None
     writer = _WRITERS[fmt](args.output, out, args.records)
@@ -137,7 +150,20 @@ def run(args):
     finally:
         _end(sources, live)
         writer.close()
+    _write_report(report, args, sources)
     return 0
+
+
+def _tap(items, report):
+    for path, ex in items:
+        report.add(path, ex)
+        yield path, ex
+
+
+def _write_report(report, args, sources):
+    if report is not None:
+        report.summary.files.extend(path for path, _ in sources)
+        report.write(args.report, title=f"Kafka traffic {_what(args)}", top=args.top)
 
 
 def _what(args):
@@ -268,6 +294,11 @@ class LatencyHistogram:
             self._max = max(self._max, max(held))
             self.held = []
 
+    def buckets(self):
+        """[(latency ns at the bucket's middle, count)], lowest first."""
+        self._fold()
+        return sorted((0 if b < 0 else math.exp((b + 0.5) * self.STEP), n) for b, n in self.counts.items())
+
     def merge(self, other):
         """Take in another histogram's latencies."""
         other._fold()
@@ -351,7 +382,7 @@ class Summary:
                 bucket = self.produced if side == "request" else self.fetched
                 bucket[topic if topic is not None else str(topic_id)] += len(data)
 
-    def _named(self, counter, unnamed):
+    def named(self, counter, unnamed):
         """counter with its topic ids (kept as text) put under their names where those are known now."""
         if self.names is None:
             return counter
@@ -385,7 +416,7 @@ class Summary:
         for title, counter in (("topics by bytes produced", self.produced), ("topics by bytes fetched", self.fetched)):
             if counter:
                 w(f"\n{title}\n")
-                for topic, n in self._named(counter, unnamed).most_common(top):
+                for topic, n in self.named(counter, unnamed).most_common(top):
                     w(f"  {topic or '-':<48} {n:>14,}\n")
         if unnamed:
             w(f"  ({len(unnamed)} topic id{'s' if len(unnamed) > 1 else ''} named by no Metadata answer in the "
