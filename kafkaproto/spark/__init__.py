@@ -23,8 +23,8 @@ kafkaproto.capture.tables). Any other session, e.g. one spark-submit made, gets 
 functions kafka_decode_request, kafka_decode_response) with ``register(spark)``.
 
 On a cluster the executors run this package's code: install kafkaproto with this extra on every node
-(``pip install 'kafkaproto[spark]'``), or ship it with the job, e.g. a packed virtualenv
-(``spark-submit --archives env.tar.gz#env`` with ``PYSPARK_PYTHON=./env/bin/python``).
+(``pip install 'kafkaproto[spark]'``), or ship it with the job: ``pip install --target kp kafkaproto``, pack
+``kp`` as ``kp.tar.gz`` and ``spark-submit --archives kp.tar.gz#kp --conf spark.executorEnv.PYTHONPATH=kp``.
 """
 
 try:
