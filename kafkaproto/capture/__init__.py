@@ -95,6 +95,7 @@ class CaptureReader:
         self.names = names
         self.limits = limits
         self.stats = CaptureStats()
+        self.exchanges = None  # the exchanges.Exchanges reading it, once reading has begun
 
     def __iter__(self):
         return self._exchanges() if self.names is None else self._named(self._exchanges())
@@ -110,7 +111,8 @@ class CaptureReader:
 
     def _exchanges(self):
         stats = self.stats = CaptureStats()
-        exchanges = Exchanges(self.ports, partition=self.partition, decode=self.decode, **self.limits)
+        exchanges = self.exchanges = Exchanges(self.ports, partition=self.partition, decode=self.decode,
+                                               **self.limits)
         loop = compiled_loop or read_exchanges
         try:
             packets = read_packets(self.source, self.name) if self.packets is None else iter(self.packets)

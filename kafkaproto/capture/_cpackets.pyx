@@ -213,7 +213,7 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
     if flags & RST or not flags & ACK or (syn and (n or flags & FIN)):
         return None  # a SYN-ACK is taken only bare
     exchanges = reader.exchanges
-    if time_ns - exchanges._sweep_ns > 1000000000:
+    if time_ns >= exchanges._next_sweep_ns:
         return None  # idle connections are due to be swept
     seq = _u32(p + 38)
     ack = _u32(p + 42)

@@ -666,7 +666,9 @@ class Exchanges:
         self.count = 0  # connections seen
         self.skipped = {}  # reason -> segments not read as Kafka
         self.gap_bytes = 0
-        self._sweep_ns = 0
+        # Idle connections are swept at the first packet of each second of capture time: a read that begins
+        # elsewhere in the same packets (a ring's file read after its lookback) sweeps at the same packets.
+        self._next_sweep_ns = 0
         self._apis = {a.api_key: a for a in apis()}
         self._others = {}  # key -> _Other, for connections another partition reads
 
@@ -678,7 +680,7 @@ class Exchanges:
         key = (a, b) if a <= b else (b, a)
         conns = self.connections
         out = []
-        if time_ns - self._sweep_ns > 10**9:
+        if time_ns >= self._next_sweep_ns:
             self._sweep(time_ns, out)
         conn = conns.get(key)
         flags = seg.flags
@@ -966,7 +968,7 @@ class Exchanges:
     # ---- connections ending ----
 
     def _sweep(self, time_ns, out):
-        self._sweep_ns = time_ns
+        self._next_sweep_ns = (time_ns // 10**9 + 1) * 10**9
         conns = self.connections
         while conns:
             key, conn = next(iter(conns.items()))

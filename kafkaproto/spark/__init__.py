@@ -12,11 +12,15 @@
     from kafkaproto.spark import udfs                # frames already in a table (see udfs)
     frames.select(udfs.decode_request("frame"))
 
-Kafka 4's clients name topics by ID only (Produce v13, Fetch v13 on). Each task names the IDs its own connections'
-answers pair with names; ``read_named`` first gathers every pair in the files (a quick distributed pass over the
-answers that carry them) and hands them to every task, so that a topic is named whichever task reads its records:
+Kafka 4's clients name topics by ID only (Produce v13, Fetch v13 on). A plain read leaves IDs as IDs, so that rows
+do not depend on how files are split between tasks; ``read_named`` first gathers every pair in the files (a quick
+distributed pass over the answers that carry them) and hands them to every task, so that a topic is named whichever
+task reads its records:
 
     records = kspark.read_named(spark, "captures/*.pcap", level="records")
+
+A ring of files a capture tool rotates, as one capture (``option("ring", "true")``), and the folder it is written
+into as a stream (``spark.readStream.format("kafka-pcap").load("ring/")``): see ``stream``.
 
 ``datasource`` describes the options and how files are split between tasks; ``schema`` the columns (from
 kafkaproto.capture.tables). Any other session, e.g. one spark-submit made, gets the data source (and the SQL

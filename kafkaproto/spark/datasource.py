@@ -15,6 +15,17 @@ Options:
             {"<topic id>": "<name>"}, or a file (JSON, CSV id,name, a KRaft metadata log) the driver reads
     extensions  kafkaproto extensions to load in every task, comma-separated (see registry.load_extensions);
             each must be installed where the tasks run, as any Python package a job uses
+    ring    true: the files are a ring a capture tool rotated (tcpdump -C/-G/-W, dumpcap -b), whose connections
+            go on from file to file: each file's exchanges are those ending in it, paired with requests from the
+            files before it (see kafkaproto.capture.ring); what a stream over the same files gives
+    lookback  with ring and in a stream: how many files before each file are read to pair its answers with
+            their requests (default 1; 0 reads every file alone)
+    maxFilesPerTrigger, startingPosition  in a stream: files per micro-batch at most (default: all there are);
+            earliest (default: the files already there, then new ones) or latest (only files finished after
+            the query starts)
+
+``spark.readStream.format("kafka-pcap").load("ring/")`` reads a folder a capture tool writes a ring into, as a
+stream: see kafkaproto.spark.stream.
 
 Paths are local paths, globs and directories, or URIs of any filesystem pyarrow reaches (s3://, gs://, hdfs://,
 file://). Several paths: ``load([...])``, or one string with commas between them. A glob on a remote filesystem is
@@ -39,7 +50,7 @@ from urllib.parse import unquote, urlsplit
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .. import capture, registry
-from ..capture import tables
+from ..capture import ring, tables
 from . import schema as _schema
 
 NAME = "kafka-pcap"
@@ -72,6 +83,13 @@ class ReadOptions:
         self.splits = _positive("splits", options.get("splits"))
         self.extensions = [n.strip() for n in str(options.get("extensions") or "").split(",") if n.strip()]
         self.topic_names = _topic_names(options.get("topicnames"))
+        self.ring = _flag("ring", options.get("ring"), False)
+        lookback = options.get("lookback")
+        self.lookback = 1 if lookback is None or not str(lookback).strip() else _count("lookback", lookback)
+        self.max_files = _positive("maxFilesPerTrigger", options.get("maxfilespertrigger"))
+        self.starting = str(options.get("startingposition") or "earliest").strip().lower()
+        if self.starting not in ("earliest", "latest"):
+            raise ValueError(f"option startingPosition must be earliest or latest, not {self.starting!r}")
         registry.load_extensions(self.extensions)  # here at planning too, so that a missing one fails the query
         self.paths = _paths(options)
 
@@ -128,6 +146,16 @@ def _positive(name, text):
     return value
 
 
+def _count(name, text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"option {name} must be a whole number of at least 0, not {text!r}")
+    return value
+
+
 def _paths(options):
     """What load() was given: one string (several paths separated by commas) or a list (kept as is)."""
     if options.get("paths"):
@@ -148,11 +176,13 @@ class CaptureFile:
     """A file to read: where (``location``, see open_capture), its name in the ``file`` column, its size (None
     when unknown), or the error that kept it from being listed."""
 
-    def __init__(self, name, location=None, size=None, error=None):
+    def __init__(self, name, location=None, size=None, error=None, mtime_ns=None, unmatched=False):
         self.name = name
         self.location = location
         self.size = size
         self.error = error
+        self.mtime_ns = mtime_ns  # when it was last written, where the filesystem says
+        self.unmatched = unmatched  # a glob that matched nothing (yet: a stream waits for files)
 
     def __repr__(self):
         return f"CaptureFile({self.name!r}, size={self.size}, error={self.error!r})"
@@ -192,7 +222,7 @@ def _expand_local(path):
     if _glob.has_magic(local):
         matches = sorted(_glob.glob(local, recursive=True))
         if not matches:
-            return [CaptureFile(path, error=f"no file matches {path}")]
+            return [CaptureFile(path, error=f"no file matches {path}", unmatched=True)]
     else:
         matches = [local]
     files = []
@@ -206,11 +236,11 @@ def _expand_local(path):
     out = []
     for name in files:
         try:
-            size = os.stat(name).st_size
+            stat = os.stat(name)
         except OSError as e:
             out.append(CaptureFile(name, error=f"cannot read {name}: {e.strerror or e}"))
             continue
-        out.append(CaptureFile(name, ("local", name), size))
+        out.append(CaptureFile(name, ("local", name), stat.st_size, mtime_ns=stat.st_mtime_ns))
     return out
 
 
@@ -228,7 +258,7 @@ def _expand_remote(uri):
     if info.type == fs.FileType.NotFound:
         return [CaptureFile(uri, error=f"cannot read {uri}: no such file")]
     if info.type != fs.FileType.Directory:
-        return [CaptureFile(uri, ("arrow", uri, base), info.size)]
+        return [CaptureFile(uri, ("arrow", uri, base), info.size, mtime_ns=info.mtime_ns)]
     # The URI up to where its path starts (s3://, hdfs://namenode:8020): listed paths are joined to it.
     trimmed_uri, trimmed_base = uri.rstrip("/"), base.rstrip("/")
     prefix = trimmed_uri[:-len(trimmed_base)] if trimmed_base and trimmed_uri.endswith(trimmed_base) else None
@@ -239,7 +269,7 @@ def _expand_remote(uri):
         if entry.type != fs.FileType.File or not all(_visible(part) for part in relative.split("/")):
             continue
         name = prefix + entry.path if prefix is not None else f"{uri.rstrip('/')}/{relative}"
-        out.append(CaptureFile(name, ("arrow", uri, entry.path), entry.size))
+        out.append(CaptureFile(name, ("arrow", uri, entry.path), entry.size, mtime_ns=entry.mtime_ns))
     return out
 
 
@@ -253,7 +283,7 @@ def _expand_fsspec(uri):
     filesystem, pattern = fsspec.core.url_to_fs(uri)
     matches = filesystem.glob(pattern, detail=True)
     if not matches:
-        return [CaptureFile(uri, error=f"no file matches {uri}")]
+        return [CaptureFile(uri, error=f"no file matches {uri}", unmatched=True)]
     out = []
     for path, info in sorted(matches.items()):
         if info.get("type") == "directory":
@@ -264,8 +294,19 @@ def _expand_fsspec(uri):
             entries = [(path, info)]
         for name, entry in entries:
             full = filesystem.unstrip_protocol(name)
-            out.append(CaptureFile(full, ("fsspec", full), entry.get("size")))
+            out.append(CaptureFile(full, ("fsspec", full), entry.get("size"), mtime_ns=_fsspec_mtime(entry)))
     return out
+
+
+def _fsspec_mtime(info):
+    """The modification time an fsspec listing gives, in nanoseconds (filesystems name and type it differently)."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if isinstance(value, (int, float)):
+            return int(value * 10**9)
+        if hasattr(value, "timestamp"):
+            return int(value.timestamp() * 10**9)
+    return None
 
 
 def open_capture(location):
@@ -288,16 +329,19 @@ def open_capture(location):
 # ---- planning -------------------------------------------------------------------------------------------------
 
 class CaptureSplit(InputPartition):
-    """Split ``index`` of ``count`` of one capture file (count 1: the whole file)."""
+    """Split ``index`` of ``count`` of one capture file (count 1: the whole file). In a ring, ``ring`` is how the
+    file is read there: (window, final, oldest_leaves, starts_ring), see kafkaproto.capture.ring.RingReader; the
+    window's files are CaptureFiles, the last being this one."""
 
-    def __init__(self, file, index, count):
+    def __init__(self, file, index, count, ring=None):
         super().__init__((file.name, index, count))
         self.file = file
         self.index = index
         self.count = count
+        self.ring = ring
 
     def __repr__(self):
-        return f"CaptureSplit({self.file.name!r}, {self.index}/{self.count})"
+        return f"CaptureSplit({self.file.name!r}, {self.index}/{self.count}{', in a ring' if self.ring else ''})"
 
 
 def split_count(file, splits=None):
@@ -320,6 +364,29 @@ def plan(files, splits=None):
     return out
 
 
+def in_ring_order(files):
+    """Files in the order a capture tool wrote them (kafkaproto.capture.ring.order_key)."""
+    return sorted(files, key=lambda f: ring.order_key(f.name, f.mtime_ns))
+
+
+def plan_ring(files, lookback, splits=None, chosen=None, last_is_final=True):
+    """The splits that read ``files`` (in ring order) as a ring: every file read after its lookback, one task
+    each unless the option splits says more (every split then reads the whole window). chosen: the indexes of
+    the files to plan (a stream's new files); the others only lend their bytes as lookback."""
+    readable = [f for f in files if f.error is None]
+    out = []
+    for k, (window, final, oldest_leaves, starts_ring) in enumerate(ring.windows(readable, lookback)):
+        if chosen is not None and k not in chosen:
+            continue
+        if final and lookback and not last_is_final:
+            final = False  # a stream's newest finished file: the next one goes on from it
+        n = splits or 1
+        file = window[-1]
+        out.extend(CaptureSplit(file, i, n, (window, final, oldest_leaves, starts_ring)) for i in range(n))
+    out.extend(CaptureSplit(f, 0, 1) for f in files if f.error is not None and chosen is None)
+    return out
+
+
 # ---- reading --------------------------------------------------------------------------------------------------
 
 def _damaged(message):
@@ -339,7 +406,10 @@ def _guarded(split, options):
         return
     partition = (split.index, split.count) if split.count > 1 else None
     try:
-        source = open_capture(file.location)
+        source = open_capture(file.location) if split.ring is None else None
+        if split.ring is not None and file.location[0] == "local" and file.mtime_ns is not None \
+                and os.stat(file.location[1]).st_mtime_ns != file.mtime_ns:
+            raise OSError("written again since the stream planned it (a ring gone round): not read")
     except Exception as e:  # any filesystem's error: permission, gone since listing, no credentials
         if report:
             yield _damaged(f"cannot read {file.name}: {e}")
@@ -350,9 +420,18 @@ def _guarded(split, options):
         names, decode = capture.TopicNames(options.topic_names.known), True
     else:  # without them a split could name only what its own connections' answers name: rows would depend
         names, decode = None, True  # on how files are split, so ids stay ids (read_named names them all)
+    if split.ring is not None:
+        window, final, oldest_leaves, starts_ring = split.ring
+        locations = {f.name: f.location for f in window}
+        names = names if names is not None else capture.TopicNames()  # in a ring a window names what it can
     try:
-        reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition,
-                                      decode=decode, names=names)
+        if split.ring is None:
+            reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition,
+                                          decode=decode, names=names)
+        else:
+            reader = ring.RingReader([f.name for f in window], final=final, oldest_leaves=oldest_leaves,
+                                     starts_ring=starts_ring, opener=lambda name: open_capture(locations[name]),
+                                     ports=options.ports, partition=partition, decode=decode, names=names)
         for ex in reader:
             if ex.status == capture.CAPTURE_ERROR and ex.connection is None and not report:
                 continue
@@ -361,7 +440,8 @@ def _guarded(split, options):
         if report:
             yield _damaged(f"{file.name}: reading stopped: {e}")
     finally:
-        source.close()
+        if source is not None:
+            source.close()
 
 
 def read_split(split, options, arrow_schema):
@@ -372,11 +452,13 @@ def read_split(split, options, arrow_schema):
     exchanges = _guarded(split, options)
     if options.level == _schema.TOPIC_NAMES:
         batches = _topic_name_batches(exchanges)
-    elif options.level == _schema.RECORDS:
-        batches = tables.record_batches(capture.held(exchanges) if options.topic_names else exchanges, file=name)
     else:
-        batches = tables.exchange_batches(capture.held(exchanges) if options.topic_names else exchanges, file=name,
-                                          bodies=options.bodies)
+        if options.topic_names or split.ring is not None:
+            exchanges = capture.held(exchanges)
+        if options.level == _schema.RECORDS:
+            batches = tables.record_batches(exchanges, file=name)
+        else:
+            batches = tables.exchange_batches(exchanges, file=name, bodies=options.bodies)
     try:
         for batch in batches:
             if not batch.num_rows:
@@ -408,7 +490,10 @@ class KafkaPcapReader(DataSourceReader):
         self.struct = struct
 
     def partitions(self):
-        return plan(expand(self.options.paths), self.options.splits)
+        files = expand(self.options.paths)
+        if self.options.ring:
+            return plan_ring(in_ring_order(files), self.options.lookback, self.options.splits)
+        return plan(files, self.options.splits)
 
     def read(self, partition):
         registry.load_extensions(self.options.extensions)  # a task's process may not have loaded them yet
@@ -427,3 +512,8 @@ class KafkaPcapDataSource(DataSource):
 
     def reader(self, schema):
         return KafkaPcapReader(ReadOptions(self.options), schema)
+
+    def streamReader(self, schema):
+        from .stream import KafkaPcapStreamReader
+
+        return KafkaPcapStreamReader(ReadOptions(self.options), schema)

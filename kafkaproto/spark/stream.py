@@ -1,0 +1,102 @@
+"""``spark.readStream.format("kafka-pcap")``: a folder a capture tool writes a ring into, read as a stream.
+
+    (spark.readStream.format("kafka-pcap").option("ports", "9092").load("/var/capture/ring/")
+         .writeStream.option("checkpointLocation", "/var/capture/checkpoint").toTable("exchanges"))
+
+A file is read once it is finished: once a newer file is there (a capture tool starts the next file after closing
+the last). Each micro-batch reads the files finished since the last one, each in a task of its own, as the batch
+reader's option ``ring`` does: a file's exchanges are those ending in it, paired with requests from the
+``lookback`` files before it (kafkaproto.capture.ring). A micro-batch's rows therefore depend only on the files it
+names, so that a query restarted from its checkpoint gives every exchange exactly once, whether or not its
+connection goes on into the next file.
+
+Offsets name the last file read, with its modification time and its size, where it ended: {"file", "mtime_ns",
+"size", "files"} ("files" counts the files read since the query began). Files are ordered as they were written
+(modification time, then name); a file a ring writes anew has a new time and is read again as a new file.
+"""
+
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
+
+from .. import registry
+from ..capture import ring
+from . import schema as _schema
+from .datasource import expand, in_ring_order, plan_ring, read_split
+
+BEGINNING = {"file": "", "mtime_ns": 0, "size": 0, "files": 0}
+
+
+def _key(offset):
+    return ring.order_key(offset["file"], offset["mtime_ns"])
+
+
+def _offset(file, count):
+    return {"file": file.name, "mtime_ns": file.mtime_ns or 0, "size": file.size or 0, "files": count}
+
+
+class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options, struct):
+        self.options = options
+        self.struct = struct
+        self._target = None  # with Trigger.AvailableNow: the last file finished when the query started
+
+    # ---- what is there ----
+
+    def _listing(self):
+        """The files there, in ring order. A path that cannot be listed stops the query, with why; a glob that
+        matches nothing yet is a ring not begun."""
+        files = []
+        for file in expand(self.options.paths):
+            if file.error is None:
+                files.append(file)
+            elif not file.unmatched:
+                raise OSError(f"kafka-pcap stream: {file.error}")
+        return in_ring_order(files)
+
+    def _finished(self, files):
+        """The files no longer written: all but the newest."""
+        return files[:-1]
+
+    # ---- offsets ----
+
+    def initialOffset(self):
+        if self.options.starting == "latest":
+            finished = self._finished(self._listing())
+            if finished:
+                return _offset(finished[-1], 0)
+        return dict(BEGINNING)
+
+    def getDefaultReadLimit(self):
+        return ReadMaxFiles(self.options.max_files) if self.options.max_files else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self):
+        finished = self._finished(self._listing())
+        self._target = ring.order_key(finished[-1].name, finished[-1].mtime_ns) if finished else None
+
+    def latestOffset(self, start, limit):
+        start_key = _key(start)
+        new = [f for f in self._finished(self._listing()) if ring.order_key(f.name, f.mtime_ns) > start_key]
+        if self._target is not None:
+            new = [f for f in new if ring.order_key(f.name, f.mtime_ns) <= self._target]
+        if isinstance(limit, ReadMaxFiles):
+            new = new[:limit.max_files]
+        if not new:
+            return start
+        return _offset(new[-1], start.get("files", 0) + len(new))
+
+    # ---- micro-batches ----
+
+    def partitions(self, start, end):
+        if start == end:
+            return []
+        files = self._finished(self._listing())
+        low, high = _key(start), _key(end)
+        chosen = {k for k, f in enumerate(files) if low < ring.order_key(f.name, f.mtime_ns) <= high}
+        return plan_ring(files, self.options.lookback, self.options.splits, chosen, last_is_final=False)
+
+    def read(self, partition):
+        registry.load_extensions(self.options.extensions)
+        return read_split(partition, self.options, _schema.arrow_schema_of(self.struct))
+
+    def commit(self, end):
+        pass  # the files are the capture tool's: it rotates them away

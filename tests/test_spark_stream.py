@@ -1,0 +1,147 @@
+"""spark.readStream.format("kafka-pcap") over a folder a ring is written into: offsets, micro-batches, and a query
+stopped, failed mid-batch and restarted from its checkpoint giving every exchange once, row for row the batch
+reader's (option ring) over the same files."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles  # noqa: E402
+
+from kafkaproto.capture.pcap import read_packets  # noqa: E402
+from kafkaproto.spark import schema  # noqa: E402
+from kafkaproto.spark.datasource import ReadOptions  # noqa: E402
+from kafkaproto.spark.stream import KafkaPcapStreamReader  # noqa: E402
+
+from test_capture_follow import CAPTURES, pieces  # noqa: E402
+from test_spark import spark  # noqa: E402, F401 - the session
+
+pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.above_the_codecs]
+
+T0 = 1_800_000_000 * 10**9
+
+
+def ring_files():
+    """Three clients' captures, one after another, cut into 14 files (inside connections, inside frames)."""
+    return pieces(CAPTURES["java-4.3.1"], 6) + pieces(CAPTURES["librdkafka"], 4) + pieces(CAPTURES["franz-go"], 4)
+
+
+def write(folder, files, start):
+    """Files as a capture tool leaves them: ring00.pcap, ring01.pcap, ... each written after the one before."""
+    for k, data in enumerate(files, start):
+        path = folder / f"ring{k:02d}.pcap"
+        path.write_bytes(data)
+        os.utime(path, ns=(T0 + k * 10**9,) * 2)
+
+
+def reader(folder, **options):
+    opts = ReadOptions({"path": str(folder), **options})
+    return KafkaPcapStreamReader(opts, schema.struct_for(opts.level))
+
+
+def test_offsets_name_finished_files(tmp_path):
+    files = ring_files()
+    write(tmp_path, files[:4], 0)
+    source = reader(tmp_path, maxFilesPerTrigger="2")
+    start = source.initialOffset()
+    assert start["files"] == 0
+    assert source.getDefaultReadLimit() == ReadMaxFiles(2)
+    first = source.latestOffset(start, source.getDefaultReadLimit())
+    assert (Path(first["file"]).name, first["files"]) == ("ring01.pcap", 2)
+    everything = source.latestOffset(start, ReadAllAvailable())
+    assert (Path(everything["file"]).name, everything["files"]) == ("ring02.pcap", 3)  # ring03 is being written
+    assert everything["size"] == (tmp_path / "ring02.pcap").stat().st_size
+    assert source.latestOffset(everything, ReadAllAvailable()) == everything  # nothing new
+    # The new file's partition reads the file before it first, and reports what ends in its own.
+    parts = source.partitions(first, everything)
+    assert [Path(p.file.name).name for p in parts] == ["ring02.pcap"]
+    assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring01.pcap", "ring02.pcap"]
+    assert source.partitions(everything, everything) == []
+    rows = [row for batch in source.read(parts[0]) for row in batch.to_pylist()]
+    assert rows and {row["file"] for row in rows} == {str(tmp_path / "ring02.pcap")}
+    # A query that starts at the latest reads only what is finished after it starts.
+    late = reader(tmp_path, startingPosition="latest")
+    assert late.initialOffset()["file"] == str(tmp_path / "ring02.pcap")
+    write(tmp_path, files[4:5], 4)
+    assert Path(late.latestOffset(late.initialOffset(), ReadAllAvailable())["file"]).name == "ring03.pcap"
+    # A ring going round: ring00 written anew is the file being written, then a new file, read again.
+    os.utime(tmp_path / "ring00.pcap", ns=(T0 + 20 * 10**9,) * 2)
+    later = source.latestOffset(everything, ReadAllAvailable())
+    assert (Path(later["file"]).name, later["files"]) == ("ring04.pcap", 5)
+    write(tmp_path, files[5:6], 5)
+    os.utime(tmp_path / "ring05.pcap", ns=(T0 + 30 * 10**9,) * 2)
+    round_again = source.latestOffset(later, ReadAllAvailable())
+    assert (Path(round_again["file"]).name, round_again["files"]) == ("ring00.pcap", 6)
+    parts = source.partitions(later, round_again)
+    assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring04.pcap", "ring00.pcap"]
+
+
+def test_options_are_checked(tmp_path):
+    for options, message in (({"lookback": "-1"}, "lookback"), ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger"),
+                             ({"startingPosition": "middle"}, "startingPosition"), ({"ring": "maybe"}, "ring")):
+        with pytest.raises(ValueError, match=message):
+            reader(tmp_path, **options)
+
+
+def test_a_stream_restarted_from_its_checkpoint_equals_the_batch_read(spark, tmp_path):  # noqa: F811
+    ring, out, checkpoint = tmp_path / "ring", tmp_path / "out", tmp_path / "checkpoint"
+    ring.mkdir()
+    files = ring_files()
+    calls = []
+
+    def save(batch, batch_id):
+        # Idempotent per micro-batch, as a sink must be for exactly once: a batch run again replaces its rows.
+        calls.append(batch_id)
+        batch.write.mode("overwrite").parquet(str(out / f"batch={batch_id}"))
+
+    def run():
+        query = (spark.readStream.format("kafka-pcap").option("maxFilesPerTrigger", "2").load(str(ring))
+                 .writeStream.foreachBatch(save).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None
+
+    write(ring, files[:7], 0)  # ring00-05 finished, ring06 being written
+    run()
+    assert calls == [0, 1, 2]
+    # The query dies after its last micro-batch wrote its rows but before it committed that batch.
+    for name in ("2", ".2.crc"):
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    write(ring, files[7:], 7)  # the capture goes on: ring13 is being written
+    run()
+    assert calls[3] == 2 and calls.count(2) == 2  # batch 2 ran again, with the offsets it had
+    assert max(calls) >= 5
+
+    streamed = spark.read.parquet(str(out)).drop("batch")
+    last = str(ring / "ring13.pcap")
+    batch = spark.read.format("kafka-pcap").option("ring", "true").load(str(ring))
+    want = sorted((tuple(r) for r in batch.collect() if r.file != last), key=repr)
+    got = sorted((tuple(r) for r in streamed.select(*batch.columns).collect()), key=repr)
+    assert got == want  # every column, every row, once
+
+    # The rows are the captures' exchanges, paired across the cuts: all ok, and some answers end in a file after
+    # the one their request was sent in.
+    status = batch.columns.index("status")
+    assert {r[status] for r in got} == {"ok"} and len(got) > 100
+    first_time = {str(p): next(iter(read_packets(p))).timestamp_ns for p in ring.iterdir()}
+    file, request_time = batch.columns.index("file"), batch.columns.index("request_time")
+    assert [r for r in got if round(r[request_time].timestamp() * 10**6) * 1000 + 1000 <= first_time[r[file]]]
+
+
+def test_the_readme_stream_example(spark, tmp_path):  # noqa: F811
+    import re
+
+    from test_readme import README
+
+    block = re.search(r"```python stream\n(.*?)```", README.read_text(), re.S).group(1)
+    (tmp_path / "ring").mkdir()
+    write(tmp_path / "ring", ring_files()[:5], 0)
+    code = "\n".join(line[2:] for line in block.splitlines())
+    for folder in ("ring/", "exchanges/", "checkpoint/"):  # relative paths are the JVM's, which began elsewhere
+        code = code.replace(f'"{folder}"', f'"{tmp_path / folder}"')
+    exec(compile(code, str(README), "exec"), {"spark": spark})
+    got = spark.read.parquet(str(tmp_path / "exchanges"))
+    want = spark.read.format("kafka-pcap").option("ring", "true").load(str(tmp_path / "ring"))
+    assert got.count() == want.filter(want.file != str(tmp_path / "ring" / "ring04.pcap")).count() > 20
