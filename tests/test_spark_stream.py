@@ -78,6 +78,31 @@ def test_offsets_name_finished_files(tmp_path):
     assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring04.pcap", "ring00.pcap"]
 
 
+def test_topic_names_are_read_again_for_every_micro_batch(tmp_path):
+    """Option topicNames as a file: the driver reads it for every micro-batch, so a map (or a metadata log) kept
+    up to date names topics created after the query began."""
+    import json
+
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    write(ring, pieces(CAPTURES["java-4.3.1"], 6), 0)
+    names = tmp_path / "names.json"
+    names.write_text("{}")
+    source = reader(ring, level="records", topicNames=str(names))
+    start = source.initialOffset()
+    end = source.latestOffset(start, ReadAllAvailable())
+
+    def topics():
+        return {(row["topic"], row["topic_id"]) for part in source.partitions(start, end)
+                for batch in source.read(part) for row in batch.to_pylist()}
+
+    before = topics()
+    assert len(before) == 1 and next(iter(before))[0] == "java-topic"  # the windows' Metadata answers name it
+    topic_id = next(iter(before))[1]
+    names.write_text(json.dumps({topic_id: "named-by-the-map"}))  # given pairs come first
+    assert topics() == {("named-by-the-map", topic_id)}
+
+
 def test_options_are_checked(tmp_path):
     for options, message in (({"lookback": "-1"}, "lookback"), ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger"),
                              ({"startingPosition": "middle"}, "startingPosition"), ({"ring": "maybe"}, "ring")):

@@ -83,6 +83,8 @@ class ReadOptions:
         self.splits = _positive("splits", options.get("splits"))
         self.extensions = [n.strip() for n in str(options.get("extensions") or "").split(",") if n.strip()]
         self.topic_names = _topic_names(options.get("topicnames"))
+        names_text = str(options.get("topicnames") or "").strip()
+        self.topic_names_file = names_text if names_text and not names_text.startswith("{") else None
         self.ring = _flag("ring", options.get("ring"), False)
         lookback = options.get("lookback")
         self.lookback = 1 if lookback is None or not str(lookback).strip() else _count("lookback", lookback)
@@ -339,6 +341,7 @@ class CaptureSplit(InputPartition):
         self.index = index
         self.count = count
         self.ring = ring
+        self.topic_names = None  # pairs to name topics by, when not the options' (a stream reads them anew)
 
     def __repr__(self):
         return f"CaptureSplit({self.file.name!r}, {self.index}/{self.count}{', in a ring' if self.ring else ''})"
@@ -416,8 +419,9 @@ def _guarded(split, options):
         return
     if options.level == _schema.TOPIC_NAMES:
         names, decode = capture.TopicNames(), capture.NAMING  # only the answers that pair names and ids
-    elif options.topic_names is not None:  # the pairs given, and those this split's answers carry
-        names, decode = capture.TopicNames(options.topic_names.known), True
+    elif split.topic_names is not None or options.topic_names is not None:  # the pairs given, and those this
+        given = split.topic_names if split.topic_names is not None else options.topic_names.known  # split's
+        names, decode = capture.TopicNames(given), True  # answers carry
     else:  # without them a split could name only what its own connections' answers name: rows would depend
         names, decode = None, True  # on how files are split, so ids stay ids (read_named names them all)
     if split.ring is not None:
@@ -453,7 +457,7 @@ def read_split(split, options, arrow_schema):
     if options.level == _schema.TOPIC_NAMES:
         batches = _topic_name_batches(exchanges)
     else:
-        if options.topic_names or split.ring is not None:
+        if options.topic_names or split.topic_names or split.ring is not None:
             exchanges = capture.held(exchanges)
         if options.level == _schema.RECORDS:
             batches = tables.record_batches(exchanges, file=name)

@@ -10,6 +10,11 @@ reader's option ``ring`` does: a file's exchanges are those ending in it, paired
 names, so that a query restarted from its checkpoint gives every exchange exactly once, whether or not its
 connection goes on into the next file.
 
+Topic names: each file's window names the topics its answers pair with IDs (Metadata and the like), and option
+topicNames adds pairs; when it is a file (JSON, CSV, a KRaft metadata log) the driver reads it again for every
+micro-batch, so that a map kept up to date, or the metadata log a controller appends to, names topics created
+after the query began.
+
 Offsets name the last file read, with its modification time and its size, where it ended: {"file", "mtime_ns",
 "size", "files"} ("files" counts the files read since the query began). Files are ordered as they were written
 (modification time, then name); a file a ring writes anew has a new time and is read again as a new file.
@@ -19,7 +24,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
 from .. import registry
-from ..capture import ring
+from ..capture import TopicNames, ring
 from . import schema as _schema
 from .datasource import expand, in_ring_order, plan_ring, read_split
 
@@ -92,7 +97,13 @@ class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         files = self._finished(self._listing())
         low, high = _key(start), _key(end)
         chosen = {k for k, f in enumerate(files) if low < ring.order_key(f.name, f.mtime_ns) <= high}
-        return plan_ring(files, self.options.lookback, self.options.splits, chosen, last_is_final=False)
+        splits = plan_ring(files, self.options.lookback, self.options.splits, chosen, last_is_final=False)
+        if self.options.topic_names_file:
+            # Read again for every micro-batch: a metadata log or a map kept up to date names new topics too.
+            names = dict(TopicNames.load(self.options.topic_names_file).known)
+            for split in splits:
+                split.topic_names = names
+        return splits
 
     def read(self, partition):
         registry.load_extensions(self.options.extensions)
