@@ -1,8 +1,9 @@
 """A ring's files read one at a time, so that many readers (Spark tasks, micro-batches of a stream) can share a
 ring and still give every exchange once, including those whose connection goes on from one file into the next.
 
-    for ex in ring.read_in_ring(["ring_00041.pcap", "ring_00042.pcap"]):   # the exchanges ending in ring_00042
+    for ex in ring.RingReader(["ring_00041.pcap", "ring_00042.pcap"]):   # the exchanges ending in ring_00042
         ...
+    for file, ex in ring.read_ring(files):                                  # a whole ring, file by file
 
 A file's exchanges are those whose last packet is in it. To pair an answer with a request sent in an earlier file,
 the files just before it (its *lookback*) are read first, and what ends in them is left to the readers of those
@@ -49,13 +50,13 @@ def order_key(name, mtime_ns):
 
 
 def windows(files, lookback=DEFAULT_LOOKBACK):
-    """For each of the files (in ring order), what RingReader takes to read it: (window, final, oldest_leaves,
+    """For each of the files (in ring order), what RingReader takes to read it: (files, final, oldest_leaves,
     starts_ring). With lookback 0 each file is read alone, as a capture of its own."""
     if lookback < 0:
         raise ValueError(f"lookback must be 0 or more, not {lookback}")
     out = []
     last = len(files) - 1
-    for k, file in enumerate(files):
+    for k in range(len(files)):
         window = files[max(0, k - lookback):k + 1]
         out.append((window, lookback == 0 or k == last, k >= lookback, lookback == 0 or k <= lookback))
     return out
@@ -68,15 +69,15 @@ class RingReader:
     first file of the window is in no later file's window, so requests sent there and still unanswered at the
     end are reported here (the window holds ``lookback`` files before this one). starts_ring: the window begins
     with the ring's first file, so a connection found under way there began before the capture (elsewhere it
-    began in a file before the window, and the bytes skipped to find its first frame are not news). opener: opens a file's name
-    as a binary file object (default: open). The other arguments are read_capture's.
+    began in a file before the window, and the bytes skipped to find its first frame are not news). opener: opens
+    a file's name as a binary file object (default: open). The other arguments are read_capture's.
     ``notes``: lookback files that could not be read (to their end), and why.
     """
 
-    def __init__(self, files, *, final=False, oldest_leaves=True, starts_ring=False, opener=None, ports=None, partition=None,
-                 decode=True, names=None, **limits):
+    def __init__(self, files, *, final=False, oldest_leaves=True, starts_ring=False, opener=None, ports=None,
+                 partition=None, decode=True, names=None, **limits):
         if not files:
-            raise ValueError("read_in_ring needs at least the file to read")
+            raise ValueError("RingReader needs at least the file to read")
         self.files = list(files)
         self.final = final
         self.oldest_leaves = oldest_leaves
@@ -159,11 +160,6 @@ class RingReader:
                     break
                 number -= count
             setattr(ex, attr, number)
-
-
-def read_in_ring(files, **options):
-    """The exchanges ending in the last of files, the ones before it read first (see RingReader)."""
-    return RingReader(files, **options)
 
 
 def read_ring(files, lookback=DEFAULT_LOOKBACK, **options):
