@@ -54,10 +54,10 @@ def test_offsets_name_finished_files(tmp_path):
     assert (Path(everything["file"]).name, everything["files"]) == ("ring02.pcap", 3)  # ring03 is being written
     assert everything["size"] == (tmp_path / "ring02.pcap").stat().st_size
     assert source.latestOffset(everything, ReadAllAvailable()) == everything  # nothing new
-    # The new file's partition reads the file before it first, and reports what ends in its own.
+    # The new file's partition reads the two files before it first, and reports what ends in its own.
     parts = source.partitions(first, everything)
     assert [Path(p.file.name).name for p in parts] == ["ring02.pcap"]
-    assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring01.pcap", "ring02.pcap"]
+    assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring00.pcap", "ring01.pcap", "ring02.pcap"]
     assert source.partitions(everything, everything) == []
     rows = [row for batch in source.read(parts[0]) for row in batch.to_pylist()]
     assert rows and {row["file"] for row in rows} == {str(tmp_path / "ring02.pcap")}
@@ -75,7 +75,7 @@ def test_offsets_name_finished_files(tmp_path):
     round_again = source.latestOffset(later, ReadAllAvailable())
     assert (Path(round_again["file"]).name, round_again["files"]) == ("ring00.pcap", 6)
     parts = source.partitions(later, round_again)
-    assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring04.pcap", "ring00.pcap"]
+    assert [Path(f.name).name for f in parts[0].ring[0]] == ["ring03.pcap", "ring04.pcap", "ring00.pcap"]
 
 
 def test_topic_names_are_read_again_for_every_micro_batch(tmp_path):

@@ -13,8 +13,9 @@ reports everything still open, as the end of a single capture does.
 
 Every reader of the same files makes the same decisions, so a file's exchanges do not depend on who reads it or
 when. Two limits follow from reading a bounded lookback: a request answered more than ``lookback`` files after the
-one it was sent in is not paired (its answer reads as an answer to a request the capture did not hold), and a
-connection's number and ``joined`` flag count from the first file read. Packet numbers count within the file each
+one it was sent in is not paired (its answer reads as an answer to a request the capture did not hold; the same
+holds where finding the first frame of a connection already under way takes longer than the lookback), and a
+connection's number and ``joined`` flag count from the first file read. Each file is read 1 + lookback times. Packet numbers count within the file each
 packet is in, as Wireshark numbers them when it opens that file.
 """
 
@@ -23,7 +24,10 @@ import os
 from . import CAPTURE_ERROR, GAP, CaptureReader
 from .pcap import CaptureFormatError, read_packets
 
-DEFAULT_LOOKBACK = 1
+# Two files: a reader that begins inside a connection must find a frame start again, and where the capture lost
+# packets that can take more than a small file (measured on a tcpdump -C 1 ring of librdkafka at full speed: one
+# file of lookback left 19 of 546 exchanges unpaired or misread, two none). Rings of large files need only one.
+DEFAULT_LOOKBACK = 2
 
 
 def order_key(name, mtime_ns):

@@ -19,7 +19,7 @@ Options:
             go on from file to file: each file's exchanges are those ending in it, paired with requests from the
             files before it (see kafkaproto.capture.ring); what a stream over the same files gives
     lookback  with ring and in a stream: how many files before each file are read to pair its answers with
-            their requests (default 1; 0 reads every file alone)
+            their requests (default 2; 0 reads every file alone)
     maxFilesPerTrigger, startingPosition  in a stream: files per micro-batch at most (default: all there are);
             earliest (default: the files already there, then new ones) or latest (only files finished after
             the query starts)
@@ -87,7 +87,8 @@ class ReadOptions:
         self.topic_names_file = names_text if names_text and not names_text.startswith("{") else None
         self.ring = _flag("ring", options.get("ring"), False)
         lookback = options.get("lookback")
-        self.lookback = 1 if lookback is None or not str(lookback).strip() else _count("lookback", lookback)
+        self.lookback = ring.DEFAULT_LOOKBACK if lookback is None or not str(lookback).strip() \
+            else _count("lookback", lookback)
         self.max_files = _positive("maxFilesPerTrigger", options.get("maxfilespertrigger"))
         self.starting = str(options.get("startingposition") or "earliest").strip().lower()
         if self.starting not in ("earliest", "latest"):
