@@ -15,8 +15,8 @@ Every reader of the same files makes the same decisions, so a file's exchanges d
 when. Two limits follow from reading a bounded lookback: a request answered more than ``lookback`` files after the
 one it was sent in is not paired (its answer reads as an answer to a request the capture did not hold; the same
 holds where finding the first frame of a connection already under way takes longer than the lookback), and a
-connection's number and ``joined`` flag count from the first file read. Each file is read 1 + lookback times. Packet numbers count within the file each
-packet is in, as Wireshark numbers them when it opens that file.
+connection's number and ``joined`` flag count from the first file read. Each file is read 1 + lookback times. Packet
+numbers count within the file each packet is in, as Wireshark numbers them when it opens that file.
 """
 
 import os
