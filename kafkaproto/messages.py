@@ -11,7 +11,6 @@ once kafkaproto's own specs are known: so do processes started for you, such as
 Spark's workers, when they inherit it.
 """
 
-import os
 import sys
 
 from . import _impl, registry
@@ -40,5 +39,4 @@ def load_implementation(impl=None):
     return _generated.load(impl or _impl.IMPL)
 
 
-if os.environ.get("KAFKAPROTO_EXTENSIONS", "").strip():
-    registry.load_extensions([n.strip() for n in os.environ["KAFKAPROTO_EXTENSIONS"].split(",") if n.strip()])
+registry.load_extensions(registry.environment_extensions())

@@ -162,6 +162,25 @@ def load_extensions(names):
     return loaded
 
 
+def environment_extensions():
+    """The extensions KAFKAPROTO_EXTENSIONS names (comma-separated): every kafkaproto process loads them."""
+    import os
+    return [n.strip() for n in os.environ.get("KAFKAPROTO_EXTENSIONS", "").split(",") if n.strip()]
+
+
+def use_extensions(names):
+    """Make the registered extensions exactly the named ones and the environment's.
+
+    A long-lived process that runs one job after another (a Spark worker) must decode each as that job asks:
+    an extension loaded for an earlier job is set aside, or a later job without it would read its fields.
+    """
+    wanted = load_extensions([*environment_extensions(), *names])
+    for package in extensions():
+        if package not in wanted:
+            unregister(package)
+    return wanted
+
+
 def publish(module, kinds):
     """Keep module's attributes equal to the registry's classes of those spec kinds, and its __all__ listing them.
 

@@ -501,7 +501,7 @@ class KafkaPcapReader(DataSourceReader):
         return plan(files, self.options.splits)
 
     def read(self, partition):
-        registry.load_extensions(self.options.extensions)  # a task's process may not have loaded them yet
+        registry.use_extensions(self.options.extensions)  # a worker may run other queries' tasks too
         return read_split(partition, self.options, _schema.arrow_schema_of(self.struct))
 
 

@@ -106,7 +106,7 @@ class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return splits
 
     def read(self, partition):
-        registry.load_extensions(self.options.extensions)
+        registry.use_extensions(self.options.extensions)
         return read_split(partition, self.options, _schema.arrow_schema_of(self.struct))
 
     def commit(self, end):
