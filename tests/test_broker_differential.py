@@ -10,10 +10,10 @@ What is normalised, and why:
   in hash order, and each side's topic IDs differ);
 - requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start,
   or with NOT_LEADER_OR_FOLLOWER (or LEADER_NOT_AVAILABLE) for a moment after it creates a topic, are sent
-  again until it answers, and so are those it answers CONCURRENT_TRANSACTIONS while it still
-  writes the markers of a transaction that ended (this broker writes them before answering EndTxn), and
-  for the same reason the last read_committed Fetch is repeated until the last stable offset is the high
-  watermark;
+  again until it answers (and a topic just created is used once its partitions answer ListOffsets), and so
+  are those it answers CONCURRENT_TRANSACTIONS while it still writes the markers of a transaction that ended
+  (this broker writes them before answering EndTxn), and for the same reason the last read_committed Fetch is
+  repeated until the last stable offset is the high watermark;
 - throttle times, error messages and authorized-operation bit sets (free text and ACL details);
 - CreateTopics' list of effective configs (Kafka lists every topic config; this broker its own set);
 - a Fetch may hold fewer of the batches ready than it could (Kafka's did, right after a transaction ended):
@@ -100,12 +100,31 @@ def sides(kafka_broker, broker_like_kafka):
 
 def both(sides, make, version, what, settled=None):
     """Send make (or make(side)) to both and assert the normalised answers agree; with settled, each is
-    asked again until settled(response) holds."""
+    asked again until settled(response) holds. Topics a CreateTopics made are then waited for until they
+    serve requests."""
     kafka, ours = sides
-    answers = [side.call(make(side) if callable(make) else make, version, settled) for side in (kafka, ours)]
+    bodies = [make(side) if callable(make) else make for side in (kafka, ours)]
+    answers = [side.call(body, version, settled) for side, body in zip((kafka, ours), bodies)]
     found = differences(answers[0][1], answers[1][1])
     assert not found, f"{what} v{version}: this broker differs from Apache Kafka:\n" + described(found)
+    for side, body, (response, _) in zip((kafka, ours), bodies, answers):
+        if isinstance(body, CreateTopicsRequest) and not body.validate_only:
+            serving(side, [(t.name, t.num_partitions) for t in response.topics
+                           if t.error_code == 0 and t.num_partitions > 0])
     return answers[0][0], answers[1][0]
+
+
+def serving(side, topics):
+    """Wait until every partition of topics [(name, partitions)] answers ListOffsets. Kafka's CreateTopics
+    answers once the controller has made the topic; its broker learns of it a moment later, and until then
+    answers Produce with UNKNOWN_TOPIC_OR_PARTITION (its clients wait for the metadata, as this does)."""
+    if not topics:
+        return
+    probe = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+        ListOffsetsRequest.ListOffsetsTopic(name=name, partitions=[
+            ListOffsetsRequest.ListOffsetsPartition(partition_index=p, timestamp=-1) for p in range(count)])
+        for name, count in topics])
+    side.call(probe, 7, settled=lambda r: all(p.error_code == 0 for t in r.topics for p in t.partitions))
 
 
 def batch(*values, producer_id=-1, epoch=-1, sequence=-1, transactional=False):
