@@ -32,6 +32,7 @@ cdef class Writer:
     cdef int defer(self, object value, Py_ssize_t n) except -1
     cdef int rollback(self, Py_ssize_t pos, Py_ssize_t nblobs) except -1
     cpdef bytes finish(self)
+    cpdef list finish_parts(self)
 
 
 cdef class Struct:

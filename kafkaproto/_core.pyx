@@ -13,7 +13,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, 
 
 from kafkaproto import _generic
 from kafkaproto.exceptions import DecodeError, UnsupportedVersionError
-from kafkaproto._pycore import Request, Response
+from kafkaproto._pycore import FileRegion, Request, Response
 from kafkaproto.uuid import Uuid
 
 cdef extern from "Python.h":
@@ -185,7 +185,7 @@ cdef class Writer:
             del self.blobs[nblobs:]
             self.blob_bytes = 0
             for _, blob in self.blobs:
-                self.blob_bytes += memoryview(blob).nbytes
+                self.blob_bytes += len(blob) if type(blob) is FileRegion else memoryview(blob).nbytes
         return 0
 
     cpdef bytes finish(self):
@@ -201,6 +201,8 @@ cdef class Writer:
                 memcpy(dst, self.data + done, at - done)
                 dst += at - done
                 done = at
+                if type(blob) is FileRegion:
+                    blob = blob.read()
                 PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
                 memcpy(dst, view.buf, view.len)
                 dst += view.len
@@ -210,6 +212,30 @@ cdef class Writer:
         self._release()
         self.blob_bytes = 0
         return out
+
+    cpdef list finish_parts(self):
+        """What was written as a list of bytes and the FileRegions written, in order (as finish() would have
+        it, but each region left in its file)."""
+        if self.data is NULL:
+            raise ValueError("Writer already finished")
+        cdef list parts = [], pending = []
+        cdef Py_ssize_t done = 0, at
+        if self.blobs is not None:
+            for at, blob in self.blobs:
+                pending.append(PyBytes_FromStringAndSize(self.data + done, at - done))
+                done = at
+                if type(blob) is FileRegion:
+                    parts.append(b"".join(pending))
+                    parts.append(blob)
+                    pending = []
+                else:
+                    pending.append(blob)
+            self.blobs = None
+        pending.append(PyBytes_FromStringAndSize(self.data + done, self.pos - done))
+        parts.append(b"".join(pending))
+        self._release()
+        self.blob_bytes = 0
+        return parts
 
     # Python-level access to the primitives, named as in the pure-Python Writer.
     def bool(self, value):
@@ -547,6 +573,11 @@ cdef int write_buffer(Writer w, object value, bint compact, str what) except -1:
         else:
             write_raw(w, PyBytes_AS_STRING(value), n)
         return 0
+    if type(value) is FileRegion:  # left in its file until finish() reads it or finish_parts() hands it on
+        n = value.size
+        write_length(w, n, compact, False, what)
+        w.defer(value, n)
+        return 0
     try:
         PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
     except TypeError:
@@ -812,6 +843,14 @@ def encode_request(Struct header, Struct body, int version):
 
 
 def encode_response(Struct header, Struct body, int version):
+    return _encode_response(header, body, version).finish()
+
+
+def encode_response_parts(Struct header, Struct body, int version):
+    return _encode_response(header, body, version).finish_parts()
+
+
+cdef Writer _encode_response(Struct header, Struct body, int version):
     cdef ApiEntry e = _entry_of(body, "response")
     if type(header) is not _RESPONSE_HEADER:
         raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
@@ -822,4 +861,4 @@ def encode_response(Struct header, Struct body, int version):
     _write_message(header, w, response_header_version(e, version))
     _write_message(body, w, version)
     patch_size(w)
-    return w.finish()
+    return w

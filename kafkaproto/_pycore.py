@@ -3,6 +3,7 @@
 Error messages and offsets match the compiled core exactly; tests compare them.
 """
 
+import os
 from struct import Struct as _S
 from struct import error as _struct_error
 
@@ -196,13 +197,56 @@ def _bad_value(value, what):
     return TypeError(f"cannot write {type(value).__name__} as {what}")
 
 
-class Writer:
-    """A growable output buffer."""
+class FileRegion:
+    """size bytes of an open file from position, as the value of a bytes or records field.
 
-    __slots__ = ("buf",)
+    An encoder leaves the bytes in the file: encode_response_parts gives the region back among a frame's
+    parts, for the writer to send with sendfile(2), and encode_response reads them in. Whoever made the
+    region keeps the file open until release() (called once it is sent, or dropped).
+    """
+
+    __slots__ = ("fd", "position", "size", "_release")
+
+    def __init__(self, fd, position, size, release=None):
+        if position < 0 or size < 0:
+            raise ValueError(f"a file region needs a position and size of at least 0, not {position} and {size}")
+        self.fd, self.position, self.size, self._release = fd, position, size, release
+
+    def __len__(self):
+        return self.size
+
+    def __repr__(self):
+        return f"FileRegion(fd={self.fd}, position={self.position}, size={self.size})"
+
+    def fileno(self):
+        return self.fd
+
+    def read(self):
+        """The region's bytes, read from the file (all of them, or OSError)."""
+        data = os.pread(self.fd, self.size, self.position)
+        while len(data) < self.size:
+            more = os.pread(self.fd, self.size - len(data), self.position + len(data))
+            if not more:
+                raise OSError(f"file region of {self.size} bytes at {self.position}: the file ends "
+                              f"{self.size - len(data)} bytes short")
+            data += more
+        return data
+
+    def release(self):
+        """Let the file go (once; later calls do nothing)."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+class Writer:
+    """A growable output buffer; FileRegions written stay in their files until finish() or finish_parts()."""
+
+    __slots__ = ("buf", "regions")
 
     def __init__(self, capacity=256):
         self.buf = bytearray()
+        self.regions = None  # [(position in buf, FileRegion)]
 
     def patch_int32(self, pos, value):
         """Overwrite four bytes already written (a size prefix, once the size is known)."""
@@ -211,10 +255,22 @@ class Writer:
         _I32.pack_into(self.buf, pos, value)
 
     def __len__(self):
-        return len(self.buf)
+        return len(self.buf) + (sum(region.size for _, region in self.regions) if self.regions else 0)
 
     def finish(self):
-        return bytes(self.buf)
+        if not self.regions:
+            return bytes(self.buf)
+        return b"".join(part.read() if type(part) is FileRegion else part for part in self.finish_parts())
+
+    def finish_parts(self):
+        """What was written as a list of bytes and the FileRegions written, in order."""
+        parts, done = [], 0
+        for at, region in self.regions or ():
+            parts += (bytes(self.buf[done:at]), region)
+            done = at
+        parts.append(bytes(self.buf[done:]))
+        self.regions = None
+        return parts
 
     def int8(self, v):
         self.buf += _I8.pack(v)
@@ -296,6 +352,12 @@ class Writer:
             return self.null(compact, False)
         if isinstance(value, str):
             raise _bad_value(value, what)
+        if type(value) is FileRegion:
+            self.length(value.size, compact, False, what)
+            if self.regions is None:
+                self.regions = []
+            self.regions.append((len(self.buf), value))
+            return
         try:
             view = memoryview(value)
         except TypeError:

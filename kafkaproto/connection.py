@@ -28,7 +28,8 @@ from ._generated import ApiKey
 from ._impl import COMPILED
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from .messages import RequestHeader, ResponseHeader
-from .protocol import DEFAULT_MAX_FRAME, FrameBuffer, FrameError, encode_request, encode_response
+from .protocol import (DEFAULT_MAX_FRAME, FrameBuffer, FrameError, encode_request, encode_response,
+                       encode_response_parts)
 from .protocol import decode_request, decode_response
 from .registry import api
 
@@ -298,9 +299,10 @@ class ServerConnection(_End):
         correlation_id = int.from_bytes(frame[4:8], "big", signed=True) if len(frame) >= 8 else None
         raise ProtocolError(f"unreadable request: {error}", correlation_id=correlation_id) from error
 
-    def send_response(self, request, body, version=None):
+    def send_response(self, request, body, version=None, parts=False):
         """The frame answering a request (a RequestReceived or its RequestHeader), at its version unless
-        version is given (ApiVersions refusing a version answers at 0)."""
+        version is given (ApiVersions refusing a version answers at 0). With parts, the frame as
+        encode_response_parts gives it: bytes, and the body's FileRegions left in their files."""
         header = getattr(request, "header", request)
         if header.correlation_id not in self._state.pending:
             raise ProtocolError(f"no pending request has correlation id {header.correlation_id}", close=False)
@@ -308,7 +310,8 @@ class ServerConnection(_End):
         if type(body) is not info.response and type(body) not in info.response_classes:
             raise TypeError(f"{type(body).__name__} does not answer {api(header.request_api_key).name}")
         version = header.request_api_version if version is None else version
-        frame = encode_response(ResponseHeader(correlation_id=header.correlation_id), body, version)
+        frame = (encode_response_parts if parts else encode_response)(
+            ResponseHeader(correlation_id=header.correlation_id), body, version)
         del self._state.pending[header.correlation_id]
         self._state.response_seen(header, body)
         return frame

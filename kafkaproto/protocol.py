@@ -12,7 +12,7 @@ from typing import NamedTuple
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ._generic import bad_version as _bad_version, note_size_prefix
 from . import _impl, registry
-from ._pycore import Request, Response
+from ._pycore import FileRegion, Request, Response  # noqa: F401 - FileRegion: a value encoders leave in its file
 from .registry import api
 
 _HEAD = _S(">hh")
@@ -29,11 +29,12 @@ def response_header_version(api_key, api_version):
 
 
 class Frames(NamedTuple):
-    """The four frame functions of one implementation."""
+    """The frame functions of one implementation."""
     encode_request: object
     encode_response: object
     decode_request: object
     decode_response: object
+    encode_response_parts: object
 
 
 def _python_frames(impl):
@@ -63,13 +64,13 @@ def _python_frames(impl):
             raise TypeError(f"{type(body).__name__} is not a {side}")
         return info
 
-    def frame(header, header_version, body, version):
+    def frame(header, header_version, body, version, parts=False):
         w = Writer()
         w.raw(b"\0\0\0\0")  # the size, patched in at the end
         header.write_to(w, header_version)
         body.write_to(w, version)
         w.patch_int32(0, len(w) - 4)
-        return w.finish()
+        return w.finish_parts() if parts else w.finish()
 
     def encode_request(header, body, version):
         """One size-prefixed request frame: the header at the version the API needs, then body.
@@ -87,14 +88,22 @@ def _python_frames(impl):
                 f"but the body is {info.name} v{version}")
         return frame(header, info.request_header_version(version), body, version)
 
-    def encode_response(header, body, version):
-        """One size-prefixed response frame for a response body at the given version."""
+    def response_frame(header, body, version, parts):
         info = api_of(body, "response")
         if type(header) is not response_header:
             raise TypeError(f"expected a ResponseHeader, got {type(header).__name__}")
         if version not in info.valid_versions:
             _bad_version(type(body), version)
-        return frame(header, info.response_header_version(version), body, version)
+        return frame(header, info.response_header_version(version), body, version, parts)
+
+    def encode_response(header, body, version):
+        """One size-prefixed response frame for a response body at the given version."""
+        return response_frame(header, body, version, False)
+
+    def encode_response_parts(header, body, version):
+        """encode_response's frame as a list of bytes and, left in their files, the FileRegions among the
+        body's values (for a writer that sends them with sendfile); joined, the parts are the frame."""
+        return response_frame(header, body, version, True)
 
     def decode_request(frame, allow_trailing=False):
         """A request frame's payload -> Request(header, body); the API is read from the header.
@@ -163,7 +172,7 @@ def _python_frames(impl):
             note_size_prefix(e, frame)
             raise
 
-    return Frames(encode_request, encode_response, decode_request, decode_response)
+    return Frames(encode_request, encode_response, decode_request, decode_response, encode_response_parts)
 
 
 def frame_functions(impl=None):
@@ -174,10 +183,11 @@ def frame_functions(impl=None):
     from . import _core
     if not _impl.COMPILED:  # the registry keeps the compiled table only when it is the one in use
         registry.install_compiled(registry.classes("compiled"))
-    return Frames(_core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response)
+    return Frames(_core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response,
+                  _core.encode_response_parts)
 
 
-encode_request, encode_response, decode_request, decode_response = frame_functions()
+encode_request, encode_response, decode_request, decode_response, encode_response_parts = frame_functions()
 
 
 def _check_end(r, cls, version):

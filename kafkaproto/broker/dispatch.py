@@ -63,9 +63,9 @@ class Wait(NamedTuple):
 class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
-    __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo")
+    __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo", "regions")
 
-    def __init__(self, state, header, final=False, session=None, client_host=""):
+    def __init__(self, state, header, final=False, session=None, client_host="", regions=None):
         self.state = state
         self.header = header
         self.version = header.request_api_version
@@ -73,6 +73,9 @@ class Context:
         self.session = session  # the connection's security.Session (None in tests that need none)
         self.client_host = client_host
         self.memo = {}  # what a handler keeps between the times one request is asked again (after Wait)
+        # A list when the connection can send file bytes with sendfile: a log read may then answer with
+        # FileRegions, listed here so that the server releases them once sent (or dropped).
+        self.regions = regions
 
     @property
     def endpoint(self):

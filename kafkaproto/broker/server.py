@@ -8,7 +8,9 @@ leave in order; a Fetch waiting for data holds only its own connection.
 A connection that sends what cannot be read, stays idle past
 connections.max.idle.ms, or goes over max.connections is closed with a log line.
 On SASL listeners a client gets nothing but ApiVersions and the SASL exchange
-until it has authenticated; TLS listeners wrap the same loop.
+until it has authenticated; TLS listeners wrap the same loop. On plain-text
+listeners a Fetch's record bytes go from the segment files to the socket with
+sendfile(2), never through Python (the handler answers with FileRegions).
 When accept() fails (out of file descriptors, say), the listener backs off and
 tries again, with one warning when that starts and one line when it accepts again.
 """
@@ -23,6 +25,7 @@ from .. import errors
 from ..connection import ProtocolError, SaslBytes, ServerConnection
 from ..messages import ApiKey
 from ..exceptions import KafkaProtoError
+from ..protocol import FileRegion
 from ..registry import api
 from .config import Listener
 from .dispatch import ANSWER_API_VERSIONS_V0, Context, Wait, dispatch, load_handlers, unserved
@@ -185,6 +188,10 @@ class Server:
         self._tasks.add(asyncio.current_task())
         connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
         idle = self.config["connections.max.idle.ms"] / 1000
+        # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
+        client_host = "/" + where.rpartition(":")[0]
+        sendfile = listener.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and \
+            hasattr(asyncio.get_running_loop(), "sendfile")
         try:
             while True:
                 try:
@@ -223,17 +230,25 @@ class Server:
                         if not self._refuse(connection, writer, event.header, where):
                             return
                         continue
-                    response = await self._answer(event, where, session)
-                    if response is None:
-                        return
-                    if event.expects_response:
-                        try:
-                            frame = connection.send_response(event, response)
-                        except Exception:  # a handler's answer that cannot be written: its bug, logged whole
-                            log.exception("%s: the answer to %s v%d cannot be written; closing the connection",
-                                          where, type(event.body).__name__, event.version)
+                    ctx = Context(self.state, event.header, session=session, client_host=client_host,
+                                  regions=[] if sendfile else None)
+                    try:
+                        response = await self._answer(ctx, event, where)
+                        if response is None:
                             return
-                        writer.write(frame)
+                        if event.expects_response:
+                            try:
+                                frame = connection.send_response(event, response, parts=bool(ctx.regions))
+                            except Exception:  # a handler's answer that cannot be written: its bug, logged whole
+                                log.exception("%s: the answer to %s v%d cannot be written; closing the connection",
+                                              where, type(event.body).__name__, event.version)
+                                return
+                            if ctx.regions:
+                                sendfile = await _send_parts(writer, frame)
+                            else:
+                                writer.write(frame)
+                    finally:
+                        _release(ctx)
                     if session.failed:
                         await writer.drain()
                         return
@@ -255,10 +270,8 @@ class Server:
                     api(header.request_api_key).name, header.request_api_version)
         return False
 
-    async def _answer(self, event, where, session):
+    async def _answer(self, ctx, event, where):
         """The response to a request, or None to close the connection."""
-        # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
-        ctx = Context(self.state, event.header, session=session, client_host="/" + where.rpartition(":")[0])
         loop = asyncio.get_running_loop()
         deadline = None
         try:
@@ -266,6 +279,7 @@ class Server:
                 response = dispatch(ctx, event.body)
                 if not isinstance(response, Wait):
                     return response
+                _release(ctx)  # what it read is read again when it is asked again
                 if deadline is None or ctx.final:  # a Wait after its time was up starts a new one
                     deadline = loop.time() + response.ms / 1000
                 try:
@@ -292,6 +306,32 @@ class Server:
             pass
         log.warning("%s: %s; closing the connection (no error field to answer with)", where, reason)
         return None
+
+
+async def _send_parts(writer, parts):
+    """Write a frame's parts, each FileRegion with sendfile(2); False when this event loop has no sendfile
+    for the connection (its regions were read and written instead)."""
+    loop = asyncio.get_running_loop()
+    native = True
+    for part in parts:
+        if type(part) is not FileRegion:
+            writer.write(part)
+            continue
+        if native:
+            try:
+                await loop.sendfile(writer.transport, part, part.position, part.size, fallback=False)
+                continue
+            except (NotImplementedError, asyncio.SendfileNotAvailableError):
+                native = False
+        writer.write(part.read())
+    return native
+
+
+def _release(ctx):
+    if ctx.regions:
+        for region in ctx.regions:
+            region.release()
+        ctx.regions.clear()
 
 
 async def _listen(host, port):

@@ -143,7 +143,8 @@ def _read(ctx, request, scope, by_id):
             continue
         limit = min(cached.max_bytes, budget - total)
         upto = stable if read_committed else high
-        data = plog.read(cached.fetch_offset, max(limit, 0), upto) if limit > 0 or total == 0 else b""
+        data = plog.read(cached.fetch_offset, max(limit, 0), upto, ctx.regions) if limit > 0 or total == 0 \
+            else b""
         total += len(data)
         aborted = None
         if read_committed:

@@ -15,7 +15,10 @@ from the batch headers (the files are written for tools that read them).
 Segment files are opened when first read or written and stay open in a
 broker-wide set of bounded size (OpenFiles), the least recently used closed
 first: a partition at rest holds no file descriptor, so the number of
-partitions is not bounded by the process's descriptor limit.
+partitions is not bounded by the process's descriptor limit. A read may give
+its bytes as a FileRegion of the segment's file instead (for sendfile); the
+file then stays open, whatever happens to the segment, until the region is
+released.
 """
 
 import bisect
@@ -28,6 +31,7 @@ import struct
 import time
 from collections import OrderedDict
 
+from ...protocol import FileRegion
 from ...records import RecordsError, iter_batches
 
 log = logging.getLogger("kafkaproto.broker")
@@ -38,6 +42,8 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 OVERHEAD = 12  # base offset and length precede the length's bytes
 INDEX_ENTRY = struct.Struct(">ii")
+# Reads this large are given as FileRegions when asked: below it, copying costs less than a sendfile call.
+REGION_MIN = 64 * 1024
 
 
 class LogError(Exception):
@@ -111,17 +117,16 @@ class OpenFiles:
 
     def open(self, segment, flags=os.O_RDWR):
         """Open segment's file and keep it among the open ones; its descriptor."""
-        while len(self._open) >= self.limit:
-            self._close_oldest()
+        while len(self._open) >= self.limit and self._close_oldest():
+            pass
         while True:
             try:
                 fd = os.open(segment.path, flags, 0o644)
                 break
             except OSError as e:
                 # Sockets may have taken what was left: give back a segment's descriptor and try again.
-                if e.errno not in OUT_OF_DESCRIPTORS or not self._open:
+                if e.errno not in OUT_OF_DESCRIPTORS or not self._close_oldest():
                     raise
-                self._close_oldest()
         segment._fd = fd
         self._open[segment] = None
         return fd
@@ -130,13 +135,21 @@ class OpenFiles:
         self._open.pop(segment, None)
 
     def _close_oldest(self):
-        segment, _ = self._open.popitem(last=False)
+        """Close the least recently used file no FileRegion holds; False if every open one is held."""
+        for segment in self._open:
+            if not segment.regions:
+                break
+        else:
+            return False
+        del self._open[segment]
         fd, segment._fd = segment._fd, -1
         os.close(fd)
+        return True
 
     def close_all(self):
-        while self._open:
-            self._close_oldest()
+        for segment in list(self._open):
+            segment.regions = 0
+            segment.close()
 
 
 class Segment:
@@ -150,6 +163,8 @@ class Segment:
         self.files = files
         self._used = files.used  # bound once: the hot path calls it on every read and write
         self._fd = -1
+        self.regions = 0  # FileRegions of this file not yet released: the file stays open while there are any
+        self._close_when_released = False
         try:
             self.size = os.stat(self.path).st_size
         except FileNotFoundError:
@@ -179,6 +194,9 @@ class Segment:
         return self._fd >= 0
 
     def close(self):
+        if self.regions:
+            self._close_when_released = True
+            return
         if self._fd >= 0:
             self.files.forget(self)
             fd, self._fd = self._fd, -1
@@ -186,6 +204,18 @@ class Segment:
 
     def read(self, position, size):
         return os.pread(self.fd, size, position)
+
+    def region(self, position, size):
+        """size bytes from position as a FileRegion, which keeps this file open until it is released."""
+        region = FileRegion(self.fd, position, size, self._released)
+        self.regions += 1
+        return region
+
+    def _released(self):
+        self.regions -= 1
+        if not self.regions and self._close_when_released:
+            self._close_when_released = False
+            self.close()
 
     def write(self, data, position):
         """Write data at position, all of it or nothing: a failed write is cut off again."""
@@ -354,9 +384,10 @@ class PartitionLog:
         i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
         return self.segments[max(i, 0)]
 
-    def read(self, offset, max_bytes, upto=None):
+    def read(self, offset, max_bytes, upto=None, regions=None):
         """Whole batches from the one holding offset, up to max_bytes, but at least that first batch;
-        none that starts at or after upto (the last stable offset, for read_committed)."""
+        none that starts at or after upto (the last stable offset, for read_committed). Given a list
+        regions, a read of REGION_MIN bytes or more is a FileRegion, also added to that list."""
         upto = self.log_end_offset if upto is None else upto
         if offset < self.log_start_offset or offset >= upto:
             return b""
@@ -372,7 +403,11 @@ class PartitionLog:
             start = segment.ends[first - 1] if first else 0
             stop = min(bisect.bisect_left(segment.bases, upto, first),
                        max(bisect.bisect_right(segment.ends, start + max_bytes, first), first + 1))
-            return segment.read(start, segment.ends[stop - 1] - start)
+            size = segment.ends[stop - 1] - start
+            if regions is not None and size >= REGION_MIN:
+                regions.append(segment.region(start, size))
+                return regions[-1]
+            return segment.read(start, size)
         return b""
 
     def batches_from(self, offset):
