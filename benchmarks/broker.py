@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Broker benchmark: Apache Kafka's own perf tools against Apache Kafka 4.3.1 and against kafkaproto's broker.
 
-    python benchmarks/broker.py [--quick] [--repeats N] [--json PATH]
+    python benchmarks/broker.py [--quick] [--repeats N] [--only TEXT ...] [--json PATH]
     python benchmarks/broker.py --json benchmarks/broker-results.json          # the recorded run
 
 Both brokers run on this machine in the same run with the same settings (one node, 127.0.0.1, a fresh data
@@ -239,6 +239,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a fifth of the records per case")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--only", action="append", metavar="TEXT",
+                        help="run only the cases whose label holds TEXT (\"6p 1024B\", \"lz4\"; repeatable: any)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--markdown", metavar="JSON", help="print the table of a saved run, and run nothing")
     args = parser.parse_args()
@@ -260,6 +262,8 @@ def main():
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:
         for case in cases(args.quick):
+            if args.only and not any(text in label(case) for text in args.only):
+                continue
             runs = {"kafka": [], "kafkaproto": []}
             for _ in range(args.repeats):
                 for key, broker in (("kafka", kafka), ("kafkaproto", ours)):

@@ -51,7 +51,10 @@ class Server:
         self.config = state.config
         self.listeners = []  # bound Listener objects (ports resolved)
         self._listening = []  # (listening socket, the task accepting on it)
-        self._connections = set()
+        # writer -> when it last read (loop time), or None while it answers a request: the housekeeping closes
+        # those idle past connections.max.idle.ms (a timer per read would cost a task per read)
+        self._connections = {}
+        self._idled = set()
         self._tasks = set()
         self._closing = False
         self._change = asyncio.Event()
@@ -90,6 +93,7 @@ class Server:
         retention_due = cleaning_due = offsets_due = partitions_due = time.monotonic()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
+            self._close_idle()
             try:
                 self.state.cluster.delete_due()
                 if time.monotonic() >= retention_due:
@@ -113,6 +117,13 @@ class Server:
                     self._changed()
             except OSError as e:
                 log.error("housekeeping: %s", e)
+
+    def _close_idle(self):
+        idle_before = asyncio.get_running_loop().time() - self.config["connections.max.idle.ms"] / 1000
+        for writer, last_read in list(self._connections.items()):
+            if last_read is not None and last_read < idle_before:
+                self._idled.add(writer)
+                writer.close()  # its read then ends, and its task says why
 
     async def _accept(self, sock, listener, mechanisms, context):
         """Accept connections on a listening socket until cancelled; each is served by a task of its own."""
@@ -184,23 +195,23 @@ class Server:
             log.warning("%s: refused, max.connections=%d reached", where, self.config["max.connections"])
             writer.close()
             return
-        self._connections.add(writer)
+        loop = asyncio.get_running_loop()
+        self._connections[writer] = loop.time()
         self._tasks.add(asyncio.current_task())
         connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
         idle = self.config["connections.max.idle.ms"] / 1000
         # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
         client_host = "/" + where.rpartition(":")[0]
-        sendfile = listener.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and \
-            hasattr(asyncio.get_running_loop(), "sendfile")
+        sendfile = listener.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and hasattr(loop, "sendfile")
         try:
             while True:
-                try:
-                    data = await asyncio.wait_for(reader.read(READ_SIZE), idle)
-                except asyncio.TimeoutError:
-                    log.info("%s: closed after %.0f s idle (connections.max.idle.ms)", where, idle)
-                    return
+                self._connections[writer] = loop.time()
+                data = await reader.read(READ_SIZE)
                 if not data:
+                    if writer in self._idled:
+                        log.info("%s: closed after %.0f s idle (connections.max.idle.ms)", where, idle)
                     return
+                self._connections[writer] = None
                 try:
                     events = connection.receive_data(data)
                 except ProtocolError as e:
@@ -256,7 +267,8 @@ class Server:
         except (ConnectionError, OSError) as e:
             log.info("%s: connection lost: %s", where, e)
         finally:
-            self._connections.discard(writer)
+            self._connections.pop(writer, None)
+            self._idled.discard(writer)
             self._tasks.discard(asyncio.current_task())
             writer.close()
 

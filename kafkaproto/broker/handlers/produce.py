@@ -42,7 +42,8 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         return _result(index, error)
     if partition.mode != READ_WRITE:  # being deleted (partition deletion): the proposal's error
         return _result(index, errors.LEADER_NOT_AVAILABLE, message="the partition is being deleted and is read-only")
-    max_bytes = int(state.cluster.topic_config(topic)["max.message.bytes"])
+    config = state.cluster.topic_config(topic)
+    max_bytes = int(config["max.message.bytes"])
     try:
         batches = parse_batches(records if records is not None else b"", max_batch_bytes=max_bytes)
     except RecordsError as e:
@@ -54,7 +55,7 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         error = _transaction_error(state, transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
-    if "compact" in state.cluster.topic_config(topic)["cleanup.policy"] and not _all_keyed(records):
+    if "compact" in config["cleanup.policy"] and not _all_keyed(records):
         return _result(index, errors.INVALID_RECORD, message=f"a record without a key, for compacted topic "
                                                              f"{topic.name}")
     producers = state.producers[partition]

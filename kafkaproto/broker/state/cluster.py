@@ -129,6 +129,7 @@ class Cluster:
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.configs = {}  # broker-level dynamic configs
+        self._effective = {}  # Topic -> its effective configs, until a config changes (Produce reads them)
         self.pending_deletes = []  # (monotonic time due, path) of renamed-away partition directories
         self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
         clean = os.path.exists(self._clean_marker)
@@ -192,7 +193,9 @@ class Cluster:
         elif kind == "RemoveTopicRecord":
             topic = self.by_id.pop(record.topic_id)
             del self.topics[topic.name]
+            self._effective.pop(topic, None)
         elif kind == "ConfigRecord":
+            self._effective.clear()
             if record.resource_type == TOPIC_RESOURCE:
                 target = self.topics[record.resource_name].configs
             else:
@@ -463,9 +466,10 @@ class Cluster:
 
     def topic_config(self, topic):
         """The topic's effective configs: its own, else the defaults."""
-        out = self.topic_defaults()
-        out.update(topic.configs)
-        return out
+        effective = self._effective.get(topic)
+        if effective is None:
+            effective = self._effective[topic] = {**self.topic_defaults(), **topic.configs}
+        return dict(effective)
 
     def close(self):
         for topic in self.topics.values():
