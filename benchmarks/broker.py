@@ -16,6 +16,8 @@ on a fresh topic per broker:
   consume   ``org.apache.kafka.tools.ConsumerPerformance --num-records N`` from the start of that topic, in a
             fresh group; MB/s and records/s over the fetch time (fetch.MB.sec, fetch.nMsg.sec)
 The cases alternate between the brokers (Kafka, then kafkaproto, case by case), so both see the same machine.
+Before the first case each broker is warmed up, unmeasured (300,000 records of 100 B to 6 partitions and back,
+uncompressed and with lz4): a JVM compiles its hot code as it runs, and a cold Kafka would lose the first cases.
 Broker memory: the peak resident set (VmHWM) of each broker process at the end, and RSS sampled during
 each case. Startup: from spawning the broker process to its first answer to ApiVersions.
 
@@ -53,7 +55,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import kafka_jvm  # noqa: E402  (the tests' adapters for Apache Kafka's jars)
 
 from kafkaproto import decode_response, encode_request  # noqa: E402
-from kafkaproto.messages import ApiVersionsRequest, CreateTopicsRequest, RequestHeader  # noqa: E402
+from kafkaproto.messages import (ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,  # noqa: E402
+                                 RequestHeader)
 
 KAFKA_VERSION = "4.3.1"
 PRODUCE_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
@@ -107,6 +110,14 @@ class Broker:
     def bootstrap(self):
         return f"127.0.0.1:{self.port}"
 
+    def cpu_s(self):
+        """CPU seconds the broker process has used (user and system), from /proc."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            return 0.0
+
     def memory_kb(self, field="VmRSS"):
         try:
             for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -126,6 +137,16 @@ class Broker:
             error = decode_response(kafka_jvm._recv_exact(sock, size), 19, 7).body.topics[0].error_code
             if error:
                 raise RuntimeError(f"{self.name}: CreateTopics {name} failed with error {error}")
+
+    def delete_topics(self, names):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=60) as sock:
+            body = DeleteTopicsRequest(topic_names=names, timeout_ms=60000)
+            sock.sendall(encode_request(RequestHeader(request_api_key=20, request_api_version=5, correlation_id=1,
+                                                      client_id="bench"), body, 5))
+            size = int.from_bytes(kafka_jvm._recv_exact(sock, 4), "big")
+            errors = {r.error_code for r in decode_response(kafka_jvm._recv_exact(sock, size), 20, 5).body.responses}
+            if errors != {0}:
+                raise RuntimeError(f"{self.name}: DeleteTopics failed with errors {errors}")
 
     def stop(self):
         self.proc.terminate()
@@ -198,6 +219,7 @@ def many(cp, broker, quick):
 
     sampler = threading.Thread(target=sample)
     sampler.start()
+    cpu = [broker.cpu_s()]
     try:
         producers = [subprocess.Popen(
             ["java", *SMALL_JVM, "-cp", cp, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
@@ -211,6 +233,7 @@ def many(cp, broker, quick):
             if proc.returncode != 0 or not found or int(found[-1].group(1)) != records:
                 raise RuntimeError(f"ProducerPerformance ({topic}) against {broker.name} failed:\n{out[-2000:]}")
             produced.append(found[-1])
+        cpu.append(broker.cpu_s())
         consumers = [subprocess.Popen(
             ["java", *SMALL_JVM, "-cp", cp, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server",
              broker.bootstrap, "--topic", topic, "--num-records", str(records), "--timeout", "120000",
@@ -224,37 +247,41 @@ def many(cp, broker, quick):
             if proc.returncode != 0 or not fields or int(fields[4]) < records:
                 raise RuntimeError(f"ConsumerPerformance ({topic}) against {broker.name} failed:\n{out[-2000:]}")
             consumed.append(fields)
+        cpu.append(broker.cpu_s())
     finally:
         stop.set()
         sampler.join()
+    broker.delete_topics(topics)  # so that each repeat meets 1,000 partitions, not the ones before it too
     p99s = [float(m.group(8)) for m in produced]
     return {"produce": {"mb_s": sum(float(m.group(3)) for m in produced),
                         "records_s": sum(float(m.group(2)) for m in produced),
                         "avg_ms": statistics.median(float(m.group(4)) for m in produced),
                         "p99_ms": statistics.median(p99s), "p99_max_ms": max(p99s), "rss_kb": max(rss, default=0),
-                        "fds": max(fds, default=0)},
+                        "fds": max(fds, default=0), "broker_cpu_s": cpu[1] - cpu[0]},
             "consume": {"mb_s": sum(float(f[8]) for f in consumed), "records_s": sum(float(f[9]) for f in consumed),
-                        "rss_kb": max(rss, default=0), "fds": max(fds, default=0)}}
+                        "rss_kb": max(rss, default=0), "fds": max(fds, default=0), "broker_cpu_s": cpu[2] - cpu[1]}}
 
 
 def run_tool(cmd, broker):
+    """Run a perf tool against broker: its output, the broker's peak RSS and the CPU seconds it used meanwhile."""
     import threading
     stop, samples = threading.Event(), []
     sampler = threading.Thread(target=sample_rss, args=(broker, stop, samples))
     sampler.start()
+    cpu = broker.cpu_s()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     finally:
         stop.set()
         sampler.join()
-    return out, max(samples, default=0)
+    return out, max(samples, default=0), broker.cpu_s() - cpu
 
 
 def produce(cp, broker, topic, n, size, acks, compression):
     cmd = ["java", "-cp", cp, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records",
            str(n), "--record-size", str(size), "--throughput", "-1", "--producer-props",
            f"bootstrap.servers={broker.bootstrap}", f"acks={acks}", f"compression.type={compression}"]
-    out, rss = run_tool(cmd, broker)
+    out, rss, cpu = run_tool(cmd, broker)
     found = [PRODUCE_LINE.search(line) for line in out.stdout.splitlines()]
     found = [m for m in found if m]
     if out.returncode != 0 or not found or int(found[-1].group(1)) != n:
@@ -262,13 +289,13 @@ def produce(cp, broker, topic, n, size, acks, compression):
                            f"{out.stderr[-2000:]}")
     m = found[-1]
     return {"records_s": float(m.group(2)), "mb_s": float(m.group(3)), "avg_ms": float(m.group(4)),
-            "p99_ms": float(m.group(8)), "rss_kb": rss}
+            "p99_ms": float(m.group(8)), "rss_kb": rss, "broker_cpu_s": cpu}
 
 
 def consume(cp, broker, topic, n):
     cmd = ["java", "-cp", cp, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", broker.bootstrap,
            "--topic", topic, "--num-records", str(n), "--timeout", "60000", "--group", f"bench-{uuid.uuid4().hex}"]
-    out, rss = run_tool(cmd, broker)
+    out, rss, cpu = run_tool(cmd, broker)
     rows = [line for line in out.stdout.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", line)]
     if out.returncode != 0 or not rows:
         raise RuntimeError(f"ConsumerPerformance against {broker.name} failed:\n{out.stdout[-2000:]}"
@@ -277,7 +304,7 @@ def consume(cp, broker, topic, n):
     consumed = int(fields[4])
     if consumed < n:
         raise RuntimeError(f"ConsumerPerformance read {consumed} of {n} records from {broker.name}")
-    return {"mb_s": float(fields[8]), "records_s": float(fields[9]), "rss_kb": rss}
+    return {"mb_s": float(fields[8]), "records_s": float(fields[9]), "rss_kb": rss, "broker_cpu_s": cpu}
 
 
 def cases(quick):
@@ -329,11 +356,19 @@ def label(case):
     return f"{case['partitions']}p {case['size']}B acks={case['acks']} {case['compression']}"
 
 
+def cpu(side):
+    """The broker's CPU seconds over a case's produce and consume, when the run measured them."""
+    if "broker_cpu_s" not in side["produce"]:
+        return "–"
+    return f"{side['produce']['broker_cpu_s'] + side['consume']['broker_cpu_s']:.1f}"
+
+
 def markdown(results):
     """The BENCHMARKS.md table of a run's results."""
     lines = ["| case | produce MB/s K / k | produce records/s K / k | ratio | avg / p99 latency ms K | "
-             "avg / p99 latency ms k | consume MB/s K / k | consume records/s K / k | ratio | RSS MB K / k |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "avg / p99 latency ms k | consume MB/s K / k | consume records/s K / k | ratio | RSS MB K / k | "
+             "broker CPU s K / k |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["cases"]:
         k, o = r["kafka"], r["kafkaproto"]
         lines.append(
@@ -344,7 +379,7 @@ def markdown(results):
             f"{k['consume']['mb_s']:.1f} / {o['consume']['mb_s']:.1f} | "
             f"{k['consume']['records_s']:,.0f} / {o['consume']['records_s']:,.0f} | {r['consume_ratio']:.2f}× | "
             f"{max(k['produce']['rss_kb'], k['consume']['rss_kb']) / 1024:.0f} / "
-            f"{max(o['produce']['rss_kb'], o['consume']['rss_kb']) / 1024:.0f} |")
+            f"{max(o['produce']['rss_kb'], o['consume']['rss_kb']) / 1024:.0f} | {cpu(k)} / {cpu(o)} |")
     return "\n".join(lines)
 
 
@@ -374,6 +409,12 @@ def main():
     results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:
+        for broker in (kafka, ours):
+            for compression in ("none", "lz4"):
+                topic = f"warm-up-{uuid.uuid4().hex[:10]}"
+                broker.create_topic(topic, 6)
+                produce(cp, broker, topic, 300_000, 100, "all", compression)
+                consume(cp, broker, topic, 300_000)
         for case in cases(args.quick):
             if args.only and not any(text in label(case) for text in args.only):
                 continue
@@ -388,7 +429,7 @@ def main():
                     p = produce(cp, broker, topic, case["records"], case["size"], case["acks"], case["compression"])
                     c = consume(cp, broker, topic, case["records"])
                     runs[key].append({"produce": p, "consume": c})
-            row = {**case}
+            row = {**case, "load_average": os.getloadavg()}  # the 1, 5 and 15 minute averages as the case ends
             for key, values in runs.items():
                 row[key] = {part: {metric: statistics.median(v[part][metric] for v in values)
                                    for metric in values[0][part]} for part in ("produce", "consume")}
@@ -403,7 +444,9 @@ def main():
             print(f"{label(case):<28} produce {k['produce']['mb_s']:7.1f} vs {o['produce']['mb_s']:7.1f} MB/s "
                   f"({row['produce_ratio']:.2f}x; p99 {k['produce']['p99_ms']:.0f} vs {o['produce']['p99_ms']:.0f} "
                   f"ms)  consume {k['consume']['mb_s']:7.1f} vs {o['consume']['mb_s']:7.1f} MB/s "
-                  f"({row['consume_ratio']:.2f}x)  rss {k['produce']['rss_kb'] / 1024:.0f} vs "
+                  f"({row['consume_ratio']:.2f}x)  broker CPU s {k['produce']['broker_cpu_s']:.1f}+"
+                  f"{k['consume']['broker_cpu_s']:.1f} vs {o['produce']['broker_cpu_s']:.1f}+"
+                  f"{o['consume']['broker_cpu_s']:.1f}  rss {k['produce']['rss_kb'] / 1024:.0f} vs "
                   f"{o['produce']['rss_kb'] / 1024:.0f} MB", flush=True)
         results["peak_rss_mb"] = {"kafka": kafka.memory_kb("VmHWM") / 1024,
                                   "kafkaproto": ours.memory_kb("VmHWM") / 1024}

@@ -340,3 +340,92 @@ def test_codec_levels_are_checked():
         records("python").RecordBatchBuilder(compression="brotli")
     data = zlib.decompress(_compression.compress(1, b"x" * 1000, level=1), 31)
     assert data == b"x" * 1000
+
+
+# ---- produced_batches: what a broker checks before appending -------------------------------------------------
+
+
+def _produced(mod, data, limit=None):
+    try:
+        return ("ok", mod.produced_batches(data, limit))
+    except RecordsError as e:
+        return ("error", str(e), e.position)
+
+
+@impl_param
+def test_produced_batches_give_the_headers_where_they_lie(impl):
+    mod = records(impl)
+    rows = [(b"k", b"v" * 30, [], 1000, 1), (None, b"w", [("h", b"1")], 2000, 1)]
+    data = build(mod, 2, 0, rows) + build(mod, 2, 3, rows, producer_id=7, producer_epoch=2, base_sequence=5)
+    found = mod.produced_batches(data)
+    assert [position for _, position in found] == [0, len(build(mod, 2, 0, rows))]
+    for (header, position), batch in zip(found, mod.iter_batches(data)):
+        assert header == (batch.base_offset, batch.batch_length, batch.partition_leader_epoch, batch.magic,
+                          batch.crc, batch.attributes, batch.last_offset_delta, batch.base_timestamp,
+                          batch.max_timestamp, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                          batch.record_count)
+        assert position == batch.position
+    assert found[1][0][9:12] == (7, 2, 5)
+
+
+@impl_param
+def test_produced_batches_name_each_fault_and_its_byte(impl):
+    mod = records(impl)
+    one = build(mod, 2, 0, [(None, b"x" * 100, [], 1, 1)] * 3)
+    size = len(one)
+
+    def with_bytes(at, value):
+        data = bytearray(one)
+        data[at:at + len(value)] = value
+        return bytes(data)
+
+    cases = [
+        (b"", "no record batch in the data", 0),
+        (one[:10], "truncated batch header: 10 bytes left", 0),
+        (one + one[:40], "truncated batch header: 40 bytes left", size),
+        (build(mod, 1, 0, [(None, b"x", [], 1, 1)]), "magic 1 record data; only magic 2 batches are taken", 16),
+        (with_bytes(8, struct.pack(">i", 10)), "batch length 10 is below the 61-byte header", 8),
+        (one[:-1], f"batch length {size - 12} overruns the input ({size - 13} bytes left)", 8),
+        (with_bytes(size - 1, b"\xff"), "CRC32C mismatch", 17),
+    ]
+    for data, message, position in cases:
+        outcome = _produced(mod, data)
+        assert outcome[0] == "error" and message in outcome[1] and outcome[2] == position, (message, outcome)
+    assert _produced(mod, one + one, size - 1) == (
+        "error", f"batch at offset 0: a batch of {size} bytes is over the limit of {size - 1} (byte 0)", 0)
+    assert _produced(mod, one + one, size)[0] == "ok"
+
+
+def _recrc(data):
+    """Fix the CRC after editing what it covers (so that the count checks are reached)."""
+    from crc32c import crc32c
+    data = bytearray(data)
+    data[17:21] = struct.pack(">I", crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+@impl_param
+def test_produced_batches_refuse_record_counts_that_lie(impl):
+    mod = records(impl)
+    one = build(mod, 2, 0, [(None, b"x", [], 1, 1)] * 3)
+    negative = _recrc(one[:57] + struct.pack(">i", -1) + one[61:])
+    assert "record count -1 is negative" in _produced(mod, negative)[1]
+    huge = _recrc(one[:57] + struct.pack(">i", 10**6) + one[61:])
+    assert "more than" in _produced(mod, huge)[1]
+    off_by_one = _recrc(one[:57] + struct.pack(">i", 2) + one[61:])
+    assert "record count 2 does not match last offset delta 2" in _produced(mod, off_by_one)[1]
+
+
+def test_produced_batches_agree_across_implementations_on_mutations():
+    rng = random.Random(5)
+    mod = records("python")
+    sources = [build(mod, 2, codec, [(b"k%d" % i, b"v" * i, [], 1000 + i, 1) for i in range(5)])
+               for codec in (0, 1, 3)]
+    sources.append(sources[0] + sources[2])
+    for _ in range(3000):
+        data = bytearray(rng.choice(sources))
+        for _ in range(rng.randint(1, 3)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        limit = rng.choice([None, 100, 10**6])
+        outcomes = {impl: _produced(records(impl), bytes(data), limit) for impl in IMPLS}
+        assert len({repr(o) for o in outcomes.values()}) == 1, outcomes

@@ -31,9 +31,9 @@ from ._common import (
 from ._legacy import LegacyBatch
 
 if _COMPILED:
-    from ._crecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, to_arrow
+    from ._crecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, produced_batches, to_arrow
 else:
-    from ._pyrecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, to_arrow
+    from ._pyrecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, produced_batches, to_arrow
 
 
 def read_records(data, **options):
@@ -46,6 +46,6 @@ def read_records(data, **options):
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED", "Compression", "ControlMarker", "ControlType", "LegacyBatch", "Record", "RecordBatch",
-    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "iter_batches", "read_committed",
-    "read_records", "record_sequence", "to_arrow",
+    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "iter_batches", "produced_batches",
+    "read_committed", "read_records", "record_sequence", "to_arrow",
 ]

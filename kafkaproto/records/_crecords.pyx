@@ -568,6 +568,76 @@ def iter_batches(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESS
     return scan_batches(data, validate, max_decompressed, allow_partial, RecordBatch, Record)
 
 
+def produced_batches(data, max_batch_bytes=None, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
+    """Record data as a producer sends it, checked where it lies, nothing decoded: [(header, position)] (see
+    _pyrecords.produced_batches, which behaves the same)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t limit = -1 if max_batch_bytes is None else max_batch_bytes
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return _produced(data, <const unsigned char*>view.buf, view.len, limit, max_decompressed)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef list _produced(object data, const unsigned char* buf, Py_ssize_t end, Py_ssize_t limit,
+                    Py_ssize_t max_decompressed):
+    cdef list out = []
+    cdef Py_ssize_t pos = 0, left, size, room
+    cdef int64_t base_offset
+    cdef int32_t length, last_delta, count
+    cdef int16_t attributes
+    cdef uint32_t crc, computed
+    cdef int magic
+    cdef object whole = None
+    while pos < end:
+        left = end - pos
+        if left <= 16:
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos)
+        base_offset = be64(buf + pos)
+        magic = buf[pos + 16]
+        if magic != 2:
+            raise RecordsError(f"magic {magic} record data; only magic 2 batches are taken", pos + 16, base_offset)
+        if left < HEADER_SIZE:
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos, base_offset)
+        length = <int32_t>be32(buf + pos + 8)
+        if length < HEADER_SIZE - LOG_OVERHEAD:
+            raise RecordsError(f"batch length {length} is below the {HEADER_SIZE}-byte header", pos + 8,
+                               base_offset)
+        if length > left - LOG_OVERHEAD:
+            raise RecordsError(f"batch length {length} overruns the input ({left - LOG_OVERHEAD} bytes left)",
+                               pos + 8, base_offset)
+        size = length + LOG_OVERHEAD
+        if limit >= 0 and size > limit:
+            raise RecordsError(f"a batch of {size} bytes is over the limit of {limit}", pos, base_offset)
+        crc = be32(buf + pos + CRC_OFFSET)
+        if whole is None:
+            whole = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+        computed = crc32c(whole[pos + ATTRIBUTES_OFFSET:pos + size])
+        if computed != crc:
+            raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
+                               base_offset)
+        attributes = be16(buf + pos + ATTRIBUTES_OFFSET)
+        last_delta = <int32_t>be32(buf + pos + 23)
+        count = <int32_t>be32(buf + pos + 57)
+        if count < 0:
+            raise RecordsError(f"record count {count} is negative", pos + 57, base_offset)
+        room = max_decompressed if attributes & CODEC_MASK else size - HEADER_SIZE
+        if count > room // 7:  # MIN_RECORD_SIZE
+            raise RecordsError(f"record count {count} is more than {room} bytes of records can hold", pos + 57,
+                               base_offset)
+        if count != <int64_t>last_delta + 1 and not attributes & CONTROL_MASK:
+            raise RecordsError(f"record count {count} does not match last offset delta {last_delta}", pos + 23,
+                               base_offset)
+        out.append(((base_offset, length, <int32_t>be32(buf + pos + 12), magic, crc, attributes, last_delta,
+                     be64(buf + pos + 27), be64(buf + pos + 35), be64(buf + pos + 43), be16(buf + pos + 51),
+                     <int32_t>be32(buf + pos + 53), count), pos))
+        pos += size
+    if not out:
+        raise RecordsError("no record batch in the data", 0)
+    return out
+
+
 # ---- Arrow -----------------------------------------------------------------
 
 cdef struct Buf:

@@ -290,6 +290,60 @@ def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, rec
         pos = stop
 
 
+def produced_batches(data, max_batch_bytes=None, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
+    """Record data as a producer sends it, checked where it lies, nothing decoded: [(header, position)] of its
+    batches, each header as BATCH_HEADER unpacks it.
+
+    What a broker checks before it appends: whole magic-2 batches, each no larger than max_batch_bytes (checked
+    before its CRC, as Kafka does), with a good CRC and a record count the bytes can hold that matches the last
+    offset delta (control batches aside). RecordsError names the first fault and its byte.
+    """
+    view = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    end = len(view)
+    out = []
+    pos = 0
+    while pos < end:
+        left = end - pos
+        if left <= MAGIC_OFFSET:
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos)
+        base_offset = _OFFSET_LENGTH.unpack_from(view, pos)[0]
+        magic = view[pos + MAGIC_OFFSET]
+        if magic != 2:
+            raise RecordsError(f"magic {magic} record data; only magic 2 batches are taken", pos + MAGIC_OFFSET,
+                               base_offset)
+        if left < BATCH_HEADER_SIZE:
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos, base_offset)
+        header = BATCH_HEADER.unpack_from(view, pos)
+        length, crc, attributes, last_delta, count = header[1], header[4], header[5], header[6], header[12]
+        if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+            raise RecordsError(f"batch length {length} is below the {BATCH_HEADER_SIZE}-byte header", pos + 8,
+                               base_offset)
+        if length > left - LOG_OVERHEAD:
+            raise RecordsError(f"batch length {length} overruns the input ({left - LOG_OVERHEAD} bytes left)",
+                               pos + 8, base_offset)
+        size = length + LOG_OVERHEAD
+        if max_batch_bytes is not None and size > max_batch_bytes:
+            raise RecordsError(f"a batch of {size} bytes is over the limit of {max_batch_bytes}", pos, base_offset)
+        computed = crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size])
+        if computed != crc:
+            raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
+                               base_offset)
+        if count < 0:
+            raise RecordsError(f"record count {count} is negative", pos + RECORD_COUNT_OFFSET, base_offset)
+        room = max_decompressed if attributes & CODEC_MASK else size - BATCH_HEADER_SIZE
+        if count > room // MIN_RECORD_SIZE:
+            raise RecordsError(f"record count {count} is more than {room} bytes of records can hold",
+                               pos + RECORD_COUNT_OFFSET, base_offset)
+        if count != last_delta + 1 and not attributes & CONTROL_MASK:
+            raise RecordsError(f"record count {count} does not match last offset delta {last_delta}", pos + 23,
+                               base_offset)
+        out.append((header, pos))
+        pos += size
+    if not out:
+        raise RecordsError("no record batch in the data", 0)
+    return out
+
+
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
     import pyarrow as pa
 

@@ -32,7 +32,7 @@ import time
 from collections import OrderedDict
 
 from ...protocol import FileRegion
-from ...records import RecordsError, iter_batches
+from ...records import RecordsError, iter_batches, produced_batches
 
 log = logging.getLogger("kafkaproto.broker")
 
@@ -74,22 +74,9 @@ class Batch:
 
 
 def parse_batches(data, max_batch_bytes=None):
-    """[Batch] of produced record data (magic 2 only), each CRC-checked; raises RecordsError naming the byte."""
-    out = []
-    for batch in iter_batches(data):
-        if batch.magic != 2:
-            raise RecordsError(f"magic {batch.magic} record data; this broker takes magic 2 batches only",
-                               batch.position + 16)
-        size = batch.batch_length + OVERHEAD
-        if max_batch_bytes is not None and size > max_batch_bytes:
-            raise RecordsError(f"a batch of {size} bytes is over the limit of {max_batch_bytes}", batch.position)
-        if batch.record_count != batch.last_offset_delta + 1 and not batch.is_control:
-            raise RecordsError(f"record count {batch.record_count} does not match last offset delta "
-                               f"{batch.last_offset_delta}", batch.position + 23)
-        out.append(Batch(HEADER.unpack_from(data, batch.position), batch.position))
-    if not out:
-        raise RecordsError("no record batch in the data", 0)
-    return out
+    """[Batch] of produced record data, each checked in place (records.produced_batches: magic 2, CRC, counts,
+    size); raises RecordsError naming the byte."""
+    return [Batch(header, position) for header, position in produced_batches(data, max_batch_bytes)]
 
 
 def default_open_files():
