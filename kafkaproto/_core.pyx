@@ -14,6 +14,8 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, 
 from kafkaproto import _generic
 from kafkaproto.exceptions import DecodeError, UnsupportedVersionError
 from kafkaproto._pycore import FileRegion, Request, Response
+
+cdef type FILE_REGION = FileRegion  # a C-level reference: the encoders test every non-bytes buffer against it
 from kafkaproto.uuid import Uuid
 
 cdef extern from "Python.h":
@@ -185,7 +187,7 @@ cdef class Writer:
             del self.blobs[nblobs:]
             self.blob_bytes = 0
             for _, blob in self.blobs:
-                self.blob_bytes += len(blob) if type(blob) is FileRegion else memoryview(blob).nbytes
+                self.blob_bytes += len(blob) if type(blob) is FILE_REGION else memoryview(blob).nbytes
         return 0
 
     cpdef bytes finish(self):
@@ -201,7 +203,7 @@ cdef class Writer:
                 memcpy(dst, self.data + done, at - done)
                 dst += at - done
                 done = at
-                if type(blob) is FileRegion:
+                if type(blob) is FILE_REGION:
                     blob = blob.read()
                 PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
                 memcpy(dst, view.buf, view.len)
@@ -224,7 +226,7 @@ cdef class Writer:
             for at, blob in self.blobs:
                 pending.append(PyBytes_FromStringAndSize(self.data + done, at - done))
                 done = at
-                if type(blob) is FileRegion:
+                if type(blob) is FILE_REGION:
                     parts.append(b"".join(pending))
                     parts.append(blob)
                     pending = []
@@ -573,7 +575,7 @@ cdef int write_buffer(Writer w, object value, bint compact, str what) except -1:
         else:
             write_raw(w, PyBytes_AS_STRING(value), n)
         return 0
-    if type(value) is FileRegion:  # left in its file until finish() reads it or finish_parts() hands it on
+    if type(value) is FILE_REGION:  # left in its file until finish() reads it or finish_parts() hands it on
         n = value.size
         write_length(w, n, compact, False, what)
         w.defer(value, n)
