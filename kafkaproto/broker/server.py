@@ -18,6 +18,7 @@ tries again, with one warning when that starts and one line when it accepts agai
 import asyncio
 import errno
 import logging
+import os
 import socket
 import time
 
@@ -324,18 +325,29 @@ async def _send_parts(writer, parts):
     """Write a frame's parts, each FileRegion with sendfile(2); False when this event loop has no sendfile
     for the connection (its regions were read and written instead)."""
     loop = asyncio.get_running_loop()
+    transport = writer.transport
     native = True
     for part in parts:
         if type(part) is not FileRegion:
             writer.write(part)
             continue
-        if native:
+        if not native:
+            writer.write(part.read())
+            continue
+        sent = 0
+        if not transport.get_write_buffer_size():
+            # Nothing of ours is waiting to go out, so the socket can take the bytes at once: usually all of
+            # them, in one system call and no turn of the event loop.
             try:
-                await loop.sendfile(writer.transport, part, part.position, part.size, fallback=False)
-                continue
+                sent = os.sendfile(transport.get_extra_info("socket").fileno(), part.fd, part.position, part.size)
+            except (BlockingIOError, InterruptedError):
+                pass
+        if sent < part.size:
+            try:
+                await loop.sendfile(transport, part, part.position + sent, part.size - sent, fallback=False)
             except (NotImplementedError, asyncio.SendfileNotAvailableError):
                 native = False
-        writer.write(part.read())
+                writer.write(part.read()[sent:])
     return native
 
 
