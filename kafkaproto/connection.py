@@ -285,6 +285,23 @@ class ServerConnection(_End):
         """
         return self._requests(_frames(self._state.from_client, data), self._refuse)
 
+    def get_buffer(self, sizehint=-1):
+        """Where the client's next bytes go, for a reader that receives in place (asyncio.BufferedProtocol);
+        then call buffer_updated. See FrameBuffer.get_buffer. Raises ProtocolError after a bad size prefix."""
+        try:
+            return self._state.from_client.get_buffer(sizehint)
+        except FrameError as e:
+            raise ProtocolError(str(e)) from e
+
+    def buffer_updated(self, nbytes):
+        """The frames completed by nbytes received into get_buffer's view; read each with receive_frame.
+        A size prefix that cannot be right raises ProtocolError once the frames before it are out."""
+        return _frames(self._state.from_client, nbytes, True)
+
+    def receive_frame(self, frame):
+        """The event in one frame from buffer_updated, raising as receive_data does."""
+        return self._requests((frame,), self._refuse)[0]
+
     def _refuse(self, frame, error):
         if isinstance(error, ProtocolError):
             raise error
@@ -343,9 +360,9 @@ class Observer(_End):
         return events + [Undecodable(False, b"", error)] if error else events
 
 
-def _frames(buffer, data):
+def _frames(buffer, data, received=False):
     try:
-        return buffer.feed(data)
+        return buffer.buffer_updated(data) if received else buffer.feed(data)
     except FrameError as e:
         raise ProtocolError(str(e)) from e
 

@@ -243,6 +243,11 @@ class FrameBuffer:
 
     A size prefix that cannot be right raises FrameError; frames that were complete
     before it are handed out first, and the error comes with the next call.
+
+    ``get_buffer`` and ``buffer_updated`` are the other way in, made for
+    ``asyncio.BufferedProtocol``: the bytes are received straight into the buffer,
+    and a large frame straight into its own bytearray, which is handed out as it is
+    (so its records can be patched in place). Use one way or the other on a stream.
     """
 
     def __init__(self, max_frame=DEFAULT_MAX_FRAME):
@@ -250,6 +255,13 @@ class FrameBuffer:
         self._buf = bytearray()
         self._consumed = 0  # stream offset of _buf[0], for error messages
         self._error = None
+        # get_buffer's state: small frames pass through a fixed scratch buffer, which is never resized (the
+        # transport may still hold a view of it); a frame of LARGE_FRAME bytes or more gets a bytearray of
+        # its own, grown as its bytes arrive so a size prefix alone never allocates more than GROW_STEP.
+        self._scratch = None
+        self._start = self._end = 0  # the unread bytes in _scratch
+        self._large = None  # the large frame being received
+        self._large_size = self._large_filled = 0
 
     def feed(self, data):
         """Add bytes; return the list of frame payloads now complete (as bytes)."""
@@ -276,10 +288,79 @@ class FrameBuffer:
             raise self._error
         return frames
 
+    SCRATCH_SIZE = 1 << 17
+    LARGE_FRAME = 1 << 15
+    GROW_STEP = 1 << 20
+
+    def get_buffer(self, sizehint=-1):
+        """A writable memoryview where the next bytes of the stream go; then call buffer_updated."""
+        if self._error is not None:
+            raise self._error
+        large = self._large
+        if large is not None:
+            if self._large_filled == len(large):
+                large.extend(bytes(min(len(large), self._large_size - len(large))))
+            return memoryview(large)[self._large_filled:]
+        if self._scratch is None:
+            self._scratch = bytearray(self.SCRATCH_SIZE)
+        elif len(self._scratch) - self._end < self.LARGE_FRAME and self._start:
+            # Only the start of a frame smaller than LARGE_FRAME is ever left here: moving it frees most room.
+            held = self._end - self._start
+            self._scratch[:held] = self._scratch[self._start:self._end]
+            self._start, self._end = 0, held
+        return memoryview(self._scratch)[self._end:]
+
+    def buffer_updated(self, nbytes):
+        """Note nbytes written at the start of get_buffer's view; return the frames now complete: bytes,
+        or bytearray for those of LARGE_FRAME bytes or more (received into it, unless one read held it whole)."""
+        frames = []
+        if self._large is not None:
+            self._large_filled += nbytes
+            if self._large_filled == self._large_size:
+                frames.append(self._large)
+                self._consumed += 4 + self._large_size
+                self._large = None
+            return frames
+        self._end += nbytes
+        buf, pos, end = self._scratch, self._start, self._end
+        view = memoryview(buf)
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 0 or size > self.max_frame:
+                self._error = FrameError(f"frame size {size} at stream offset {self._consumed} "
+                                         f"is outside 0..{self.max_frame}")
+                break
+            if end - pos - 4 >= size:
+                frame = view[pos + 4:pos + 4 + size]
+                frames.append(bytes(frame) if size < self.LARGE_FRAME else bytearray(frame))
+                pos += 4 + size
+                self._consumed += 4 + size
+                continue
+            if size >= self.LARGE_FRAME:
+                held = end - pos - 4
+                self._large = large = bytearray(max(held, min(size, self.GROW_STEP)))
+                large[:held] = view[pos + 4:end]
+                self._large_size, self._large_filled = size, held
+                pos = end
+            break
+        if pos == end:
+            pos = end = 0
+        self._start, self._end = pos, end
+        if self._error is not None and not frames:
+            raise self._error
+        return frames
+
+    @property
+    def error(self):
+        """The FrameError that ends the stream, once a bad size prefix was seen (before it is raised)."""
+        return self._error
+
     @property
     def pending(self):
         """Bytes held that do not yet make a whole frame."""
-        return len(self._buf)
+        if self._large is not None:
+            return 4 + self._large_filled
+        return len(self._buf) + self._end - self._start
 
 
 def split_frames(data, max_frame=DEFAULT_MAX_FRAME):

@@ -49,6 +49,36 @@ def deliver(data, receive):
     return events
 
 
+def receive_in_place(server, data, size):
+    """Frames from data received the way asyncio.BufferedProtocol receives, size bytes at most per read."""
+    frames, pos = [], 0
+    while pos < len(data):
+        view = server.get_buffer(-1)
+        n = min(len(view), size, len(data) - pos)
+        view[:n] = data[pos:pos + n]
+        del view
+        frames += server.buffer_updated(n)
+        pos += n
+    return frames
+
+
+def test_server_receives_in_place_and_a_large_request_stays_writable():
+    client, server = ClientConnection(), ServerConnection()
+    produce = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"r" * 50_000)])])
+    wire = client.send_request(header(0, 9, 1), produce)
+    wire += client.send_request(header(18, 3, 2), ApiVersionsRequest(client_software_name="t",
+                                                                       client_software_version="1"))
+    events = [server.receive_frame(frame) for frame in receive_in_place(server, wire, 1000)]
+    assert [e.header.correlation_id for e in events] == [1, 2]
+    assert events[0].body == produce
+    records = events[0].body.topic_data[0].partition_data[0].records
+    assert not memoryview(records).readonly  # the broker gives the batches their offsets in place
+    assert receive_in_place(server, b"\x00\x00\x00\x00\xff\xff\xff\xfe", 8) == [b""]
+    with pytest.raises(ProtocolError, match=f"frame size -2 at stream offset {len(wire) + 4} is outside"):
+        server.get_buffer(-1)
+
+
 def test_requests_and_responses_pair_up_even_out_of_order():
     client, server = ClientConnection(), ServerConnection()
     wire = client.send_request(header(3, 12, 1), MetadataRequest(topics=None))

@@ -2,13 +2,14 @@
 
 import os
 import pickle
+import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import kafkaproto
-from kafkaproto import DecodeError, EncodeError, EncodeTypeError, UnsupportedVersionError, Uuid
+from kafkaproto import DecodeError, EncodeError, EncodeTypeError, FrameBuffer, UnsupportedVersionError, Uuid
 from kafkaproto.messages import api
 
 from impls import IMPLS, added_by_extensions, classes, core, impl_param
@@ -415,6 +416,47 @@ def test_frame_buffer_handles_chunks_and_bad_sizes():
         kafkaproto.FrameBuffer().feed(b"\xff\xff\xff\xff")
     with pytest.raises(kafkaproto.FrameError, match="do not make a whole frame"):
         kafkaproto.split_frames(b"\x00\x00\x00\x05ab")
+
+
+def _receive(buf, stream, chunks):
+    """Frames from stream received through get_buffer/buffer_updated, chunks[i] bytes at a time (cycled)."""
+    got, pos, i = [], 0, 0
+    while pos < len(stream):
+        view = buf.get_buffer(-1)
+        n = min(len(view), chunks[i % len(chunks)], len(stream) - pos)
+        view[:n] = stream[pos:pos + n]
+        del view
+        got += buf.buffer_updated(n)
+        pos, i = pos + n, i + 1
+    return got
+
+
+@pytest.mark.parametrize("chunks", [[1], [3, 1000, 7], [1 << 16], [1 << 20]])
+def test_frame_buffer_receives_in_place_as_feed_splits(chunks):
+    rng = random.Random(len(chunks))
+    sizes = [0, 5, FrameBuffer.LARGE_FRAME - 1, FrameBuffer.LARGE_FRAME, 100_000, 3, FrameBuffer.GROW_STEP * 2 + 17,
+             FrameBuffer.SCRATCH_SIZE - 4, 1]
+    frames = [rng.randbytes(n) for n in sizes]
+    stream = b"".join(len(f).to_bytes(4, "big") + f for f in frames)
+    buf = FrameBuffer(max_frame=1 << 23)
+    got = _receive(buf, stream, chunks)
+    assert got == frames and buf.pending == 0
+    # Large frames come in the bytearray they were received into (writable, for patching offsets in place).
+    assert [type(f) for f in got] == [bytearray if len(f) >= FrameBuffer.LARGE_FRAME else bytes for f in frames]
+
+
+def test_frame_buffer_in_place_sizes_checked_and_lies_cheap():
+    buf = FrameBuffer(max_frame=1 << 30)
+    # A size prefix alone allocates no more than GROW_STEP, whatever it claims.
+    assert _receive(buf, (1 << 30).to_bytes(4, "big") + b"x" * 10, [14]) == []
+    assert buf.pending == 14 and len(buf.get_buffer(-1)) == FrameBuffer.GROW_STEP - 10
+    buf = FrameBuffer(max_frame=1000)
+    stream = b"\x00\x00\x00\x02ab" + b"\x00\x00\x03\xe9" + b"more"
+    assert _receive(buf, stream, [len(stream)]) == [b"ab"]
+    with pytest.raises(kafkaproto.FrameError, match="frame size 1001 at stream offset 6 is outside 0..1000"):
+        buf.get_buffer(-1)
+    with pytest.raises(kafkaproto.FrameError, match="frame size -1 at stream offset 0"):
+        _receive(FrameBuffer(), b"\xff\xff\xff\xff", [4])
 
 
 def test_compiled_flag_matches_build():

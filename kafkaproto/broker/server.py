@@ -16,6 +16,7 @@ tries again, with one warning when that starts and one line when it accepts agai
 """
 
 import asyncio
+import collections
 import errno
 import logging
 import os
@@ -35,6 +36,7 @@ from .security import MECHANISMS, AuthenticationError, Session, listener_setting
 
 log = logging.getLogger("kafkaproto.broker")
 READ_SIZE = 1 << 16
+READ_AHEAD = 1 << 20  # bytes of whole requests read ahead of the one being answered
 # What a client on a SASL listener may send before it has authenticated (anything else closes the connection).
 BEFORE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 HOUSEKEEPING_SECONDS = 1.0
@@ -158,15 +160,15 @@ class Server:
     async def _open(self, conn, listener, mechanisms, context):
         """Streams over an accepted socket (after the TLS handshake, on a TLS listener), then serve them."""
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=READ_SIZE, loop=loop)
-        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
+        stream = _Stream(connection)
         try:
-            transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn, ssl=context)
+            await loop.connect_accepted_socket(lambda: stream, conn, ssl=context)
         except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError
             log.info("connection from %s not started: %s", _peer(conn), e)
             conn.close()
             return
-        await self._serve(listener, mechanisms, reader, asyncio.StreamWriter(transport, protocol, reader, loop))
+        await self._serve(listener, mechanisms, connection, stream)
 
     async def stop(self):
         for _, task in self._listening:
@@ -188,7 +190,7 @@ class Server:
             for task in late:
                 task.cancel()
 
-    async def _serve(self, listener, mechanisms, reader, writer):
+    async def _serve(self, listener, mechanisms, connection, writer):
         peer = writer.get_extra_info("peername")
         where = f"{peer[0]}:{peer[1]}" if peer else "?"
         session = Session(listener, self.state.credentials, mechanisms, where)
@@ -199,22 +201,22 @@ class Server:
         loop = asyncio.get_running_loop()
         self._connections[writer] = loop.time()
         self._tasks.add(asyncio.current_task())
-        connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
         idle = self.config["connections.max.idle.ms"] / 1000
         # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
         client_host = "/" + where.rpartition(":")[0]
         sendfile = listener.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and hasattr(loop, "sendfile")
         try:
             while True:
+                await writer.drain()  # a client that does not read its answers is not read from either
                 self._connections[writer] = loop.time()
-                data = await reader.read(READ_SIZE)
-                if not data:
-                    if writer in self._idled:
-                        log.info("%s: closed after %.0f s idle (connections.max.idle.ms)", where, idle)
-                    return
-                self._connections[writer] = None
                 try:
-                    events = connection.receive_data(data)
+                    frame = await writer.frame()
+                    if frame is None:
+                        if writer in self._idled:
+                            log.info("%s: closed after %.0f s idle (connections.max.idle.ms)", where, idle)
+                        return
+                    self._connections[writer] = None
+                    event = connection.receive_frame(frame)
                 except ProtocolError as e:
                     # A request kafkaproto cannot read: an ApiVersions at a version it lacks keeps its header.
                     if e.header is None:
@@ -222,49 +224,46 @@ class Server:
                         return
                     if not self._refuse(connection, writer, e.header, where):
                         return
-                    await writer.drain()
                     continue
-                for event in events:
-                    if isinstance(event, SaslBytes):
-                        try:
-                            writer.write(connection.send_raw(session.step(event.data)))
-                        except AuthenticationError as e:
-                            log.warning("%s: authentication failed (%s): %s", where, session.mechanism, e)
-                            return
-                        if session.authenticated:
-                            log.info("%s: authenticated as %s (%s)", where, session.principal, session.mechanism)
-                        continue
-                    if not session.authenticated and event.header.request_api_key not in BEFORE_AUTHENTICATION:
-                        log.warning("%s: %s before authenticating on SASL listener %s; closing the connection",
-                                    where, type(event.body).__name__, listener.name)
-                        return
-                    if unserved(self.state, event.header) is not None:
-                        if not self._refuse(connection, writer, event.header, where):
-                            return
-                        continue
-                    ctx = Context(self.state, event.header, session=session, client_host=client_host,
-                                  regions=[] if sendfile else None)
+                if isinstance(event, SaslBytes):
                     try:
-                        response = await self._answer(ctx, event, where)
-                        if response is None:
-                            return
-                        if event.expects_response:
-                            try:
-                                frame = connection.send_response(event, response, parts=bool(ctx.regions))
-                            except Exception:  # a handler's answer that cannot be written: its bug, logged whole
-                                log.exception("%s: the answer to %s v%d cannot be written; closing the connection",
-                                              where, type(event.body).__name__, event.version)
-                                return
-                            if ctx.regions:
-                                sendfile = await _send_parts(writer, frame)
-                            else:
-                                writer.write(frame)
-                    finally:
-                        _release(ctx)
-                    if session.failed:
-                        await writer.drain()
+                        writer.write(connection.send_raw(session.step(event.data)))
+                    except AuthenticationError as e:
+                        log.warning("%s: authentication failed (%s): %s", where, session.mechanism, e)
                         return
-                await writer.drain()
+                    if session.authenticated:
+                        log.info("%s: authenticated as %s (%s)", where, session.principal, session.mechanism)
+                    continue
+                if not session.authenticated and event.header.request_api_key not in BEFORE_AUTHENTICATION:
+                    log.warning("%s: %s before authenticating on SASL listener %s; closing the connection",
+                                where, type(event.body).__name__, listener.name)
+                    return
+                if unserved(self.state, event.header) is not None:
+                    if not self._refuse(connection, writer, event.header, where):
+                        return
+                    continue
+                ctx = Context(self.state, event.header, session=session, client_host=client_host,
+                              regions=[] if sendfile else None)
+                try:
+                    response = await self._answer(ctx, event, where)
+                    if response is None:
+                        return
+                    if event.expects_response:
+                        try:
+                            answer = connection.send_response(event, response, parts=bool(ctx.regions))
+                        except Exception:  # a handler's answer that cannot be written: its bug, logged whole
+                            log.exception("%s: the answer to %s v%d cannot be written; closing the connection",
+                                          where, type(event.body).__name__, event.version)
+                            return
+                        if ctx.regions:
+                            sendfile = await _send_parts(writer, answer)
+                        else:
+                            writer.write(answer)
+                finally:
+                    _release(ctx)
+                if session.failed:
+                    await writer.drain()
+                    return
         except (ConnectionError, OSError) as e:
             log.info("%s: connection lost: %s", where, e)
         finally:
@@ -319,6 +318,112 @@ class Server:
             pass
         log.warning("%s: %s; closing the connection (no error field to answer with)", where, reason)
         return None
+
+
+class _Stream(asyncio.BufferedProtocol):
+    """One connection's transport end: the client's bytes are received straight into its ServerConnection's
+    frame buffer (a large request into a bytearray of its own, never copied on its way to the log), whole
+    frames wait for the connection's task, and writes are paced as StreamWriter paces them (drain).
+
+    It reads ahead while a request is handled, up to READ_AHEAD bytes of waiting frames."""
+
+    def __init__(self, connection):
+        self._connection = connection
+        self.transport = None
+        self._frames = collections.deque()
+        self._waiting = 0  # bytes in _frames
+        self._ended = False  # no more frames: end of stream, connection lost or an unreadable size prefix
+        self._error = None  # what ended it, raised after the frames before it
+        self._wake = None  # the future the connection's task waits on for frames
+        self._writable = None  # the future drain waits on while the transport's buffer is full
+        self._spare = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def get_buffer(self, sizehint):
+        if not self._ended:
+            try:
+                return self._connection.get_buffer(sizehint)
+            except ProtocolError as e:
+                self._end(e)
+        if self._spare is None:  # what still arrives after the end is dropped
+            self._spare = bytearray(READ_SIZE)
+        return self._spare
+
+    def buffer_updated(self, nbytes):
+        if self._ended:
+            return
+        try:
+            frames = self._connection.buffer_updated(nbytes)
+        except ProtocolError as e:
+            self._end(e)
+            return
+        if frames:
+            self._frames.extend(frames)
+            self._waiting += sum(map(len, frames))
+            if self._waiting >= READ_AHEAD:
+                self.transport.pause_reading()
+            self._wakeup()
+
+    def eof_received(self):
+        self._end(None)
+        return False  # close: a Kafka client that stops sending is gone
+
+    def connection_lost(self, exc):
+        self._end(exc)
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_exception(ConnectionResetError("connection lost"))
+
+    def pause_writing(self):
+        self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self):
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    def _end(self, error):
+        if not self._ended:
+            self._ended, self._error = True, error
+            if not self.transport.is_closing():
+                self.transport.pause_reading()
+        self._wakeup()
+
+    def _wakeup(self):
+        wake, self._wake = self._wake, None
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    async def frame(self):
+        """The next whole frame; None at the end of the stream. An unreadable size prefix or a lost
+        connection is raised once the frames before it are taken."""
+        while not self._frames:
+            if self._ended:
+                if self._error is not None:
+                    raise self._error
+                return None
+            self._wake = asyncio.get_running_loop().create_future()
+            await self._wake
+        frame = self._frames.popleft()
+        self._waiting -= len(frame)
+        if not self._frames and not self._ended and not self.transport.is_reading():
+            self.transport.resume_reading()
+        return frame
+
+    def write(self, data):
+        self.transport.write(data)
+
+    async def drain(self):
+        if self._writable is not None:
+            await self._writable
+
+    def get_extra_info(self, name):
+        return self.transport.get_extra_info(name)
+
+    def close(self):
+        self.transport.close()
 
 
 async def _send_parts(writer, parts):

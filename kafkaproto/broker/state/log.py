@@ -335,8 +335,10 @@ class PartitionLog:
 
     def append(self, data, batches, leader_epoch=0):
         """Write produced batches (as parse_batches read them), giving them offsets and the leader epoch
-        (neither is under the CRC, as in Kafka); the first offset."""
-        data = bytearray(data)
+        (neither is under the CRC, as in Kafka); the first offset. Writable data (a request the server
+        received into a bytearray of its own) is given them in place, as Kafka does."""
+        if not (type(data) is memoryview and not data.readonly or type(data) is bytearray):
+            data = bytearray(data)
         first = offset = self.log_end_offset
         for batch in batches:
             struct.pack_into(">q", data, batch.position, offset)
