@@ -1,19 +1,22 @@
 """Zero-copy fetch: FileRegions as record values (both codec implementations), segment files held open while a
 region of them is out, and the broker's plain-text Fetch answered with sendfile(2), byte for byte what reading
-the log gives."""
+the log gives. The produce side: pipelined requests received in place, answered in order, and read ahead no
+further than the server's bound while a client does not read its answers."""
 
 import os
+import threading
 
 import pytest
 
 from kafkaproto import records
 from kafkaproto.broker import Broker
+from kafkaproto.broker import server
 from kafkaproto.broker.state import log as segment_log
-from kafkaproto.messages import CreateTopicsRequest, FetchRequest, ProduceRequest
-from kafkaproto.protocol import FileRegion, frame_functions
+from kafkaproto.messages import CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest, RequestHeader
+from kafkaproto.protocol import FileRegion, decode_response, encode_request, frame_functions
 
 from impls import IMPLS, classes, impl_param
-from test_kafka_broker import RawClient
+from test_kafka_broker import RawClient, _recv_exact, eventually
 
 pytestmark = pytest.mark.above_the_codecs
 
@@ -150,6 +153,64 @@ def test_fetch_over_sendfile_equals_the_log_bytes(tmp_path, monkeypatch):
         one = fetch(3, 1)  # less than a batch: the whole batch holding offset 3
         assert [[r.value for b in records.iter_batches(one[p]) for r in b] for p in range(2)] == \
             [values[p][3:6] for p in range(2)]
+        client.close()
+
+
+def test_pipelined_requests_are_answered_in_order_and_read_ahead_is_bounded(tmp_path, monkeypatch):
+    waiting = []  # bytes of whole requests the connection held, after each read
+    received = server._Stream.buffer_updated
+
+    def spy(stream, nbytes):
+        received(stream, nbytes)
+        waiting.append(stream._waiting)
+
+    monkeypatch.setattr(server._Stream, "buffer_updated", spy)
+    with Broker(log_dir=str(tmp_path / "data")) as broker:
+        client = RawClient(broker.port)
+        created = client.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="piped", num_partitions=1, replication_factor=1)], timeout_ms=10000), 7).body
+        assert created.topics[0].error_code == 0
+
+        def frame(body, version, correlation_id):
+            return encode_request(RequestHeader(request_api_key=body.api_key, request_api_version=version,
+                                                correlation_id=correlation_id, client_id="piped"), body, version)
+
+        # 40 Produce requests of 10 and 100 kB sent at once (the larger ones received into buffers of their
+        # own), then read: answered in order, at consecutive offsets, and the log holds each record as sent.
+        values = [[os.urandom(1000) for _ in range(100 if i % 2 else 10)] for i in range(40)]
+        wire = b"".join(frame(ProduceRequest(acks=1, timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(
+            name="piped", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=_batch(batch))])]),
+            9, 1000 + i) for i, batch in enumerate(values))
+        sender = threading.Thread(target=client.sock.sendall, args=(wire,))
+        sender.start()
+        answers = [decode_response(_recv_exact(client.sock, int.from_bytes(_recv_exact(client.sock, 4), "big")),
+                                   0, 9) for _ in values]
+        sender.join()
+        assert [a.header.correlation_id for a in answers] == list(range(1000, 1040))
+        starts = [sum(map(len, values[:i])) for i in range(len(values))]
+        assert [a.body.responses[0].partition_responses[0].base_offset for a in answers] == starts
+        def fetch(partition_max):
+            return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, isolation_level=0,
+                                session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                    topic="piped", partitions=[FetchRequest.FetchPartition(
+                                        partition=0, fetch_offset=0, partition_max_bytes=partition_max)])])
+
+        got = client.call(fetch(10 << 20), 12).body.responses[0].partitions[0].records
+        batches = list(records.iter_batches(got))
+        assert [b.base_offset for b in batches] == starts
+        assert [[r.value for r in b] for b in batches] == values
+
+        # A client that sends Fetch after Fetch and reads no answer (each of 60 kB, written from memory): once
+        # the socket takes no more answers, the broker stops taking requests, and holds at most READ_AHEAD
+        # bytes of them (plus the last read).
+        small = fetch(60_000)
+        greedy = RawClient(broker.port)
+        requests = [frame(small, 12, i) for i in range(2 * server.READ_AHEAD // len(frame(small, 12, 0)))]
+        threading.Thread(target=greedy.sock.sendall, args=(b"".join(requests),), daemon=True).start()
+        assert server.READ_AHEAD <= eventually(lambda: max(waiting), lambda most: most >= server.READ_AHEAD)
+        assert max(waiting) < server.READ_AHEAD + server.READ_SIZE
+        greedy.close()
+        assert client.call(MetadataRequest(topics=None), 12).body.topics[0].name == "piped"
         client.close()
 
 

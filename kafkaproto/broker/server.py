@@ -371,6 +371,8 @@ class _Stream(asyncio.BufferedProtocol):
         return False  # close: a Kafka client that stops sending is gone
 
     def connection_lost(self, exc):
+        self._frames.clear()  # no one is left to read their answers
+        self._waiting = 0
         self._end(exc)
         writable, self._writable = self._writable, None
         if writable is not None and not writable.done():
