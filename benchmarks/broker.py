@@ -356,6 +356,12 @@ def label(case):
     return f"{case['partitions']}p {case['size']}B acks={case['acks']} {case['compression']}"
 
 
+def spread(row, part):
+    """ ", runs 0.93-1.12" : the lowest and highest of a case's per-repeat ratios, when it had several."""
+    ratios = row.get("run_ratios", {}).get(part, [])
+    return f", runs {min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else ""
+
+
 def cpu(side):
     """The broker's CPU seconds over a case's produce and consume, when the run measured them."""
     if "broker_cpu_s" not in side["produce"]:
@@ -363,12 +369,19 @@ def cpu(side):
     return f"{side['produce']['broker_cpu_s'] + side['consume']['broker_cpu_s']:.1f}"
 
 
+def each_run(row):
+    ratios = row.get("run_ratios")
+    if not ratios:
+        return "–"
+    return " / ".join(", ".join(f"{x:.2f}" for x in ratios[part]) for part in ("produce", "consume"))
+
+
 def markdown(results):
     """The BENCHMARKS.md table of a run's results."""
     lines = ["| case | produce MB/s K / k | produce records/s K / k | ratio | avg / p99 latency ms K | "
              "avg / p99 latency ms k | consume MB/s K / k | consume records/s K / k | ratio | RSS MB K / k | "
-             "broker CPU s K / k |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "broker CPU s K / k | produce / consume ratio of each run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results["cases"]:
         k, o = r["kafka"], r["kafkaproto"]
         lines.append(
@@ -379,7 +392,8 @@ def markdown(results):
             f"{k['consume']['mb_s']:.1f} / {o['consume']['mb_s']:.1f} | "
             f"{k['consume']['records_s']:,.0f} / {o['consume']['records_s']:,.0f} | {r['consume_ratio']:.2f}× | "
             f"{max(k['produce']['rss_kb'], k['consume']['rss_kb']) / 1024:.0f} / "
-            f"{max(o['produce']['rss_kb'], o['consume']['rss_kb']) / 1024:.0f} | {cpu(k)} / {cpu(o)} |")
+            f"{max(o['produce']['rss_kb'], o['consume']['rss_kb']) / 1024:.0f} | {cpu(k)} / {cpu(o)} | "
+            f"{each_run(r)} |")
     return "\n".join(lines)
 
 
@@ -419,8 +433,11 @@ def main():
             if args.only and not any(text in label(case) for text in args.only):
                 continue
             runs = {"kafka": [], "kafkaproto": []}
-            for _ in range(args.repeats):
-                for key, broker in (("kafka", kafka), ("kafkaproto", ours)):
+            for repeat in range(args.repeats):
+                # Which broker goes first alternates, so that neither always meets the disk or the CPU as the
+                # other one left it.
+                order = (("kafka", kafka), ("kafkaproto", ours))
+                for key, broker in order[::-1] if repeat % 2 else order:
                     if case.get("many"):
                         runs[key].append(many(cp, broker, args.quick))
                         continue
@@ -435,6 +452,10 @@ def main():
                                    for metric in values[0][part]} for part in ("produce", "consume")}
             row["produce_ratio"] = row["kafkaproto"]["produce"]["mb_s"] / row["kafka"]["produce"]["mb_s"]
             row["consume_ratio"] = row["kafkaproto"]["consume"]["mb_s"] / row["kafka"]["consume"]["mb_s"]
+            # Each repeat's own ratio (the two brokers' runs next to each other), to show the spread.
+            row["run_ratios"] = {part: [o[part]["mb_s"] / k[part]["mb_s"] for k, o in zip(runs["kafka"],
+                                                                                       runs["kafkaproto"])]
+                                 for part in ("produce", "consume")}
             results["cases"].append(row)
             k, o = row["kafka"], row["kafkaproto"]
             if case.get("many"):
@@ -442,9 +463,10 @@ def main():
                       f"{o['produce']['p99_max_ms']:.0f} ms, descriptors {k['produce']['fds']} vs "
                       f"{o['produce']['fds']}")
             print(f"{label(case):<28} produce {k['produce']['mb_s']:7.1f} vs {o['produce']['mb_s']:7.1f} MB/s "
-                  f"({row['produce_ratio']:.2f}x; p99 {k['produce']['p99_ms']:.0f} vs {o['produce']['p99_ms']:.0f} "
-                  f"ms)  consume {k['consume']['mb_s']:7.1f} vs {o['consume']['mb_s']:7.1f} MB/s "
-                  f"({row['consume_ratio']:.2f}x)  broker CPU s {k['produce']['broker_cpu_s']:.1f}+"
+                  f"({row['produce_ratio']:.2f}x{spread(row, 'produce')}; p99 {k['produce']['p99_ms']:.0f} vs "
+                  f"{o['produce']['p99_ms']:.0f} ms)  consume {k['consume']['mb_s']:7.1f} vs "
+                  f"{o['consume']['mb_s']:7.1f} MB/s ({row['consume_ratio']:.2f}x{spread(row, 'consume')})  "
+                  f"broker CPU s {k['produce']['broker_cpu_s']:.1f}+"
                   f"{k['consume']['broker_cpu_s']:.1f} vs {o['produce']['broker_cpu_s']:.1f}+"
                   f"{o['consume']['broker_cpu_s']:.1f}  rss {k['produce']['rss_kb'] / 1024:.0f} vs "
                   f"{o['produce']['rss_kb'] / 1024:.0f} MB", flush=True)

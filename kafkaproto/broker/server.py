@@ -1,10 +1,12 @@
 """The network side: asyncio listeners, one task per connection, requests answered in order.
 
-Each connection reads bytes into a kafkaproto ServerConnection (framing,
-size limits before any allocation, correlation ids, the ApiVersions
-fallback), hands each request to dispatch, and writes the response. As in
+Each connection receives its bytes straight into a kafkaproto ServerConnection's
+frame buffer (framing, size limits, correlation ids, the ApiVersions fallback;
+a large request lands in a buffer of its own and goes to the log without
+another copy), hands each request to dispatch, and writes the response. As in
 Kafka, a connection's requests are handled one at a time, so its responses
-leave in order; a Fetch waiting for data holds only its own connection.
+leave in order, while the next ones are read ahead up to a bound; a Fetch
+waiting for data holds only its own connection.
 A connection that sends what cannot be read, stays idle past
 connections.max.idle.ms, or goes over max.connections is closed with a log line.
 On SASL listeners a client gets nothing but ApiVersions and the SASL exchange
