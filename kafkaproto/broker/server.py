@@ -63,12 +63,15 @@ class Server:
         self._tasks = set()
         self._closing = False
         self._change = asyncio.Event()
+        self._change_awaited = False  # whether a request waits on _change (most appends wake no one)
         self._housekeeping = None
         state.on_change = self._changed
 
     def _changed(self):
-        self._change.set()
-        self._change = asyncio.Event()
+        if self._change_awaited:
+            self._change_awaited = False
+            self._change.set()
+            self._change = asyncio.Event()
 
     async def start(self):
         for listener in self.config.listeners:
@@ -297,6 +300,7 @@ class Server:
                 if deadline is None or ctx.final:  # a Wait after its time was up starts a new one
                     deadline = loop.time() + response.ms / 1000
                 try:
+                    self._change_awaited = True
                     await asyncio.wait_for(self._change.wait(), max(deadline - loop.time(), 0))
                     ctx.final = False
                 except asyncio.TimeoutError:

@@ -23,7 +23,7 @@ from ...records import iter_batches
 from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
 from ..state.cluster import READ_WRITE
-from ..state.log import parse_batches
+from ..state.log import CONTROL, TRANSACTIONAL, parse_batches
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 
 IMPLICIT_ADD = 12  # the first Produce version whose transactional batches add their partition (KIP-890)
@@ -49,9 +49,12 @@ def produce_partition(state, topic, index, records, transactional_id, version):
     except RecordsError as e:
         error = errors.MESSAGE_TOO_LARGE if "over the limit" in str(e) else errors.CORRUPT_MESSAGE
         return _result(index, error, message=str(e))
-    if any(b.is_control for b in batches):
+    attributes = 0
+    for batch in batches:
+        attributes |= batch.attributes
+    if attributes & CONTROL:
         return _result(index, errors.INVALID_RECORD, message="control batches are written by the broker only")
-    if any(b.is_transactional for b in batches):
+    if attributes & TRANSACTIONAL:
         error = _transaction_error(state, transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")

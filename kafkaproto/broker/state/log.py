@@ -44,6 +44,7 @@ OVERHEAD = 12  # base offset and length precede the length's bytes
 INDEX_ENTRY = struct.Struct(">ii")
 # Reads this large are given as FileRegions when asked: below it, copying costs less than a sendfile call.
 REGION_MIN = 64 * 1024
+TRANSACTIONAL, CONTROL = 0x10, 0x20  # batch attribute bits
 
 
 class LogError(Exception):
@@ -66,11 +67,11 @@ class Batch:
 
     @property
     def is_transactional(self):
-        return bool(self.attributes & 0x10)
+        return bool(self.attributes & TRANSACTIONAL)
 
     @property
     def is_control(self):
-        return bool(self.attributes & 0x20)
+        return bool(self.attributes & CONTROL)
 
 
 def parse_batches(data, max_batch_bytes=None):
