@@ -56,7 +56,7 @@ class Server:
         self.config = state.config
         self.listeners = []  # bound Listener objects (ports resolved)
         self._listening = []  # (listening socket, the task accepting on it)
-        # writer -> when it last read (loop time), or None while it answers a request: the housekeeping closes
+        # stream -> when it last read (loop time), or None while it answers a request: the housekeeping closes
         # those idle past connections.max.idle.ms (a timer per read would cost a task per read)
         self._connections = {}
         self._idled = set()
@@ -128,10 +128,10 @@ class Server:
 
     def _close_idle(self):
         idle_before = asyncio.get_running_loop().time() - self.config["connections.max.idle.ms"] / 1000
-        for writer, last_read in list(self._connections.items()):
+        for stream, last_read in list(self._connections.items()):
             if last_read is not None and last_read < idle_before:
-                self._idled.add(writer)
-                writer.close()  # its read then ends, and its task says why
+                self._idled.add(stream)
+                stream.close()  # its read then ends, and its task says why
 
     async def _accept(self, sock, listener, mechanisms, context):
         """Accept connections on a listening socket until cancelled; each is served by a task of its own."""
@@ -163,7 +163,7 @@ class Server:
             task.add_done_callback(self._tasks.discard)
 
     async def _open(self, conn, listener, mechanisms, context):
-        """Streams over an accepted socket (after the TLS handshake, on a TLS listener), then serve them."""
+        """A _Stream over an accepted socket (after the TLS handshake, on a TLS listener), then serve it."""
         loop = asyncio.get_running_loop()
         connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
         stream = _Stream(connection)
@@ -186,8 +186,8 @@ class Server:
             self._housekeeping.cancel()
         # Closing the sockets ends each connection's task; waking the waiting requests ends theirs.
         self._closing = True
-        for writer in list(self._connections):
-            writer.close()
+        for stream in list(self._connections):
+            stream.close()
         self._changed()
         tasks = list(self._tasks)
         if tasks:
@@ -195,16 +195,16 @@ class Server:
             for task in late:
                 task.cancel()
 
-    async def _serve(self, listener, mechanisms, connection, writer):
-        peer = writer.get_extra_info("peername")
+    async def _serve(self, listener, mechanisms, connection, stream):
+        peer = stream.get_extra_info("peername")
         where = f"{peer[0]}:{peer[1]}" if peer else "?"
         session = Session(listener, self.state.credentials, mechanisms, where)
         if len(self._connections) >= self.config["max.connections"]:
             log.warning("%s: refused, max.connections=%d reached", where, self.config["max.connections"])
-            writer.close()
+            stream.close()
             return
         loop = asyncio.get_running_loop()
-        self._connections[writer] = loop.time()
+        self._connections[stream] = loop.time()
         self._tasks.add(asyncio.current_task())
         idle = self.config["connections.max.idle.ms"] / 1000
         # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
@@ -212,27 +212,27 @@ class Server:
         sendfile = listener.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and hasattr(loop, "sendfile")
         try:
             while True:
-                await writer.drain()  # a client that does not read its answers is not read from either
-                self._connections[writer] = loop.time()
+                await stream.drain()  # a client that does not read its answers is not read from either
+                self._connections[stream] = loop.time()
                 try:
-                    frame = await writer.frame()
+                    frame = await stream.frame()
                     if frame is None:
-                        if writer in self._idled:
+                        if stream in self._idled:
                             log.info("%s: closed after %.0f s idle (connections.max.idle.ms)", where, idle)
                         return
-                    self._connections[writer] = None
+                    self._connections[stream] = None
                     event = connection.receive_frame(frame)
                 except ProtocolError as e:
                     # A request kafkaproto cannot read: an ApiVersions at a version it lacks keeps its header.
                     if e.header is None:
                         log.warning("%s: closing the connection: %s", where, e)
                         return
-                    if not self._refuse(connection, writer, e.header, where):
+                    if not self._refuse(connection, stream, e.header, where):
                         return
                     continue
                 if isinstance(event, SaslBytes):
                     try:
-                        writer.write(connection.send_raw(session.step(event.data)))
+                        stream.write(connection.send_raw(session.step(event.data)))
                     except AuthenticationError as e:
                         log.warning("%s: authentication failed (%s): %s", where, session.mechanism, e)
                         return
@@ -244,7 +244,7 @@ class Server:
                                 where, type(event.body).__name__, listener.name)
                     return
                 if unserved(self.state, event.header) is not None:
-                    if not self._refuse(connection, writer, event.header, where):
+                    if not self._refuse(connection, stream, event.header, where):
                         return
                     continue
                 ctx = Context(self.state, event.header, session=session, client_host=client_host,
@@ -261,27 +261,27 @@ class Server:
                                           where, type(event.body).__name__, event.version)
                             return
                         if ctx.regions:
-                            sendfile = await _send_parts(writer, answer)
+                            sendfile = await _send_parts(stream, answer)
                         else:
-                            writer.write(answer)
+                            stream.write(answer)
                 finally:
                     _release(ctx)
                 if session.failed:
-                    await writer.drain()
+                    await stream.drain()
                     return
         except (ConnectionError, OSError) as e:
             log.info("%s: connection lost: %s", where, e)
         finally:
-            self._connections.pop(writer, None)
-            self._idled.discard(writer)
+            self._connections.pop(stream, None)
+            self._idled.discard(stream)
             self._tasks.discard(asyncio.current_task())
-            writer.close()
+            stream.close()
 
-    def _refuse(self, connection, writer, header, where):
+    def _refuse(self, connection, stream, header, where):
         """Treat a request this broker does not serve as Kafka does (dispatch.unserved); False to close."""
         if unserved(self.state, header) == ANSWER_API_VERSIONS_V0:
             # UNSUPPORTED_VERSION and ApiVersions' own versions, at version 0, which every client reads (KIP-511).
-            writer.write(connection.send_response(header, api_versions.refused(self.state), version=0))
+            stream.write(connection.send_response(header, api_versions.refused(self.state), version=0))
             return True
         log.warning("%s: %s v%d is not served here; closing the connection, as Kafka does", where,
                     api(header.request_api_key).name, header.request_api_version)
@@ -434,18 +434,18 @@ class _Stream(asyncio.BufferedProtocol):
         self.transport.close()
 
 
-async def _send_parts(writer, parts):
+async def _send_parts(stream, parts):
     """Write a frame's parts, each FileRegion with sendfile(2); False when this event loop has no sendfile
     for the connection (its regions were read and written instead)."""
     loop = asyncio.get_running_loop()
-    transport = writer.transport
+    transport = stream.transport
     native = True
     for part in parts:
         if type(part) is not FileRegion:
-            writer.write(part)
+            stream.write(part)
             continue
         if not native:
-            writer.write(part.read())
+            stream.write(part.read())
             continue
         sent = 0
         if not transport.get_write_buffer_size():
@@ -460,7 +460,7 @@ async def _send_parts(writer, parts):
                 await loop.sendfile(transport, part, part.position + sent, part.size - sent, fallback=False)
             except (NotImplementedError, asyncio.SendfileNotAvailableError):
                 native = False
-                writer.write(part.read()[sent:])
+                stream.write(part.read()[sent:])
     return native
 
 
