@@ -351,11 +351,6 @@ class FrameBuffer:
         return frames
 
     @property
-    def error(self):
-        """The FrameError that ends the stream, once a bad size prefix was seen (before it is raised)."""
-        return self._error
-
-    @property
     def pending(self):
         """Bytes held that do not yet make a whole frame."""
         if self._large is not None:
