@@ -5,17 +5,20 @@
     python benchmarks/broker.py --json benchmarks/broker-results.json          # the recorded run
 
 Both brokers run on this machine in the same run with the same settings (one node, 127.0.0.1, a fresh data
-directory, group.initial.rebalance.delay.ms=0, everything else at its default); kafkaproto's broker runs as
+directory, group.initial.rebalance.delay.ms=0, log.segment.delete.delay.ms=0, everything else at its default); kafkaproto's broker runs as
 ``python -m kafkaproto.broker`` (with uvloop when it is installed). Kafka runs with -Xmx512m, as the tests'
 fixture starts it.
 
 For every case (1 and 6 partitions x 100 B and 1 KiB records x acks=1 and acks=all x no compression and lz4),
-on a fresh topic per broker:
+on a fresh topic per broker and run (3,000,000 records of 100 B or 600,000 of 1 KiB, about 300 or 600 MB, so
+that even the consumer's part lasts seconds):
   produce   ``org.apache.kafka.tools.ProducerPerformance --num-records N --record-size S --throughput -1``
             with acks and compression.type set; records/s, MB/s, average and p99 latency as it prints them
   consume   ``org.apache.kafka.tools.ConsumerPerformance --num-records N`` from the start of that topic, in a
             fresh group; MB/s and records/s over the fetch time (fetch.MB.sec, fetch.nMsg.sec)
-The cases alternate between the brokers (Kafka, then kafkaproto, case by case), so both see the same machine.
+Within a case the brokers take turns going first (Kafka in the first repeat, kafkaproto in the second, ...), so
+both see the same machine. After each run its topic is deleted, its files at once (log.segment.delete.delay.ms=0
+on both brokers), so that no run meets the page cache's writeback of an earlier run's gigabytes.
 Before the first case each broker is warmed up, unmeasured (300,000 records of 100 B to 6 partitions and back,
 uncompressed and with lz4): a JVM compiles its hot code as it runs, and a cold Kafka would lose the first cases.
 Broker memory: the peak resident set (VmHWM) of each broker process at the end, and RSS sampled during
@@ -161,8 +164,9 @@ class Broker:
 def start_kafka(work):
     port, controller = kafka_jvm.free_port(), kafka_jvm.free_port()
     props = work / "server.properties"
-    props.write_text(kafka_jvm.SERVER_PROPERTIES.format(port=port, controller_port=controller,
-                                                        log_dir=work / "data"))
+    # A deleted topic's files go at once instead of a minute later (the default); kafkaproto's too.
+    props.write_text(kafka_jvm.SERVER_PROPERTIES.format(port=port, controller_port=controller, log_dir=work / "data")
+                     + "log.segment.delete.delay.ms=0\n")
     cp = kafka_jvm.classpath(KAFKA_VERSION)
     java = shutil.which("java")
     cluster_id = "bench-" + uuid.uuid4().hex[:16]
@@ -176,7 +180,7 @@ def start_kafkaproto(work):
     port = kafka_jvm.free_port()
     cmd = [sys.executable, "-m", "kafkaproto.broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
            "--override", f"log.dirs={work / 'kafkaproto-data'}", "--override", "group.initial.rebalance.delay.ms=0",
-           "--override", "auto.create.topics.enable=false"]
+           "--override", "auto.create.topics.enable=false", "--override", "log.segment.delete.delay.ms=0"]
     impl = subprocess.run([sys.executable, "-c", "import kafkaproto._impl as i; print(i.IMPL)"], cwd=work,
                           capture_output=True, text=True, check=True).stdout.strip()
     if impl != "compiled":
@@ -310,7 +314,7 @@ def consume(cp, broker, topic, n):
 def cases(quick):
     scale = 5 if quick else 1
     for partitions in (1, 6):
-        for size, n in ((100, 1_000_000), (1024, 200_000)):
+        for size, n in ((100, 3_000_000), (1024, 600_000)):
             for acks in ("1", "all"):
                 for compression in ("none", "lz4"):
                     yield {"partitions": partitions, "size": size, "records": n // scale, "acks": acks,
@@ -429,6 +433,7 @@ def main():
                 broker.create_topic(topic, 6)
                 produce(cp, broker, topic, 300_000, 100, "all", compression)
                 consume(cp, broker, topic, 300_000)
+                broker.delete_topics([topic])
         for case in cases(args.quick):
             if args.only and not any(text in label(case) for text in args.only):
                 continue
@@ -445,6 +450,7 @@ def main():
                     broker.create_topic(topic, case["partitions"])
                     p = produce(cp, broker, topic, case["records"], case["size"], case["acks"], case["compression"])
                     c = consume(cp, broker, topic, case["records"])
+                    broker.delete_topics([topic])
                     runs[key].append({"produce": p, "consume": c})
             row = {**case, "load_average": os.getloadavg()}  # the 1, 5 and 15 minute averages as the case ends
             for key, values in runs.items():

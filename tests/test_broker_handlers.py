@@ -6,6 +6,7 @@ on real files.
 """
 
 import os
+import time
 
 import pytest
 
@@ -282,6 +283,21 @@ def test_delete_and_recreate_gives_a_new_id_and_never_old_data(state, tmp_path):
     assert produce(state, batch(b"x"), version=13, topic_id=old_id).error_code == errors.UNKNOWN_TOPIC_ID.code
     state.cluster.delete_due(now=float("inf"))
     assert not [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
+
+
+def test_deleted_topic_directories_wait_log_segment_delete_delay_ms(tmp_path):
+    # Kafka's broker key; file.delete.delay.ms is only its topic-level name.
+    state = make_state(tmp_path, **{"log.segment.delete.delay.ms": "5000"})
+    topic_id = create(state, "t").topic_id
+    produce(state, batch(b"x"))
+    started = time.monotonic()
+    body = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(topic_id=topic_id)], timeout_ms=1000)
+    assert call(state, body, 6).responses[0].error_code == 0
+    state.cluster.delete_due(now=started + 4)
+    assert [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
+    state.cluster.delete_due(now=time.monotonic() + 5)
+    assert not [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
+    state.close()
 
 
 def test_unknown_directories_are_set_aside_not_served_or_deleted(tmp_path):

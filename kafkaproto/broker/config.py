@@ -77,7 +77,7 @@ SETTINGS = {
     "offsets.retention.check.interval.ms": Setting(int, 600000),
     "transaction.max.timeout.ms": Setting(int, 900000),
     "transactional.id.expiration.ms": Setting(int, 604800000),
-    "file.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
+    "log.segment.delete.delay.ms": Setting(int, 60000, "file.delete.delay.ms"),
     "delete.topic.enable": Setting(bool, True),
     "kafkaproto.extensions": Setting(str, "", doc="kafkaproto extensions to load at start-up, comma-separated"),
     "kafkaproto.open.segment.files.max": Setting(int, -1, doc="segment files kept open at once across all "
@@ -234,7 +234,7 @@ class BrokerConfig:
         advertised = get("advertised.listeners")
         self.advertised = parse_listeners(advertised, protocols, "advertised.listeners") if advertised else None
         self.log_dir = (get("log.dirs") or get("log.dir")).split(",")[0].strip()
-        self.file_delete_delay_ms = get("file.delete.delay.ms")
+        self.file_delete_delay_ms = get("log.segment.delete.delay.ms")
         self.cluster_id = None
         for key in ("num.partitions", "message.max.bytes", "socket.request.max.bytes", "log.segment.bytes"):
             if get(key) <= 0:

@@ -2,7 +2,7 @@
 
 The topic leaves the metadata log at once; its partition directories are
 renamed to ``<topic>-<partition>.<id>-delete`` and removed after
-file.delete.delay.ms. A stale or unknown ID is UNKNOWN_TOPIC_ID.
+log.segment.delete.delay.ms. A stale or unknown ID is UNKNOWN_TOPIC_ID.
 """
 
 from ... import errors

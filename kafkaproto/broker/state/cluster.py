@@ -360,7 +360,7 @@ class Cluster:
             self._attach(partition, logs[partition.index])
 
     def delete_topic(self, topic):
-        """Remove the topic, and rename its directories away, to be deleted after file.delete.delay.ms."""
+        """Remove the topic, and rename its directories away, to be deleted after log.segment.delete.delay.ms."""
         self._commit([RemoveTopicRecord(topic_id=topic.topic_id)])
         for partition in topic.partitions:
             self._remove_directory(partition)
@@ -380,7 +380,7 @@ class Cluster:
 
     def finish_partition_deletions(self, now_ms):
         """Turn the ReadOnly partitions whose delay has passed None, highest first, and rename their directories
-        away to be deleted after file.delete.delay.ms; True when any did."""
+        away to be deleted after log.segment.delete.delay.ms; True when any did."""
         partition_record = registry.message_class("PartitionRecord")  # the extension's: ReadOnly came from it
         done = False
         for topic in list(self.topics.values()):
