@@ -442,3 +442,64 @@ def test_accept_out_of_descriptors_backs_off_with_one_line_each_way(tmp_path):
     assert log.count("accept() is out of file descriptors") == 1, log
     assert log.count("accepting connections again") == 1, log
     assert "Traceback" not in log and "out of system resource" not in log, log
+
+
+def test_sockets_get_kafkas_buffer_sizes_keepalive_and_no_nagle():
+    """socket.receive.buffer.bytes on the listening socket before bind (its connections inherit it),
+    socket.send.buffer.bytes on each accepted one; -1 leaves the OS's. Linux doubles what is asked for."""
+    from kafkaproto.broker import server
+    from kafkaproto.broker.config import BrokerConfig
+
+    defaults = BrokerConfig({})
+    assert (defaults["socket.send.buffer.bytes"], defaults["socket.receive.buffer.bytes"]) == (102400, 102400)
+
+    async def accepted(receive_buffer, send_buffer):
+        [listener] = await server._listen("127.0.0.1", 0, receive_buffer)
+        with listener, socket.create_connection(listener.getsockname(), timeout=10):
+            listener.setblocking(True)
+            conn, _ = listener.accept()
+            with conn:
+                server._tune(conn, send_buffer)
+                return {name: conn.getsockopt(level, option) for name, level, option in (
+                    ("rcvbuf", socket.SOL_SOCKET, socket.SO_RCVBUF), ("sndbuf", socket.SOL_SOCKET, socket.SO_SNDBUF),
+                    ("keepalive", socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                    ("nodelay", socket.IPPROTO_TCP, socket.TCP_NODELAY))}
+
+    import asyncio
+    sized = asyncio.run(accepted(32768, 16384))
+    assert sized == {"rcvbuf": 65536, "sndbuf": 32768, "keepalive": 1, "nodelay": 1}
+    with socket.socket() as plain:
+        os_defaults = plain.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF), plain.getsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF)
+    untouched = asyncio.run(accepted(-1, -1))
+    assert untouched["rcvbuf"] != 65536 and untouched["sndbuf"] != 32768
+    assert untouched["rcvbuf"] >= os_defaults[0] and untouched["keepalive"] == 1
+
+
+def test_a_deleted_topic_is_removed_off_the_event_loop(monkeypatch):
+    """Removing a topic's files can take the file system a tenth of a second a gigabyte; the broker's event loop
+    (thread kafkaproto-broker) keeps serving meanwhile."""
+    from kafkaproto.broker import Broker, server
+    from kafkaproto.messages import DeleteTopicsRequest
+
+    threads, removed = [], threading.Event()
+
+    def remove(paths):
+        threads.append(threading.current_thread().name)
+        removed_paths.extend(paths)
+        real(paths)
+        removed.set()
+
+    real, removed_paths = server.remove_directories, []
+    monkeypatch.setattr(server, "remove_directories", remove)
+    with Broker({"log.segment.delete.delay.ms": "0"}) as broker:
+        client = RawClient(broker.port)
+        topic = CreateTopicsRequest.CreatableTopic(name="gone", num_partitions=2, replication_factor=1)
+        assert client.call(CreateTopicsRequest(topics=[topic], timeout_ms=10000), 7).body.topics[0].error_code == 0
+        body = DeleteTopicsRequest(topic_names=["gone"], timeout_ms=10000)
+        assert client.call(body, 5).body.responses[0].error_code == 0
+        assert removed.wait(10), "the deleted topic's directories were never removed"
+        assert client.call(ApiVersionsRequest(), 0).body.error_code == 0  # still serving
+        client.close()
+        assert threads and "kafkaproto-broker" not in threads
+        assert len(removed_paths) == 2 and not any(os.path.exists(p) for p in removed_paths)

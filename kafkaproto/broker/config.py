@@ -54,6 +54,9 @@ SETTINGS = {
     "min.insync.replicas": Setting(int, 1, "min.insync.replicas"),
     "message.max.bytes": Setting(int, 1048588, "max.message.bytes"),
     "socket.request.max.bytes": Setting(int, 104857600),
+    "socket.send.buffer.bytes": Setting(int, 102400, doc="SO_SNDBUF of each accepted connection (-1: the OS's)"),
+    "socket.receive.buffer.bytes": Setting(int, 102400, doc="SO_RCVBUF of the listening sockets, which their "
+                                           "connections inherit (-1: the OS's)"),
     "connections.max.idle.ms": Setting(int, 600000),
     "max.connections": Setting(int, 2147483647),
     "max.incremental.fetch.session.cache.slots": Setting(int, 1000),

@@ -35,6 +35,7 @@ from .config import Listener
 from .dispatch import ANSWER_API_VERSIONS_V0, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
+from .state.cluster import remove_directories
 
 log = logging.getLogger("kafkaproto.broker")
 READ_SIZE = 1 << 16
@@ -83,7 +84,7 @@ class Server:
                 raise ValueError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
                                  f"implemented (known: {', '.join(MECHANISMS)})")
             loop = asyncio.get_running_loop()
-            sockets = await _listen(listener.host, listener.port)
+            sockets = await _listen(listener.host, listener.port, self.config["socket.receive.buffer.bytes"])
             for sock in sockets:
                 task = loop.create_task(self._accept(sock, listener, mechanisms, context))
                 self._listening.append((sock, task))
@@ -103,7 +104,9 @@ class Server:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
             self._close_idle()
             try:
-                self.state.cluster.delete_due()
+                due = self.state.cluster.take_due_deletes()
+                if due:  # off the event loop: removing a topic of gigabytes stalled every connection for 0.1 s
+                    await asyncio.to_thread(remove_directories, due)
                 if time.monotonic() >= retention_due:
                     retention_due = time.monotonic() + self.config["log.retention.check.interval.ms"] / 1000
                     if self.state.enforce_retention():
@@ -158,6 +161,7 @@ class Server:
                 log.info("listener %s: accepting connections again after %.1f s", listener.name,
                          loop.time() - failing_since)
                 backoff = None
+            _tune(conn, self.config["socket.send.buffer.bytes"])
             task = loop.create_task(self._open(conn, listener, mechanisms, context))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -471,9 +475,23 @@ def _release(ctx):
         ctx.regions.clear()
 
 
-async def _listen(host, port):
+def _tune(conn, send_buffer):
+    """The options Kafka gives an accepted connection: no Nagle delay, keepalive, its send buffer."""
+    try:
+        if conn.family in (socket.AF_INET, socket.AF_INET6):
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if send_buffer != -1:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    except OSError as e:  # the peer may already be gone; the connection's first read says so
+        log.debug("socket options of %s not set: %s", _peer(conn), e)
+
+
+async def _listen(host, port, receive_buffer=-1):
     """Bound, listening, non-blocking sockets for host:port, one per address host resolves to (as
-    asyncio.start_server makes them); port 0 takes a free port, the same one on every address."""
+    asyncio.start_server makes them); port 0 takes a free port, the same one on every address. A
+    receive_buffer other than -1 is set before bind, as Kafka does, so that the TCP window the
+    connections offer is scaled for it."""
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     sockets = []
@@ -486,6 +504,8 @@ async def _listen(host, port):
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if receive_buffer != -1:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # the IPv4 address binds on its own
             if port == 0 and len(sockets) > 1:

@@ -106,6 +106,12 @@ def read_partition_metadata(directory):
         raise ValueError(f"{path}: no readable topic_id ({e})") from None
 
 
+def remove_directories(paths):
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+        log.info("deleted %s", path)
+
+
 def _sync_dir(directory):
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -440,17 +446,17 @@ class Cluster:
         self.producer_id_block = (first + 1, end)
         return first
 
-    def delete_due(self, now=None):
-        """Delete the renamed-away directories whose delay is over."""
+    def take_due_deletes(self, now=None):
+        """The renamed-away directories whose delay is over, no longer pending; remove_directories removes them
+        (the server does so on a thread: a large topic's files take the file system a while)."""
         now = time.monotonic() if now is None else now
-        keep = []
-        for due, path in self.pending_deletes:
-            if due <= now:
-                shutil.rmtree(path, ignore_errors=True)
-                log.info("deleted %s", path)
-            else:
-                keep.append((due, path))
-        self.pending_deletes = keep
+        due = [path for when, path in self.pending_deletes if when <= now]
+        self.pending_deletes = [(when, path) for when, path in self.pending_deletes if when > now]
+        return due
+
+    def delete_due(self, now=None):
+        """Delete the renamed-away directories whose delay is over, here and now."""
+        remove_directories(self.take_due_deletes(now))
 
     # --- lookups
 
