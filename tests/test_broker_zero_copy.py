@@ -13,7 +13,7 @@ from kafkaproto.broker import Broker
 from kafkaproto.broker import server
 from kafkaproto.broker.state import log as segment_log
 from kafkaproto.messages import CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest, RequestHeader
-from kafkaproto.protocol import FileRegion, decode_response, encode_request, frame_functions
+from kafkaproto.protocol import FileRegion, FrameBuffer, decode_response, encode_request, frame_functions
 
 from impls import IMPLS, classes, impl_param
 from test_kafka_broker import RawClient, _recv_exact, eventually
@@ -202,13 +202,13 @@ def test_pipelined_requests_are_answered_in_order_and_read_ahead_is_bounded(tmp_
 
         # A client that sends Fetch after Fetch and reads no answer (each of 60 kB, written from memory): once
         # the socket takes no more answers, the broker stops taking requests, and holds at most READ_AHEAD
-        # bytes of them (plus the last read).
+        # bytes of them (plus the last read, which fills at most the frame buffer's scratch space).
         small = fetch(60_000)
         greedy = RawClient(broker.port)
         requests = [frame(small, 12, i) for i in range(2 * server.READ_AHEAD // len(frame(small, 12, 0)))]
         threading.Thread(target=greedy.sock.sendall, args=(b"".join(requests),), daemon=True).start()
         assert server.READ_AHEAD <= eventually(lambda: max(waiting), lambda most: most >= server.READ_AHEAD)
-        assert max(waiting) < server.READ_AHEAD + server.READ_SIZE
+        assert max(waiting) < server.READ_AHEAD + FrameBuffer.SCRATCH_SIZE
         greedy.close()
         assert client.call(MetadataRequest(topics=None), 12).body.topics[0].name == "piped"
         client.close()
