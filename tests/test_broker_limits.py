@@ -451,7 +451,7 @@ def test_sockets_get_kafkas_buffer_sizes_keepalive_and_no_nagle():
     from kafkaproto.broker.config import BrokerConfig
 
     defaults = BrokerConfig({})
-    assert (defaults["socket.send.buffer.bytes"], defaults["socket.receive.buffer.bytes"]) == (102400, 102400)
+    assert (defaults["socket.send.buffer.bytes"], defaults["socket.receive.buffer.bytes"]) == (-1, 102400)
 
     async def accepted(receive_buffer, send_buffer):
         [listener] = await server._listen("127.0.0.1", 0, receive_buffer)
