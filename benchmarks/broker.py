@@ -5,9 +5,9 @@
     python benchmarks/broker.py --json benchmarks/broker-results.json          # the recorded run
 
 Both brokers run on this machine in the same run with the same settings (one node, 127.0.0.1, a fresh data
-directory, group.initial.rebalance.delay.ms=0, log.segment.delete.delay.ms=0, everything else at its default); kafkaproto's broker runs as
-``python -m kafkaproto.broker`` (with uvloop when it is installed). Kafka runs with -Xmx512m, as the tests'
-fixture starts it.
+directory, group.initial.rebalance.delay.ms=0, log.segment.delete.delay.ms=0, everything else at its default);
+kafkaproto's broker runs as ``python -m kafkaproto.broker`` (with uvloop when it is installed). Kafka runs with
+-Xmx512m, as the tests' fixture starts it.
 
 For every case (1 and 6 partitions x 100 B and 1 KiB records x acks=1 and acks=all x no compression and lz4),
 on a fresh topic per broker and run (3,000,000 records of 100 B or 600,000 of 1 KiB, about 300 or 600 MB, so

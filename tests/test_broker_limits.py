@@ -8,6 +8,7 @@ files) and runs when KAFKAPROTO_HEAVY_TESTS=1; CI runs the same test with 1,500 
 in requests of 500.
 """
 
+import asyncio
 import errno
 import os
 import re
@@ -22,11 +23,13 @@ import time
 import pytest
 
 from kafkaproto import errors, records
+from kafkaproto.broker import Broker, server
+from kafkaproto.broker.config import BrokerConfig
 from kafkaproto.broker.embedded import STARTED
 from kafkaproto.broker.state import log as segment_log
 from kafkaproto.broker.state.cluster import METADATA_DIR
-from kafkaproto.messages import (ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest, FetchRequest,
-                                 MetadataRequest, ProduceRequest)
+from kafkaproto.messages import (ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+                                 DeleteTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest)
 from kafkaproto.metadata import decode_record
 
 from test_broker_handlers import call, create, fetch, make_state, produce
@@ -446,10 +449,7 @@ def test_accept_out_of_descriptors_backs_off_with_one_line_each_way(tmp_path):
 
 def test_sockets_get_kafkas_buffer_sizes_keepalive_and_no_nagle():
     """socket.receive.buffer.bytes on the listening socket before bind (its connections inherit it),
-    socket.send.buffer.bytes on each accepted one; -1 leaves the OS's. Linux doubles what is asked for."""
-    from kafkaproto.broker import server
-    from kafkaproto.broker.config import BrokerConfig
-
+    socket.send.buffer.bytes on each accepted one; -1 leaves the system's. Linux doubles what is asked for."""
     defaults = BrokerConfig({})
     assert (defaults["socket.send.buffer.bytes"], defaults["socket.receive.buffer.bytes"]) == (-1, 102400)
 
@@ -465,7 +465,6 @@ def test_sockets_get_kafkas_buffer_sizes_keepalive_and_no_nagle():
                     ("keepalive", socket.SOL_SOCKET, socket.SO_KEEPALIVE),
                     ("nodelay", socket.IPPROTO_TCP, socket.TCP_NODELAY))}
 
-    import asyncio
     sized = asyncio.run(accepted(32768, 16384))
     assert sized == {"rcvbuf": 65536, "sndbuf": 32768, "keepalive": 1, "nodelay": 1}
     with socket.socket() as plain:
@@ -479,9 +478,6 @@ def test_sockets_get_kafkas_buffer_sizes_keepalive_and_no_nagle():
 def test_a_deleted_topic_is_removed_off_the_event_loop(monkeypatch):
     """Removing a topic's files can take the file system a tenth of a second a gigabyte; the broker's event loop
     (thread kafkaproto-broker) keeps serving meanwhile."""
-    from kafkaproto.broker import Broker, server
-    from kafkaproto.messages import DeleteTopicsRequest
-
     threads, removed = [], threading.Event()
 
     def remove(paths):

@@ -240,7 +240,7 @@ class BrokerConfig:
         advertised = get("advertised.listeners")
         self.advertised = parse_listeners(advertised, protocols, "advertised.listeners") if advertised else None
         self.log_dir = (get("log.dirs") or get("log.dir")).split(",")[0].strip()
-        self.file_delete_delay_ms = get("log.segment.delete.delay.ms")
+        self.segment_delete_delay_ms = get("log.segment.delete.delay.ms")
         self.cluster_id = None
         for key in ("num.partitions", "message.max.bytes", "socket.request.max.bytes", "log.segment.bytes"):
             if get(key) <= 0:

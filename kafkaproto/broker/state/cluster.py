@@ -229,7 +229,7 @@ class Cluster:
             if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR):
                 continue
             if name.endswith("-delete"):
-                self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, path))
+                self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, path))
                 continue
             if name.endswith("-stray"):
                 continue
@@ -416,7 +416,7 @@ class Cluster:
         if os.path.isdir(path):
             gone = f"{path}.{_uuid.uuid4().hex}-delete"
             os.rename(path, gone)
-            self.pending_deletes.append((time.monotonic() + self.config.file_delete_delay_ms / 1000, gone))
+            self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, gone))
         partition.log = None
         partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
 
