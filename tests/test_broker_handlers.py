@@ -15,7 +15,7 @@ from kafkaproto.broker import BrokerConfig
 from kafkaproto.broker.dispatch import (ANSWER_API_VERSIONS_V0, CLOSE, HANDLERS, Context, NotHandled, Wait,
                                         advertised, dispatch, load_handlers, unserved)
 from kafkaproto.broker.state import BrokerState
-from kafkaproto.broker.state.cluster import read_partition_metadata
+from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
 from kafkaproto.broker.config import Listener
 from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                                  DescribeConfigsRequest, DescribeTopicPartitionsRequest, FetchRequest,
@@ -281,7 +281,7 @@ def test_delete_and_recreate_gives_a_new_id_and_never_old_data(state, tmp_path):
     stale = fetch(state, version=13, topic_id=old_id).responses[0].partitions[0]
     assert stale.error_code == errors.UNKNOWN_TOPIC_ID.code
     assert produce(state, batch(b"x"), version=13, topic_id=old_id).error_code == errors.UNKNOWN_TOPIC_ID.code
-    state.cluster.delete_due(now=float("inf"))
+    remove_directories(state.cluster.take_due_deletes(now=float("inf")))
     assert not [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
 
 
@@ -293,9 +293,9 @@ def test_deleted_topic_directories_wait_log_segment_delete_delay_ms(tmp_path):
     started = time.monotonic()
     body = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(topic_id=topic_id)], timeout_ms=1000)
     assert call(state, body, 6).responses[0].error_code == 0
-    state.cluster.delete_due(now=started + 4)
+    remove_directories(state.cluster.take_due_deletes(now=started + 4))
     assert [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
-    state.cluster.delete_due(now=time.monotonic() + 5)
+    remove_directories(state.cluster.take_due_deletes(now=time.monotonic() + 5))
     assert not [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
     state.close()
 

@@ -454,10 +454,6 @@ class Cluster:
         self.pending_deletes = [(when, path) for when, path in self.pending_deletes if when > now]
         return due
 
-    def delete_due(self, now=None):
-        """Delete the renamed-away directories whose delay is over, here and now."""
-        remove_directories(self.take_due_deletes(now))
-
     # --- lookups
 
     def topic_defaults(self):
