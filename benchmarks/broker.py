@@ -16,9 +16,13 @@ that even the consumer's part lasts seconds):
             with acks and compression.type set; records/s, MB/s, average and p99 latency as it prints them
   consume   ``org.apache.kafka.tools.ConsumerPerformance --num-records N`` from the start of that topic, in a
             fresh group; MB/s and records/s over the fetch time (fetch.MB.sec, fetch.nMsg.sec)
-Within a case the brokers take turns going first (Kafka in the first repeat, kafkaproto in the second, ...), so
-both see the same machine. After each run its topic is deleted, its files at once (log.segment.delete.delay.ms=0
-on both brokers), so that no run meets the page cache's writeback of an earlier run's gigabytes.
+  ceiling   the same ProducerPerformance against benchmarks/produce_sink.py, kafkaproto's broker with its
+            segment writes skipped: the most that producer manages on this machine whatever the broker. Where
+            both brokers come near it, the case measures the client, and their ratio is parity plus noise.
+Within a case the brokers and the sink take turns going first (Kafka in the first repeat, kafkaproto in the
+second, the sink in the third, ...), so all see the same machine. After each run its topic is deleted, its
+files at once (log.segment.delete.delay.ms=0 on both brokers), so that no run meets the page cache's writeback
+of an earlier run's gigabytes.
 Before the first case each broker is warmed up, unmeasured (300,000 records of 100 B to 6 partitions and back,
 uncompressed and with lz4): a JVM compiles its hot code as it runs, and a cold Kafka would lose the first cases.
 Broker memory: the peak resident set (VmHWM) of each broker process at the end, and RSS sampled during
@@ -186,6 +190,15 @@ def start_kafkaproto(work):
     if impl != "compiled":
         raise SystemExit(f"the installed kafkaproto runs its {impl} codecs; install it compiled (pip install .)")
     return Broker("kafkaproto", cmd, port, work / "kafkaproto.log")
+
+
+def start_sink(work):
+    """produce_sink.py: the producer's ceiling on this machine (a broker that stores nothing)."""
+    port = kafka_jvm.free_port()
+    cmd = [sys.executable, str(HERE / "produce_sink.py"), "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+           "--override", f"log.dirs={work / 'sink-data'}", "--override", "auto.create.topics.enable=false",
+           "--override", "log.segment.delete.delay.ms=0"]
+    return Broker("produce sink", cmd, port, work / "sink.log")
 
 
 def sample_rss(broker, stop, peaks):
@@ -373,6 +386,12 @@ def cpu(side):
     return f"{side['produce']['broker_cpu_s'] + side['consume']['broker_cpu_s']:.1f}"
 
 
+def ceiling(row):
+    """ ", producer ceiling 59.6 MB/s" : what the same producer managed against the sink, when it ran."""
+    value = row.get("producer_ceiling_mb_s")
+    return f", producer ceiling {value:.1f} MB/s" if value else ""
+
+
 def each_run(row):
     ratios = row.get("run_ratios")
     if not ratios:
@@ -382,14 +401,15 @@ def each_run(row):
 
 def markdown(results):
     """The BENCHMARKS.md table of a run's results."""
-    lines = ["| case | produce MB/s K / k | produce records/s K / k | ratio | avg / p99 latency ms K | "
-             "avg / p99 latency ms k | consume MB/s K / k | consume records/s K / k | ratio | RSS MB K / k | "
-             "broker CPU s K / k | produce / consume ratio of each run |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| case | produce MB/s K / k | producer ceiling MB/s | produce records/s K / k | ratio | "
+             "avg / p99 latency ms K | avg / p99 latency ms k | consume MB/s K / k | consume records/s K / k | "
+             "ratio | RSS MB K / k | broker CPU s K / k | produce / consume ratio of each run |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results["cases"]:
         k, o = r["kafka"], r["kafkaproto"]
+        sink = f"{r['producer_ceiling_mb_s']:.1f}" if r.get("producer_ceiling_mb_s") else "–"
         lines.append(
-            f"| {label(r)} | {k['produce']['mb_s']:.1f} / {o['produce']['mb_s']:.1f} | "
+            f"| {label(r)} | {k['produce']['mb_s']:.1f} / {o['produce']['mb_s']:.1f} | {sink} | "
             f"{k['produce']['records_s']:,.0f} / {o['produce']['records_s']:,.0f} | {r['produce_ratio']:.2f}× | "
             f"{k['produce']['avg_ms']:.0f} / {k['produce']['p99_ms']:.0f} | "
             f"{o['produce']['avg_ms']:.0f} / {o['produce']['p99_ms']:.0f} | "
@@ -418,44 +438,54 @@ def main():
     (work / "kafka").mkdir()
     (work / "ours").mkdir()
     # Ours first: a JVM keeps both cores busy for seconds after it first answers, which would time it, not us.
+    (work / "sink").mkdir()
     ours = start_kafkaproto(work / "ours")
+    sink = None
     try:
+        sink = start_sink(work / "sink")
         kafka = start_kafka(work / "kafka")
     except BaseException:
         ours.stop()
+        if sink is not None:
+            sink.stop()
         raise
     results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:
-        for broker in (kafka, ours):
+        for broker in (kafka, ours, sink):
             for compression in ("none", "lz4"):
                 topic = f"warm-up-{uuid.uuid4().hex[:10]}"
                 broker.create_topic(topic, 6)
                 produce(cp, broker, topic, 300_000, 100, "all", compression)
-                consume(cp, broker, topic, 300_000)
+                if broker is not sink:
+                    consume(cp, broker, topic, 300_000)
                 broker.delete_topics([topic])
         for case in cases(args.quick):
             if args.only and not any(text in label(case) for text in args.only):
                 continue
-            runs = {"kafka": [], "kafkaproto": []}
+            runs = {"kafka": [], "kafkaproto": [], "sink": []}
             for repeat in range(args.repeats):
-                # Which broker goes first alternates, so that neither always meets the disk or the CPU as the
-                # other one left it.
-                order = (("kafka", kafka), ("kafkaproto", ours))
-                for key, broker in order[::-1] if repeat % 2 else order:
+                # Which broker goes first turns over, so that none always meets the disk or the CPU as another
+                # one left it. The sink takes part in the cases of one producer.
+                order = [("kafka", kafka), ("kafkaproto", ours)] + ([] if case.get("many") else [("sink", sink)])
+                shift = repeat % len(order)
+                for key, broker in order[shift:] + order[:shift]:
                     if case.get("many"):
                         runs[key].append(many(cp, broker, args.quick))
                         continue
                     topic = f"bench-{uuid.uuid4().hex[:10]}"
                     broker.create_topic(topic, case["partitions"])
                     p = produce(cp, broker, topic, case["records"], case["size"], case["acks"], case["compression"])
-                    c = consume(cp, broker, topic, case["records"])
+                    c = consume(cp, broker, topic, case["records"]) if broker is not sink else None
                     broker.delete_topics([topic])
                     runs[key].append({"produce": p, "consume": c})
             row = {**case, "load_average": os.getloadavg()}  # the 1, 5 and 15 minute averages as the case ends
-            for key, values in runs.items():
+            for key in ("kafka", "kafkaproto"):
+                values = runs[key]
                 row[key] = {part: {metric: statistics.median(v[part][metric] for v in values)
                                    for metric in values[0][part]} for part in ("produce", "consume")}
+            if runs["sink"]:
+                row["producer_ceiling_mb_s"] = statistics.median(v["produce"]["mb_s"] for v in runs["sink"])
             row["produce_ratio"] = row["kafkaproto"]["produce"]["mb_s"] / row["kafka"]["produce"]["mb_s"]
             row["consume_ratio"] = row["kafkaproto"]["consume"]["mb_s"] / row["kafka"]["consume"]["mb_s"]
             # Each repeat's own ratio (the two brokers' runs next to each other), to show the spread.
@@ -475,12 +505,13 @@ def main():
                   f"broker CPU s {k['produce']['broker_cpu_s']:.1f}+"
                   f"{k['consume']['broker_cpu_s']:.1f} vs {o['produce']['broker_cpu_s']:.1f}+"
                   f"{o['consume']['broker_cpu_s']:.1f}  rss {k['produce']['rss_kb'] / 1024:.0f} vs "
-                  f"{o['produce']['rss_kb'] / 1024:.0f} MB", flush=True)
+                  f"{o['produce']['rss_kb'] / 1024:.0f} MB{ceiling(row)}", flush=True)
         results["peak_rss_mb"] = {"kafka": kafka.memory_kb("VmHWM") / 1024,
                                   "kafkaproto": ours.memory_kb("VmHWM") / 1024}
     finally:
         kafka.stop()
         ours.stop()
+        sink.stop()
     results["targets"] = targets(results)
     print(f"peak RSS: Apache Kafka {results['peak_rss_mb']['kafka']:.0f} MB, kafkaproto "
           f"{results['peak_rss_mb']['kafkaproto']:.0f} MB")
