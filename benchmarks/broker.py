@@ -437,8 +437,8 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="kafkaproto-broker-bench-"))
     (work / "kafka").mkdir()
     (work / "ours").mkdir()
-    # Ours first: a JVM keeps both cores busy for seconds after it first answers, which would time it, not us.
     (work / "sink").mkdir()
+    # Ours first: a JVM keeps both cores busy for seconds after it first answers, which would time it, not us.
     ours = start_kafkaproto(work / "ours")
     sink = None
     try:
