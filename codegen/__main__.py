@@ -7,7 +7,7 @@ add to or amend its own (see extend.py).
 import argparse
 import sys
 
-from .errors import SpecError
+from .errors import CODEGEN_EXTRA, SpecError
 from .model import load_model
 
 
@@ -61,10 +61,17 @@ def extend(argv):
     parser.add_argument("--install", action="store_true", help="also install the wheel into this environment")
     args = parser.parse_args(argv)
     try:
-        from .extend import ProjectError, build_wheel, install_wheel, load_extension, write_project
+        from . import render  # noqa: F401 - jinja2, which writing the project needs
+        from .extend import ProjectError, build_requirements, build_wheel, install_wheel, load_extension, write_project
         from .loader import spec_files
     except ImportError as e:
         return _missing(e)
+    if not args.no_wheel:
+        # Checked before anything is written: a project that cannot be compiled here is no use.
+        lacking = build_requirements()
+        if lacking:
+            print(f"kafkaproto-codegen: error: {lacking}", file=sys.stderr)
+            return 2
     try:
         extension = load_extension(args.spec_dirs)
         out = write_project(extension, args.name, args.out, spec_files(args.spec_dirs), args.version)
@@ -85,8 +92,10 @@ def extend(argv):
 
 
 def _missing(error):
-    print(f"kafkaproto-codegen: error: {error.name or error} is missing; install the generator's "
-          "dependencies with: pip install 'kafkaproto[codegen]'", file=sys.stderr)
+    """One line for a dependency of the generator that is not installed; the exit status 2."""
+    name = error.name.split(".")[0] if isinstance(error, ModuleNotFoundError) and error.name else None
+    what = f"needs {name}" if name else f"cannot import what it needs ({error})"
+    print(f"kafkaproto-codegen: error: the generator {what}: {CODEGEN_EXTRA}", file=sys.stderr)
     return 2
 
 

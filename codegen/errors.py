@@ -1,5 +1,8 @@
 """The errors the generator raises for bad specs."""
 
+# How to install what the generator needs beyond kafkaproto (jinja2; Cython and setuptools to compile).
+CODEGEN_EXTRA = "pip install 'kafkaproto[codegen]' (from a checkout: pip install '.[codegen]')"
+
 
 class SpecError(Exception):
     """A spec file breaks a rule: names the file, where in it, and the rule.

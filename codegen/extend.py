@@ -23,9 +23,9 @@ and kafkaproto's file.
 import copy
 from pathlib import Path
 
-from .errors import SpecError, raise_all
+from .errors import CODEGEN_EXTRA, SpecError, raise_all
 from .loader import load_spec, spec_files
-from .model import build_spec, default_schema_dirs, spec_fingerprint
+from .model import build_spec, default_schema_dirs, refused_names, spec_fingerprint
 from .versions import Versions
 
 # Keys of a field an amendment may restate differently; the layout check decides whether the
@@ -70,8 +70,9 @@ class Extension:
 def load_extension(directories, builtin=None):
     """Validate an extension's specs against kafkaproto's; raise SpecError(s) naming every broken rule."""
     builtin = builtin or BuiltinSpecs()
-    errors, specs, amends, seen = [], {}, {}, {}
+    errors, specs, amends, seen, refused = [], {}, {}, {}, set()
     for path in spec_files(directories):
+        data = None
         try:
             data = load_spec(path)
             name = data.get("name")
@@ -90,8 +91,9 @@ def load_extension(directories, builtin=None):
             specs[name] = spec
         except SpecError as e:
             errors.extend(getattr(e, "errors", [e]))
+            refused.update(refused_names(path, data))
     errors.extend(_check_extension_keys(specs))
-    errors.extend(_check_pairs(specs, builtin))
+    errors.extend(_check_pairs(specs, builtin, refused))
     if errors:
         raise_all(errors)
     return Extension([specs[n] for n in sorted(specs)], amends)
@@ -121,13 +123,16 @@ def _check_extension_keys(specs):
     return errors
 
 
-def _check_pairs(specs, builtin):
-    """A request and its response share their versions, whichever of them the extension holds."""
+def _check_pairs(specs, builtin, refused=()):
+    """A request and its response share their versions, whichever of them the extension holds. Nothing is said
+    of a message whose partner the extension gives but was refused: the partner's own errors say what is wrong."""
     errors = []
     for spec in specs.values():
         if spec.type != "request":
             continue
         partner_name = spec.name[:-len("Request")] + "Response"
+        if partner_name in refused or (spec.api_key, "response") in refused:
+            continue
         partner = specs.get(partner_name)
         if partner is None and partner_name in builtin.raw:
             partner = builtin.spec(partner_name)
@@ -141,6 +146,8 @@ def _check_pairs(specs, builtin):
     for spec in specs.values():
         if spec.type == "response":
             request = spec.name[:-len("Response")] + "Request"
+            if request in refused or (spec.api_key, "request") in refused:
+                continue
             if request not in specs and request not in builtin.raw:
                 errors.append(SpecError(spec.file, spec.name,
                                         f"apiKey {spec.api_key} has a response but no request {request}"))
@@ -358,20 +365,71 @@ def write_project(extension, package, out, spec_files_used, version="0.1.0"):
     return out
 
 
+def _installed(module):
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def build_requirements():
+    """None when this Python can compile an extension (build_wheel); otherwise what is missing, in one line."""
+    import os
+
+    if not _installed("pip"):
+        return "building the wheel needs pip in this Python: python -m ensurepip (or --no-wheel)"
+    needed = ["setuptools"] + ([] if os.environ.get("KAFKAPROTO_PURE_BUILD") == "1" else ["Cython"])
+    lacking = [name for name in needed if not _installed(name)]
+    if lacking:
+        return (f"compiling the extension needs {' and '.join(lacking)}: {CODEGEN_EXTRA}; or give --no-wheel to "
+                "write the project only")
+    return None
+
+
+def _build_environment():
+    """This environment, with kafkaproto's folder on PYTHONPATH when only an import hook finds it (an editable
+    install): Cython looks for the kafkaproto/_core.pxd the generated modules cimport on sys.path."""
+    import importlib.util
+    import os
+    import sys
+
+    env = dict(os.environ)
+    spec = importlib.util.find_spec("kafkaproto")
+    if spec is None or not spec.origin:
+        return env, {}
+    root = str(Path(spec.origin).resolve().parent.parent)
+    on_path = {str(Path(entry or ".").resolve()) for entry in sys.path}
+    if root in on_path:
+        return env, {}
+    added = {"PYTHONPATH": os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)}
+    return {**env, **added}, added
+
+
 def build_wheel(out, package):
-    """Compile the project into a wheel in out/dist, with the kafkaproto and Cython installed here."""
+    """Compile the project into a wheel in out/dist, with the kafkaproto and Cython installed here. When that
+    fails, pip's output is in out/build.log and the error says so, with the command that builds it again."""
+    import shlex
     import subprocess
     import sys
 
     out = Path(out).resolve()  # pip reads a bare word ("build") as a project on PyPI, a path as a folder
     dist = out / "dist"
+    log = out / "build.log"
     for old in dist.glob("*.whl"):
         old.unlink()
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-build-isolation", "--no-deps",
-                             "--wheel-dir", str(dist), str(out)], capture_output=True, text=True)
+    command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--wheel-dir", str(dist),
+               str(out)]
+    env, added = _build_environment()
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     wheels = sorted(dist.glob("*.whl"))
     if result.returncode != 0 or not wheels:
-        raise ProjectError(f"building the wheel failed:\n{result.stdout}{result.stderr}")
+        log.write_text(f"$ {shlex.join(command)}\n{result.stdout}{result.stderr}", encoding="utf-8")
+        again = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in added.items()), shlex.join(command)])
+        raise ProjectError(f"compiling {out} failed: pip's output is in {log}; once what it says is fixed, build "
+                           f"the wheel with: {again}")
+    log.unlink(missing_ok=True)
     # A wheel's file name starts with its project's name, "-" and "." written "_".
     ours = [w for w in wheels if w.name.startswith(package + "-")]
     if len(ours) != 1 or len(wheels) != 1:
@@ -380,13 +438,17 @@ def build_wheel(out, package):
 
 
 def install_wheel(wheel):
+    import shlex
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
-                             str(wheel)], capture_output=True, text=True)
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
+    result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise ProjectError(f"installing {wheel} failed:\n{result.stdout}{result.stderr}")
+        log = Path(wheel).resolve().parent.parent / "install.log"  # beside the project's build.log
+        log.write_text(f"$ {shlex.join(command)}\n{result.stdout}{result.stderr}", encoding="utf-8")
+        raise ProjectError(f"installing {wheel} failed: pip's output is in {log}; install it again with: "
+                           f"{shlex.join(command)}")
 
 
 def _kafkaproto_version():

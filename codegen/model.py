@@ -532,12 +532,15 @@ def load_model(directories):
 
     Every broken rule of every file is reported: one SpecError, or SpecErrors listing them all.
     """
-    specs, keys, errors = {}, {}, []
+    specs, keys, errors, refused = {}, {}, [], set()
     for path in spec_files(directories):
+        data = None
         try:
-            spec = build_spec(path, load_spec(path))
+            data = load_spec(path)
+            spec = build_spec(path, data)
         except SpecError as e:
             errors.extend(getattr(e, "errors", [e]))
+            refused.update(refused_names(path, data))
             continue
         if spec.name in specs:
             errors.append(SpecError(path, spec.name, f"spec name already defined in {specs[spec.name].file}"))
@@ -551,14 +554,33 @@ def load_model(directories):
                 continue
             keys[k] = spec
         specs[spec.name] = spec
-    errors.extend(_check_pairs(specs))
+    errors.extend(_check_pairs(specs, refused))
     if errors:
         raise_all(errors)
     return [specs[n] for n in sorted(specs)]
 
 
-def _check_pairs(specs):
-    """A request and its response share an api key and versions."""
+def refused_names(path, data):
+    """What a spec that was refused stands for, so that its partner is not also reported as lacking it: its name
+    (the file's, when the JSON did not read) and its (apiKey, type)."""
+    name = data.get("name") if isinstance(data, dict) else None
+    names = {name if isinstance(name, str) else Path(path).stem}
+    if isinstance(data, dict) and isinstance(data.get("apiKey"), int) and isinstance(data.get("type"), str):
+        names.add((data["apiKey"], data["type"]))
+    return names
+
+
+def partner_name(name):
+    """FooRequest's partner is FooResponse, and FooResponse's FooRequest."""
+    for mine, other in (("Request", "Response"), ("Response", "Request")):
+        if name.endswith(mine):
+            return name[:-len(mine)] + other
+    return None
+
+
+def _check_pairs(specs, refused=()):
+    """A request and its response share an api key and versions. A message whose partner was refused is not
+    reported again: the partner's own errors say what is wrong."""
     by_key, errors = {}, []
     for s in specs.values():
         if s.is_message:
@@ -567,6 +589,8 @@ def _check_pairs(specs):
         if len(pair) == 1:
             (s,) = pair.values()
             other = "response" if s.type == "request" else "request"
+            if (key, other) in refused or partner_name(s.name) in refused:
+                continue
             errors.append(SpecError(s.file, s.name, f"apiKey {key} has a {s.type} but no {other}"))
             continue
         req, resp = pair["request"], pair["response"]

@@ -13,8 +13,10 @@
 import argparse
 import base64
 import binascii
+import difflib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +27,14 @@ from kafkaproto.cli import broker as broker_cli
 from kafkaproto.cli import capture as capture_cli
 from kafkaproto.cli import replay as replay_cli
 from kafkaproto.jsonview import to_json
+
+EPILOG = """\
+exit status:
+  0  success
+  1  the answer is no: replay found answers that diverged, or capture --check found exchanges with errors
+  2  could not run: bad input, a missing file, an unreachable broker, a bad option
+
+Errors go to standard error as one line, "kafkaproto: error: ...", saying what went wrong and where."""
 
 
 def _range(r):
@@ -66,62 +76,177 @@ def list_apis():
 
 
 def read_input(source, encoding):
-    """The frame bytes from a hex or base64 string, a file, or stdin ("-" or nothing)."""
-    is_file = source not in (None, "-") and len(source) < 4096 and _is_file(source)
+    """The frame bytes from hex or base64 text, a file, or standard input ("-" or nothing).
+
+    A file or standard input holding only hex text (whitespace and line breaks allowed) is read as hex, one holding
+    only base64 text as base64, and anything else as the frame's own bytes. An argument that names no file is hex
+    or base64 text."""
     if source in (None, "-"):
-        data = sys.stdin.buffer.read()
-    elif is_file:
-        data = Path(source).read_bytes()
-    else:
-        data = source.encode()
-        if encoding == "raw":
-            encoding = "auto"
-    if encoding == "raw":
+        if source is None and _is_terminal(sys.stdin):
+            raise ValueError("give a frame to decode: hex or base64 text, a file, or - to read standard input")
+        return _decode_text(sys.stdin.buffer.read(), encoding, "standard input")
+    if not source:
+        raise ValueError("the frame given is empty")
+    if len(source) < 4096:  # longer is the frame itself, never a path
+        path = Path(source)
+        if _is_file(path):
+            return _decode_text(path.read_bytes(), encoding, source)
+        if _is_folder(path):
+            raise ValueError(f"{source} is a folder, not a file")
+    data = None
+    if source.isascii() and encoding != "raw":
+        data = _from_hex(source) if encoding in ("auto", "hex") else None
+        if data is None and encoding in ("auto", "base64"):
+            data = _from_base64(source)
+    path = _names_a_path(source, data is not None)
+    if data is not None and not path:
+        if not data:
+            raise ValueError("the frame given is empty")
         return data
-    text = data.decode("ascii", "replace").strip()
-    if encoding in ("auto", "hex"):
-        cleaned = "".join(text.split()).removeprefix("0x")
-        try:
-            return bytes.fromhex(cleaned)
-        except ValueError:
-            if encoding == "hex":
-                raise ValueError("the input is not hex") from None
-    if encoding in ("auto", "base64"):
-        try:
-            return base64.b64decode("".join(text.split()), validate=True)
-        except binascii.Error:
-            if encoding == "base64":
-                raise ValueError("the input is not base64") from None
-    if is_file:
-        return data  # a binary file
-    raise ValueError("the input is neither hex nor base64 (nor a file)")
+    if path or encoding == "raw":
+        raise ValueError(f"no such file: {_shorten(source)}")
+    kind = "hex or base64" if encoding == "auto" else encoding
+    raise ValueError(f"no such file, and not {kind} text: {_shorten(source)}")
 
 
-def _is_file(name):
+def _decode_text(data, encoding, where):
+    """The bytes read from a file or standard input: hex or base64 text decoded, anything else as it is."""
+    if encoding != "raw":
+        try:
+            text = data.decode("ascii")
+        except UnicodeDecodeError:
+            text = None
+        decoded = None
+        if text is not None and encoding in ("auto", "hex"):
+            decoded = _from_hex(text)
+        if decoded is None and text is not None and encoding in ("auto", "base64"):
+            decoded = _from_base64(text)
+        if decoded is not None:
+            data = decoded
+        elif encoding != "auto":
+            raise ValueError(f"{where} is not {encoding} text")
+        elif _is_text(data):  # a frame's own bytes always hold some that are not text (its zeros, at least)
+            raise ValueError(f"{where} holds text that is neither hex nor base64")
+    if not data:
+        raise ValueError(f"{where} is empty")
+    return data
+
+
+def _is_text(data):
     try:
-        return Path(name).is_file()
-    except OSError:  # a name too long to be a path is the frame itself
+        return "".join(data.decode("utf-8").split()).isprintable()
+    except UnicodeDecodeError:
         return False
 
 
-def strip_size(data, mode):
-    """The frame payload: without its int32 size prefix when it has one (mode auto, yes or no)."""
-    has = len(data) >= 4 and int.from_bytes(data[:4], "big") == len(data) - 4
-    if mode == "yes" and not has:
-        raise ValueError(f"the first 4 bytes are not the size of the {len(data) - 4} bytes after them")
-    return data[4:] if (has and mode != "no") else data
+def _from_hex(text):
+    cleaned = "".join(text.split())
+    if cleaned[:2] in ("0x", "0X"):
+        cleaned = cleaned[2:]
+    try:
+        return bytes.fromhex(cleaned)
+    except ValueError:
+        return None
+
+
+def _from_base64(text):
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _names_a_path(text, is_text):
+    """Whether an argument that names no file was meant as one. Hex and base64 text hold no dot and start with no
+    slash or tilde; base64 holds slashes, but not after a folder that exists."""
+    if "." in text or text.startswith(("/", "~")) or "\\" in text or (os.altsep and os.altsep in text):
+        return True
+    if os.sep in text:
+        folder = os.path.dirname(text)
+        return not is_text or bool(folder) and _is_folder(Path(folder))
+    return False
+
+
+def _shorten(text, limit=80):
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _is_file(path):
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long to be a path, or one holding a NUL, is no file
+        return False
+
+
+def _is_folder(path):
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def read_frame(data, size_prefix, read, plausible=None):
+    """read(payload) of the frame in data, which starts with its int32 size prefix or not (size_prefix auto, yes or
+    no). plausible(payload) says whether a request payload's first 4 bytes are an API key and a version that exist
+    (None: anything may be, as for a response's correlation id)."""
+    if len(data) < 4:
+        if size_prefix == "yes":
+            raise ValueError(f"the frame has {len(data)} bytes, fewer than its 4-byte size prefix")
+        return read(data)
+    size, rest = int.from_bytes(data[:4], "big"), len(data) - 4
+    mismatch = f"the frame's size prefix says {size} bytes but {rest} follow"
+    if size_prefix == "no":
+        return read(data)
+    if size == rest:
+        return read(data[4:])
+    if size_prefix == "yes":
+        raise ValueError(mismatch)
+    # Without a size prefix that fits, the frame is read as it is; when that fails, the size prefix may explain why.
+    try:
+        return read(data)
+    except (kafkaproto.KafkaProtoError, ValueError) as e:
+        bare = plausible is None or plausible(data)
+        prefixed = plausible is None or len(data) < 8 or plausible(data[4:])
+        if not bare and (size > rest or prefixed):  # only the size-prefixed reading can be right
+            raise ValueError(mismatch) from None
+        if size > rest and prefixed:  # either can: cut short, or bad without a size prefix
+            raise ValueError(f"{mismatch}; read without a size prefix: {e}") from None
+        raise
+
+
+def _plausible_request(payload):
+    if len(payload) < 4:
+        return False
+    api_key, version = int.from_bytes(payload[:2], "big", signed=True), int.from_bytes(payload[2:4], "big")
+    try:
+        return version in messages.api(api_key).valid_versions
+    except KeyError:
+        return False
 
 
 def decode(args):
-    data = strip_size(read_input(args.input, args.encoding), args.size_prefix)
-    if args.response:
+    if args.response:  # the API and version first: they are wrong whatever the input
         name, version = args.response
         info = messages.api(int(name) if name.lstrip("-").isdigit() else name)
-        decoded = kafkaproto.decode_response(data, info.api_key, int(version))
+        try:
+            version = int(version)
+        except ValueError:
+            raise ValueError(f"--response takes an API and a version number, not {version!r}") from None
+    data = read_input(args.input, args.encoding)
+    if args.response:
+        decoded = read_frame(data, args.size_prefix,
+                             lambda payload: kafkaproto.decode_response(payload, info.api_key, version))
         out = {"api": info.name, "version": decoded.version, "header": to_json(decoded.header),
                "response": to_json(decoded.body)}
     else:
-        decoded = kafkaproto.decode_request(data)
+        decoded = read_frame(data, args.size_prefix, kafkaproto.decode_request, _plausible_request)
         info = messages.api(decoded.header.request_api_key)
         out = {"api": info.name, "version": decoded.header.request_api_version,
                "header": to_json(decoded.header), "request": to_json(decoded.body)}
@@ -129,8 +254,34 @@ def decode(args):
     return 0
 
 
+def error_message(error):
+    """An error as the one line the command prints: a KeyError's message without the quotes str() adds, and the
+    nearest API name to one that does not exist."""
+    text = str(error.args[0]) if isinstance(error, KeyError) and len(error.args) == 1 else str(error)
+    unknown = re.fullmatch(r"no Kafka API '(.+)'", text)
+    if unknown:
+        wanted = unknown.group(1).lower().removesuffix("request").removesuffix("response")
+        names = {a.name.lower(): a.name for a in messages.apis()}
+        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.75)
+        if close:
+            text += f" (did you mean {names[close[0]]}?)"
+    return text
+
+
+def _chosen_parser(parser, args):
+    """The (sub)parser of the subcommand the arguments chose: argparse leaves its unrecognized arguments to the
+    top-level parser, whose usage does not show the subcommand's options."""
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, actions[0].dest, None) if actions else None
+        if chosen is None or chosen not in actions[0].choices:
+            return parser
+        parser = actions[0].choices[chosen]
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0], epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kafkaproto {kafkaproto.__version__}")
     parser.add_argument("--extension", action="append", default=[], metavar="NAME",
                         help="load an installed extension first (repeatable; KAFKAPROTO_EXTENSIONS does too)")
@@ -156,7 +307,9 @@ def main(argv=None):
     admin_cli.add_arguments(adm)
     brk = sub.add_parser("broker", help="run a single-node Kafka broker", description=broker_cli.DESCRIPTION)
     broker_cli.add_arguments(brk)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         registry.load_extensions(args.extension)
         if args.command == "apis":
@@ -175,8 +328,8 @@ def main(argv=None):
     except BrokenPipeError:
         raise
     except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError, ImportError) as e:
-        print(f"kafkaproto: error: {e}", file=sys.stderr)
-        return 2 if args.command == "replay" else 1  # replay's 1 says an answer diverged
+        print(f"kafkaproto: error: {error_message(e)}", file=sys.stderr)
+        return 2  # could not run (1 is a subcommand's "no": see EPILOG)
 
 
 def run():

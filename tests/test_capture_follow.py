@@ -110,6 +110,24 @@ def test_a_damaged_file_in_a_ring_is_noted_and_passed(tmp_path):
     assert sum(ex.status == "ok" for ex in got) >= len(list(read_capture(JAVA))) - 4
 
 
+def test_the_command_line_says_what_a_followed_file_or_ring_could_not_read(tmp_path):
+    """A followed file that is not a capture: exit status 2 naming it; a ring with one damaged file: the others'
+    summary, exit status 0, and the damaged file named on standard error."""
+    (tmp_path / "notes.txt").write_bytes(b"hello, this is not a capture")
+    alone = kafkaproto("capture", "--follow", tmp_path / "notes.txt", "--idle", "0.5")
+    assert alone.returncode == 2 and b"notes.txt: not a pcap or pcapng file" in alone.stderr, alone.stderr
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    files = pieces(JAVA, 3)
+    files[1] = files[1][:len(files[1]) - 7]
+    for i, data in enumerate(files):
+        (ring / f"ring{i}.pcap").write_bytes(data)
+        os.utime(ring / f"ring{i}.pcap", ns=(i * 10**9 + 10**18, i * 10**9 + 10**18))
+    damaged = kafkaproto("capture", "--follow", ring, "--idle", "0.5")
+    assert damaged.returncode == 0 and b"3 file(s)" in damaged.stdout, damaged.stderr
+    assert b"not read to its end" in damaged.stderr and b"ring1.pcap" in damaged.stderr
+
+
 def test_a_file_the_ring_writes_again_is_read_again(tmp_path):
     """tcpdump -W N reuses its files' names: one written again later (newer) is read again."""
     first, second = pieces(CAPTURES["kafka-python"], 1)[0], pieces(CAPTURES["librdkafka"], 1)[0]
@@ -135,16 +153,79 @@ def test_the_command_line_reads_a_pipe():
     assert run.returncode == 0 and len(rows) == len(list(read_capture(JAVA)))
 
 
+def on_a_terminal(*args, timeout=120):
+    """(exit status, standard output) of the command with its standard output on a pseudo-terminal."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaproto", *map(str, args)], stdout=follower,
+                            stderr=subprocess.DEVNULL)
+    os.close(follower)
+    out = bytearray()
+
+    def drain():  # the terminal's buffer is small: read as it comes
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO once the command has ended and its side is closed
+                return
+            if not data:
+                return
+            out.extend(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    code = proc.wait(timeout)
+    reader.join(10)
+    os.close(leader)
+    return code, out.decode().replace("\r\n", "\n")
+
+
 def test_the_command_line_follows_a_ring_and_draws_it_live(tmp_path):
+    writer = write_slowly(tmp_path, pieces(JAVA, 3), pause=0.6)
+    code, out = on_a_terminal("capture", "--follow", tmp_path, "--idle", "2", "--live")
+    writer.join()
+    frames = out.split("\x1b[H\x1b[J")
+    assert code == 0 and len(frames) >= 3, out[:500]
+    last = frames[-1]
+    assert "api" in last and "req/s" in last and "Produce" in last
+    assert "64 exchanges in 3 file(s): 64 ok" in last  # the summary after the last frame, counting the ring's files
+
+
+def test_live_into_a_file_writes_plain_tables(tmp_path):
+    """Standard output that is not a terminal gets no escape codes: plain tables, then the summary."""
     writer = write_slowly(tmp_path, pieces(JAVA, 3), pause=0.6)
     run = kafkaproto("capture", "--follow", tmp_path, "--idle", "2", "--live")
     writer.join()
     out = run.stdout.decode()
-    frames = out.split("\x1b[H\x1b[J")
-    assert run.returncode == 0 and len(frames) >= 3, out[:500]
-    last = frames[-1]
-    assert "api" in last and "req/s" in last and "Produce" in last
-    assert "64 exchanges in 1 file(s): 64 ok" in last  # the summary after the last frame
+    assert run.returncode == 0 and "\x1b" not in out, out[:500]
+    table, summary = out.split("\n\n", 1)
+    assert table.startswith("kafkaproto capture of ") and "req/s" in table and "Produce" in table
+    assert summary.startswith("64 exchanges in 3 file(s): 64 ok")
+
+
+def test_the_live_view_draws_plainly_off_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    ex = next(ex for ex in read_capture(JAVA) if ex.api_name == "Produce")
+    for out, escapes in ((io.StringIO(), False), (Terminal(), True)):
+        live = LiveView(out, interval=0.01)
+        live.add(ex)
+        live.start()
+        time.sleep(0.1)
+        live.stop()
+        assert ("\x1b[" in out.getvalue()) == escapes and "Produce" in out.getvalue()
+        # Off a terminal, a table every window (10 s) at most: here only the last.
+        assert escapes or out.getvalue().count("req/s") == 1
+
+
+def test_a_growing_file_counts_as_one_file(tmp_path):
+    path = tmp_path / "growing.pcap"
+    path.write_bytes(JAVA.read_bytes())
+    run = kafkaproto("capture", "--follow", path, "--idle", "0.5")
+    assert run.returncode == 0 and run.stdout.decode().startswith("64 exchanges in 1 file(s): 64 ok")
 
 
 def test_the_command_line_captures_an_interface(tmp_path):

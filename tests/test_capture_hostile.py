@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import capture_files as cf
 from kafkaproto import encode_request, encode_response
 from kafkaproto.capture import (CAPTURE_ERROR, DECODE_ERROR, GAP, OK, STATUSES, UNMATCHED_RESPONSE, UNSUPPORTED,
-                                Exchanges, read_capture)
+                                CaptureFormatError, Exchanges, read_capture)
 from kafkaproto.capture.link import LINKTYPE_ETHERNET, tcp_segment
 from kafkaproto.capture.pcap import read_packets
 from kafkaproto.messages import (ApiVersionsRequest, MetadataRequest, MetadataResponse, RequestHeader,
@@ -170,6 +170,10 @@ def test_a_gzip_file_cut_anywhere_ends_with_a_capture_error(name, tmp_path):
     path = tmp_path / "cut.pcap.gz"
     for cut in cuts:
         path.write_bytes(compressed[:cut])
+        if cut < 2:  # not even gzip's magic: a file that is not a capture, refused by read_capture itself
+            with pytest.raises(CaptureFormatError, match="not a pcap or pcapng file"):
+                read_capture(path)
+            continue
         out, _ = read_all(path)
         # The reader gets what the compressed bytes at hand decompress to, and names where that ends.
         decompressed = zlib.decompressobj(wbits=31).decompress(compressed[:cut])
@@ -186,6 +190,56 @@ def test_an_empty_file():
     assert [(ex.status, ex.error_offset) for ex in out] == [(CAPTURE_ERROR, 0)]
     assert "not a pcap or pcapng file" in out[0].error
     assert (stats.packets, stats.connections, stats.error) == (0, 0, out[0].error)
+
+
+def test_a_path_that_is_not_there_raises_at_once(tmp_path):
+    """read_capture checks a path when it is called: the README's snippet, given a wrong path, stops there with the
+    path named, not later on a row that has no topic."""
+    missing = tmp_path / "missing.pcap"
+    with pytest.raises(FileNotFoundError, match="missing.pcap"):
+        read_capture(missing)
+    with pytest.raises(FileNotFoundError, match="missing.pcap"):
+        read_capture(str(missing), ports=[9092])
+    with pytest.raises(IsADirectoryError):
+        read_capture(tmp_path)
+
+
+@pytest.mark.parametrize("content", [b"", b"ab", b"not a capture\n", gzip.compress(b"nor this", mtime=0)],
+                         ids=["empty", "two bytes", "text", "gzip of text"])
+def test_a_path_that_is_not_a_capture_raises_at_once(tmp_path, content):
+    path = tmp_path / "notes.pcap"
+    path.write_bytes(content)
+    with pytest.raises(CaptureFormatError, match="notes.pcap: not a pcap or pcapng file") as info:
+        read_capture(path)
+    assert info.value.offset == 0 and isinstance(info.value, ValueError)
+    with pytest.raises(CaptureFormatError, match="named: not a pcap"):
+        read_capture(str(path), name="named")
+    # A file object is read when iterated, and says what it is in a capture error exchange (as Spark's rows do).
+    out, stats = read_all(io.BytesIO(content))
+    assert [ex.status for ex in out] == [CAPTURE_ERROR] and "not a pcap or pcapng file" in stats.error
+
+
+def test_a_damaged_capture_still_gives_what_it_holds(tmp_path):
+    """Only "not a capture at all" raises: a capture cut short is read up to the cut, as before."""
+    data = (CAPTURES_DIR / "kafkajs.pcap").read_bytes()
+    for cut in (10, 30, 9000):
+        path = tmp_path / "cut.pcap"
+        path.write_bytes(data[:cut])
+        out, stats = read_all(path)
+        assert [ex.status for ex in out].count(CAPTURE_ERROR) == 1 and "truncated" in stats.error
+
+
+def test_record_rows_of_a_damaged_file_have_every_place_column(tmp_path):
+    """capture.records' row for a damaged file names no place (None) but has the columns other rows have, so
+    code reading row["topic"] sees None and the row's error, not a KeyError."""
+    from kafkaproto.capture import records
+
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes((CAPTURES_DIR / "kafkajs.pcap").read_bytes()[:9000])
+    rows = list(records(read_capture(cut)))
+    damaged = rows[-1]
+    assert damaged["error"].startswith("capture error: ") and damaged["topic"] is None
+    assert {"connection", "api_name", "side", "topic", "topic_id", "partition"} <= set(damaged)
 
 
 # -- impossible lengths ------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """kafkaproto capture: the summary, the row formats and the filters, run as a user runs them."""
 
+import argparse
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,8 +99,97 @@ def test_a_damaged_file_is_reported_not_a_traceback(tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "capture error" in proc.stdout and "truncated" in proc.stdout
     missing = kafkaproto(tmp_path / "nope.pcap", cwd=tmp_path)
-    assert missing.returncode == 1 and "nope.pcap" in missing.stderr and "Traceback" not in missing.stderr
-    assert kafkaproto(KAFKAJS, "--format", "parquet", cwd=tmp_path).returncode == 1  # needs --output
+    assert missing.returncode == 2 and "nope.pcap" in missing.stderr and "Traceback" not in missing.stderr
+    assert kafkaproto(KAFKAJS, "--format", "parquet", cwd=tmp_path).returncode == 2  # needs --output
+
+
+def test_check_exits_1_when_the_capture_holds_errors(tmp_path):
+    """--check: 1 when a kept exchange has errors (after the usual output), 0 when none does."""
+    failing = kafkaproto(KAFKAJS, "--check", cwd=tmp_path)
+    plain = kafkaproto(KAFKAJS, cwd=tmp_path)
+    assert plain.returncode == 0 and failing.returncode == 1, failing.stderr
+    assert failing.stdout == plain.stdout and "with errors (--check)" in failing.stderr
+    errors_only = kafkaproto(KAFKAJS, "--errors-only", "--format", "jsonl", cwd=tmp_path)
+    counted = int(failing.stderr.split("capture: ")[1].split()[0])
+    assert counted == len(errors_only.stdout.splitlines()) > 0
+    rows = kafkaproto(KAFKAJS, "--check", "--format", "jsonl", cwd=tmp_path)
+    assert rows.returncode == 1 and len(rows.stdout.splitlines()) > counted
+    clean = kafkaproto(KAFKAJS, "--check", "--api", "ApiVersions", cwd=tmp_path)
+    assert clean.returncode == 0 and "ApiVersions" in clean.stdout, clean.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"hello, this is not a capture\n"], ids=["empty", "text"])
+def test_a_file_that_is_not_a_capture_cannot_be_summarised(tmp_path, content):
+    """Exit status 2 and one line on standard error naming the file; nothing on standard output."""
+    path = tmp_path / "notes.pcap"
+    path.write_bytes(content)
+    for args in ((), ("--format", "jsonl"), (KAFKAJS,)):
+        proc = kafkaproto(path, *args, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert proc.stdout == ""
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert f"{path}: not a pcap or pcapng file" in proc.stderr
+
+
+def test_standard_input_that_is_not_a_capture(tmp_path):
+    for args in ((), ("--format", "jsonl")):
+        proc = subprocess.run([sys.executable, "-m", "kafkaproto", "capture", "-", *args], input="GET / HTTP/1.1\r\n",
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+        assert proc.stderr.startswith("kafkaproto: error: standard input: not a pcap or pcapng file")
+
+
+def fake_tool(folder, name, script):
+    """A stand-in for a capture tool on PATH (the test machine may have none, nor the right to capture)."""
+    folder.mkdir()
+    tool = folder / name
+    tool.write_text(f"#!{sys.executable}\n{script}")
+    tool.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def test_an_interface_that_is_not_there(tmp_path):
+    """dumpcap refuses an unknown interface with exit status 2: so does the command, with its reason."""
+    env = fake_tool(tmp_path / "bin", "dumpcap", "import sys\n"
+                    "print('Capturing on ' + repr(sys.argv[3]), file=sys.stderr)\n"
+                    "print('dumpcap: There is no device named ' + repr(sys.argv[3]) + '.', file=sys.stderr)\n"
+                    "sys.exit(2)\n")
+    proc = subprocess.run([sys.executable, "-m", "kafkaproto", "capture", "--interface", "nosuch0"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr == ("kafkaproto: error: interface nosuch0: dumpcap failed (exit status 2): "
+                           "There is no device named 'nosuch0'.\n")
+
+
+def test_a_capture_tool_that_fails_after_capturing(tmp_path):
+    """What came is summarised, then the tool's failure is the exit status."""
+    env = fake_tool(tmp_path / "bin", "dumpcap", "import sys\n"
+                    f"sys.stdout.buffer.write(open({str(KAFKAJS)!r}, 'rb').read())\n"
+                    "sys.stdout.flush()\n"
+                    "print('dumpcap: The network adapter on which the capture was being done is no longer running',"
+                    " file=sys.stderr)\n"
+                    "sys.exit(1)\n")
+    proc = subprocess.run([sys.executable, "-m", "kafkaproto", "capture", "--interface", "eth9"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout.startswith(f"{len(list(capture.read_capture(KAFKAJS)))} exchanges in 1 file(s)")
+    assert proc.stderr == ("kafkaproto: error: interface eth9: dumpcap failed (exit status 1): The network adapter "
+                           "on which the capture was being done is no longer running\n")
+
+
+@pytest.mark.parametrize("ports", ["abc", "9092,x", "0", "65536", "9092,", "-1"])
+def test_ports_must_be_port_numbers(tmp_path, ports):
+    proc = kafkaproto(KAFKAJS, "--ports", ports, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    bad = next(p for p in ports.split(",") if not (p.isdigit() and 1 <= int(p) <= 65535))
+    assert f"--ports: {bad!r} is not a port number (1-65535)" in proc.stderr.splitlines()[-1]
+
+
+def test_ports_are_read_as_numbers():
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert parser.parse_args(["x.pcap", "--ports", "9092, 9093"]).ports == [9092, 9093]
+    assert parser.parse_args(["x.pcap"]).ports is None
 
 
 def test_the_progress_line_shows_on_a_terminal_only(monkeypatch):

@@ -3,6 +3,8 @@ the package the command builds, and what registering one changes; on the partiti
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import types
@@ -133,6 +135,27 @@ def test_a_new_version_needs_both_request_and_response(tmp_path):
 def test_a_new_field_needs_a_type(tmp_path):
     spec = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "fields": [{"name": "Moods"}]}
     assert "has no field Moods here; a new field needs a type" in refused(tmp_path, spec)
+
+
+def test_a_refused_request_is_the_only_error(tmp_path):
+    """Its response is not also reported as lacking a request."""
+    request, response = new_api("Shrink", 20001)
+    request["fields"] = [{"name": "A", "type": "int33", "versions": "0+", "about": "a"}]
+    text = refused(tmp_path / "new", request, response)
+    assert "ShrinkRequest.A: unknown type 'int33'" in text and "\n" not in text, text
+    # An amended request refused, its response amended with it: not "amend both" on top.
+    request = {"apiKey": 3, "type": "request", "name": "MetadataRequest", "validVersions": "0-14",
+               "flexibleVersions": "10+"}
+    response = {"apiKey": 3, "type": "response", "name": "MetadataResponse", "validVersions": "0-14"}
+    text = refused(tmp_path / "amended", request, response)
+    assert "flexibleVersions is '10+' here but '9+'" in text and "\n" not in text, text
+
+
+def test_a_refused_response_is_the_only_error(tmp_path):
+    request, response = new_api("Shrink", 20001)
+    response["fields"] = [{"name": "A", "type": "int33", "versions": "0+", "about": "a"}]
+    text = refused(tmp_path, request, response)
+    assert "ShrinkResponse.A: unknown type 'int33'" in text and "\n" not in text, text
 
 
 def test_every_broken_rule_is_reported_in_one_run(tmp_path, capsys):
@@ -318,7 +341,7 @@ def test_an_extension_built_on_another_kafkaproto_is_refused(without_extensions)
 
 
 def test_the_readme_walks_through_this(built_example, extension):
-    from test_readme import EXTENDING, python_blocks, sections
+    from test_readme import EXTENDING, sections
 
     text = sections()[EXTENDING]
     # The commands the README gives are the ones the built_example fixture runs.
@@ -326,7 +349,7 @@ def test_the_readme_walks_through_this(built_example, extension):
             "--out build/partition-deletion") in text
     assert "pip install build/partition-deletion/dist/partition_deletion-0.1.0-*.whl" in text
     assert built_example.wheel.name.startswith("partition_deletion-0.1.0-")
-    (block,) = python_blocks(text)
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
     exec(compile(block, "README.md", "exec"), {})
 
 
@@ -355,6 +378,65 @@ def test_an_out_folder_named_like_a_pypi_project_builds_the_extension(tmp_path):
     (wheel,) = (tmp_path / "build" / "dist").iterdir()
     assert wheel.name.startswith("tiny_ext-0.1.0-"), wheel.name
     assert f"built, not compiled (KAFKAPROTO_PURE_BUILD=1): {wheel}" in done.stdout
+
+
+# ---- what the command needs: said in one line, before anything is written --------------------------------------
+
+CODEGEN = "pip install 'kafkaproto[codegen]' (from a checkout: pip install '.[codegen]')"
+
+
+def extend_without(hidden, *args, cwd, env=()):
+    """kafkaproto-codegen extend ARGS in a Python where the hidden modules are not installed."""
+    code = (f"import sys\nfor name in {list(hidden)!r}:\n    sys.modules[name] = None\n"
+            "from kafkaproto_codegen.__main__ import main\nsys.exit(main(sys.argv[1:]))\n")
+    return subprocess.run([sys.executable, "-c", code, "extend", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "KAFKAPROTO_PURE_BUILD": "0", **dict(env)}, timeout=600)
+
+
+@pytest.mark.parametrize("hidden, options, says", [
+    ("jinja2", ["--no-wheel"], f"the generator needs jinja2: {CODEGEN}"),
+    ("jinja2", [], f"the generator needs jinja2: {CODEGEN}"),
+    ("Cython", [], f"compiling the extension needs Cython: {CODEGEN}; or give --no-wheel to write the project only"),
+    ("setuptools", [], f"compiling the extension needs setuptools: {CODEGEN}; or give --no-wheel to write the "
+                       "project only"),
+])
+def test_a_missing_dependency_is_named_with_its_extra(tmp_path, hidden, options, says):
+    done = extend_without([hidden], EXAMPLE, "--name", "pd", "--out", tmp_path / "out", *options, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, f"kafkaproto-codegen: error: {says}\n"), done.stderr
+    assert not (tmp_path / "out").exists() and not done.stdout
+
+
+def test_writing_the_project_needs_no_compiler(tmp_path):
+    done = extend_without(["Cython"], EXAMPLE, "--name", "pd", "--out", tmp_path / "out", "--no-wheel",
+                          cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "out" / "pd" / "specs").is_dir(), done.stderr
+    pure = extend_without(["Cython"], EXAMPLE, "--name", "pd", "--out", tmp_path / "out", "--no-wheel",
+                          cwd=tmp_path, env={"KAFKAPROTO_PURE_BUILD": "1"})
+    assert pure.returncode == 0, pure.stderr
+
+
+def test_a_failed_compile_is_one_line_with_the_log_and_the_command(tmp_path):
+    """The compiler fails (CC=false): the error names the log and the command that builds the wheel again, which
+    then works with a compiler."""
+    write(tmp_path / "ext", new_api("Tiny", 20000)[0])
+    write(tmp_path / "ext", new_api("Tiny", 20000)[1])
+    out = tmp_path / "project"
+    done = extend_without([], "ext", "--name", "tiny_ext", "--out", out, cwd=tmp_path, env={"CC": "false"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line, done.stderr
+    log = out / "build.log"
+    assert line.startswith(f"kafkaproto-codegen: error: compiling {out} failed: pip's output is in {log}; "), line
+    assert "Failed building wheel for tiny-ext" in log.read_text(), log.read_text()[-2000:]
+    command = line.split("build the wheel with: ", 1)[1]
+    assert "--wheel-dir" in command and str(out) in shlex.split(command), command
+    if IMPL == "python":
+        return  # compiling again takes a while; the compiled pass does it
+    again = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                           env={k: v for k, v in os.environ.items() if k != "CC"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    (wheel,) = (out / "dist").glob("*.whl")
+    assert wheel.name.startswith("tiny_ext-0.1.0-") and not wheel.name.endswith("-none-any.whl"), wheel.name
 
 
 def test_every_amended_request_keeps_its_new_tag_without_the_extension(extension):

@@ -165,6 +165,22 @@ def test_message_without_its_pair(tmp_path, present, missing):
     assert f"apiKey 500 has a {present} but no {missing}" in e.rule
 
 
+@pytest.mark.parametrize("refused", ["request", "response"])
+@pytest.mark.parametrize("broken", ["a field", "the JSON"])
+def test_a_refused_message_is_not_also_missing_for_its_pair(tmp_path, refused, broken):
+    """Only the refused spec's own error: its partner is not reported as lacking it."""
+    name = f"Foo{refused.title()}"
+    partner = "FooResponse" if refused == "request" else "FooRequest"
+    bad = spec(name, [fld("A", "int33")], refused) if broken == "a field" else '{"name": "' + name + '",'
+    path = write(tmp_path, f"{name}.json", bad)
+    write(tmp_path, f"{partner}.json", spec(partner, [], "response" if refused == "request" else "request"))
+    with pytest.raises(SpecError) as info:
+        load_model([tmp_path])
+    errors = getattr(info.value, "errors", [info.value])
+    assert [e.file for e in errors] == [str(path)], [str(e) for e in errors]
+    assert main([str(tmp_path), "--check"]) == 1
+
+
 def test_unknown_key_in_field(tmp_path):
     rejected(tmp_path, [fld("Name", "string", nullableVersion="0+")], "FooRequest.Name",
              "unknown key 'nullableVersion'")

@@ -468,3 +468,164 @@ def test_the_shift_comes_from_the_log_end():
     assert values.shifts == {("t", 0): (20, 5)}
     where = fields.Where(topic="t", partition=0)
     assert [values._offset(where, v, True) for v in (0, 20, 21)] == [0, 25, 26]
+
+
+# ---- the command line: what it cannot do, and what it shows ------------------------------------------------------
+
+def kafkaproto_replay(*args, cwd, timeout=120):
+    """The console command, run outside the checkout so the installed package answers."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kafkaproto", "replay", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+KAFKA_PYTHON = next(p for p in CAPTURES if p.stem == "kafka-python")
+
+
+@pytest.mark.parametrize("content", [b"", b"this is a text file, not a capture\n"], ids=["empty", "text"])
+def test_a_file_that_is_not_a_capture_is_not_replayed(tmp_path, content):
+    path = tmp_path / "notes.pcap"
+    path.write_bytes(content)
+    run = kafkaproto_replay(path, "--bootstrap-server", f"127.0.0.1:{free_port()}", cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout == "", run.stdout
+    assert run.stderr == f"kafkaproto: error: {path}: not a pcap or pcapng file (it starts with " \
+                         f"{content[:4].hex() or 'nothing'}{' and has only 0 bytes' if not content else ''})\n"
+
+
+def test_a_broker_that_cannot_be_reached_is_said_to_be_so(tmp_path):
+    """Nothing listens at the address: exit status 2 and the address named, not a divergence per request."""
+    port = free_port()
+    for extra in ((), ("--no-setup",), ("--format", "jsonl")):
+        run = kafkaproto_replay(KAFKA_PYTHON, "--bootstrap-server", f"127.0.0.1:{port}", "--speed", "max", *extra,
+                                cwd=tmp_path)
+        assert (run.returncode, run.stdout) == (2, ""), (extra, run.stdout)
+        assert run.stderr == f"kafkaproto: error: cannot reach the broker at 127.0.0.1:{port}: Connection refused\n"
+    from kafkaproto.broker import Broker
+
+    with Broker() as up:  # the one that is there is not the one named
+        run = kafkaproto_replay(KAFKA_PYTHON, "--bootstrap-server", up.bootstrap_servers, "--against",
+                                f"127.0.0.1:{port}", cwd=tmp_path)
+    assert run.returncode == 2 and f"cannot reach the broker at 127.0.0.1:{port}" in run.stderr
+
+
+def test_a_broker_that_does_not_answer_in_time(monkeypatch):
+    import asyncio
+
+    from kafkaproto.replay import Unreachable, network, replay
+
+    async def never(*args, **kwargs):
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(network.asyncio, "open_connection", never)
+    with pytest.raises(Unreachable, match=r"cannot reach the broker at kafka:9092: no connection within 0\.05 s"):
+        asyncio.run(network.check_reachable("kafka:9092", timeout=0.05))
+    monkeypatch.setattr(network, "_CONNECT_TIMEOUT", 0.05)
+    with pytest.raises(Unreachable):  # nothing is replayed
+        asyncio.run(replay(plan_of(KAFKA_PYTHON), "kafka:9092", check=True))
+
+
+@pytest.mark.parametrize("ports", ["abc", "0", "70000", "9092,,9093"])
+def test_ports_must_be_port_numbers(tmp_path, ports):
+    run = kafkaproto_replay(KAFKA_PYTHON, "--bootstrap-server", "127.0.0.1:9", "--ports", ports, cwd=tmp_path)
+    bad = next(p for p in ports.split(",") if not (p.isdigit() and 1 <= int(p) <= 65535))
+    assert run.returncode == 2 and f"--ports: {bad!r} is not a port number (1-65535)" in run.stderr
+    assert "Traceback" not in run.stderr and "invalid literal" not in run.stderr
+
+
+def test_long_values_are_shown_where_they_differ():
+    """Two records fields of 5 KiB that differ at byte 4088: each side is shown around that byte, not cut to the
+    same first 160 characters."""
+    from kafkaproto.cli.replay import print_table
+    from kafkaproto.replay import Divergence, Report
+
+    captured = bytes(range(256)) * 20
+    target = bytearray(captured)
+    target[4088] = 0x2A
+    plan_ = plan_of(KAFKA_PYTHON)
+    report = Report(plan_, ("capture", "127.0.0.1:9092"))
+    report.divergences.append(Divergence(0, 5, "Fetch", 12, 7, "response.responses[0].partitions[0].records",
+                                         captured, bytes(target)))
+    report.divergences.append(Divergence(0, 6, "Metadata", 12, 8, "response.cluster_id", "one", "two"))
+    out = io.StringIO()
+    print_table(report, "x.pcap", None, out)
+    lines = out.getvalue().splitlines()
+    records = next(line for line in lines if line.endswith(("…", "'")) and "records" in line)
+    left, right = records.split(": ", 1)[1].split(" | ")
+    assert left != right and len(left) <= 160 and len(right) <= 160
+    for side, byte in ((left, captured[4088]), (right, 0x2A)):
+        assert side.startswith("[from byte 4072 of 5120, first difference at 4088] …b'")
+        assert repr(bytes([byte]))[2:-1] in side and side.endswith("…")
+    assert "response.cluster_id: 'one' | 'two'" in out.getvalue()  # short values are shown whole
+
+
+def test_shown_values_of_other_kinds():
+    from kafkaproto.cli.replay import shown_pair
+
+    assert shown_pair(1, 2) == ("1", "2")
+    left, right = shown_pair(["x" * 300, 1], ["x" * 300, 2])
+    assert left.startswith("[from character 289 of 307, first difference at 305] …") and left.endswith("1]")
+    assert right.endswith("2]")
+    short, long_ = shown_pair(b"ab", b"ab" + b"c" * 400)  # one begins the other: shown from where it ends
+    assert short == "b'ab'" and long_.startswith("[from byte 0 of 402, first difference at 2] b'abccc")
+
+
+class _Stepping:
+    """A Replayer's progress counters, as the progress line reads them."""
+
+    def __init__(self, sent, answers, over, setting_up=False):
+        self.requests_sent, self.answers, self.steps_over, self.setting_up = sent, answers, over, setting_up
+
+
+def test_the_progress_line():
+    from kafkaproto.cli.replay import Progress
+
+    into_file = io.StringIO()
+    progress = Progress(into_file, 38, terminal=False)
+    assert progress.interval == 10.0
+    progress.replayers.append(("127.0.0.1:9092", _Stepping(0, 0, 0, setting_up=True)))
+    progress.show(now=progress.started + 3)
+    progress.replayers[0] = ("127.0.0.1:9092", _Stepping(12, 10, 14))
+    progress.show(now=progress.started + 75)
+    assert into_file.getvalue() == ("replay: creating the capture's topics, 0:03 elapsed\n"
+                                    "replay: 12 requests sent and 10 answered, 14 of 38 done, 1:15 elapsed\n")
+    terminal = io.StringIO()
+    progress = Progress(terminal, 38, terminal=True)
+    assert progress.interval == 1.0
+    progress.replayers += [("b:9092", _Stepping(30, 29, 37)), ("a:9092", _Stepping(31, 31, 38))]  # --against
+    progress.show(now=progress.started)
+    progress.done(finished=False)
+    assert terminal.getvalue() == ("\rreplay: a:9092 31 requests sent and 31 answered, 38 of 38 done; b:9092 30 "
+                                   "requests sent and 29 answered, 37 of 38 done, 0:00 elapsed\n")
+    quiet = io.StringIO()
+    Progress(quiet, 38, terminal=True).done(finished=False)  # failed before showing anything: nothing to end
+    assert quiet.getvalue() == ""
+
+
+def test_the_command_line_shows_progress_on_standard_error(tmp_path):
+    """--progress without a terminal: lines on standard error, standard output the report alone; without it
+    (standard error not a terminal) no progress at all."""
+    from kafkaproto.broker import Broker
+
+    runs = []
+    for extra in (["--progress"], []):  # a broker each: a second replay would meet the first one's group
+        with Broker({"group.initial.rebalance.delay.ms": "0"}) as broker:
+            runs.append(kafkaproto_replay(KAFKA_PYTHON, "--bootstrap-server", broker.bootstrap_servers, "--speed",
+                                          "max", *extra, cwd=tmp_path))
+    shown, plain = runs
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    steps = len(plan_of(KAFKA_PYTHON).steps)
+    last = shown.stderr.splitlines()[-1]
+    assert last.startswith("replay: ") and f"{steps} of {steps} done" in last and "elapsed" in last
+    assert "\r" not in shown.stderr and "\x1b" not in shown.stderr
+    assert "replay:" not in shown.stdout and shown.stdout.endswith("no divergence\n")
+    assert plain.returncode == 0 and plain.stderr == "" and plain.stdout.endswith("no divergence\n")

@@ -124,11 +124,12 @@ def test_the_command_line_says_what_it_cannot_do(tmp_path):
 
 
 def test_a_broker_that_is_not_there(tmp_path):
-    """Nothing listens: every request is reported unanswered, with the reason, and the replay ends."""
-    run = kafkaproto("replay", CAPTURES["kafka-python"], "--bootstrap-server", f"127.0.0.1:{kafka_jvm.free_port()}",
+    """Nothing listens: the replay could not run (exit status 2), and says which address it could not reach."""
+    port = kafka_jvm.free_port()
+    run = kafkaproto("replay", CAPTURES["kafka-python"], "--bootstrap-server", f"127.0.0.1:{port}",
                      "--speed", "max", "--no-setup", cwd=tmp_path)
-    assert run.returncode == 1
-    assert "could not connect" in run.stdout
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.startswith(f"kafkaproto: error: cannot reach the broker at 127.0.0.1:{port}"), run.stderr
 
 
 def test_topics_the_capture_does_not_create_are_made_first(our_broker, tmp_path):

@@ -11,13 +11,18 @@
         row["topic"], row["partition"], row["offset"], row["key"], row["value"]
 
 Files are read as a stream (gzip-compressed ones too), so a capture far larger
-than memory is fine. Nothing here raises on bad traffic: a packet that is not
-TCP is counted in ``stats.skipped``, and a frame that is cut, lost or unreadable
-comes out as an exchange whose ``status`` says so (``capture.STATUSES``). A file
-that is itself damaged ends with a "capture error" exchange, after everything
-that could be read from it; so does one that cannot be opened or read.
+than memory is fine. A path that cannot be opened raises at once (OSError, such as
+FileNotFoundError), and so does a file that is not a capture at all
+(CaptureFormatError: empty, or not starting as pcap or pcapng do). Past that,
+nothing raises on bad traffic: a packet that is not TCP is counted in
+``stats.skipped``, and a frame that is cut, lost or unreadable comes out as an
+exchange whose ``status`` says so (``capture.STATUSES``). A file that is itself
+damaged ends with a "capture error" exchange, after everything that could be read
+from it; so does a file object that is not a capture, or one that fails while it is
+read.
 """
 
+import os
 from collections import Counter
 
 from .._impl import COMPILED
@@ -38,7 +43,7 @@ from .exchanges import (
     walk,
 )
 from .names import NAMING, TopicNames, held
-from .pcap import CaptureFormatError, read_packets
+from .pcap import CaptureFormatError, check_capture, read_packets
 
 FETCH = ApiKey.FETCH
 
@@ -154,6 +159,10 @@ def read_exchanges(packets, exchanges, stats, tcp_segment):
 def read_capture(source, *, ports=None, name=None, partition=None, decode=True, names=None, **limits):
     """The exchanges in a pcap or pcapng file (a path or a binary file object; gzip is recognised).
 
+    A path is checked here: one that cannot be opened raises OSError (FileNotFoundError naming it, ...), and a
+    file that is not a capture raises CaptureFormatError. A file object is first read when iterated, and what is
+    wrong with it comes out as a "capture error" exchange, as damage further into any file does.
+
     ports: the brokers' ports (others are skipped); without them, each connection's
     client is found from its SYN or its first request. partition=(i, n): only the
     connections that hash to i of n, for readers that split one file between them.
@@ -163,6 +172,8 @@ def read_capture(source, *, ports=None, name=None, partition=None, decode=True, 
     and names the topics of each exchange and record by it. limits: max_frame,
     idle_ns, max_connections, max_pending (see exchanges.Exchanges).
     """
+    if isinstance(source, (str, bytes, os.PathLike)):
+        check_capture(source, name)
     return CaptureReader(source, ports=ports, name=name, partition=partition, decode=decode, names=names, **limits)
 
 
@@ -178,6 +189,7 @@ def follow(path, *, ports=None, names=None, idle=None, poll=None, **limits):
 
 
 _RECORD_FIELDS = ("offset", "timestamp", "key", "value", "headers")
+_WHERE = ("connection", "api_key", "api_name", "side", "time_ns", "topic", "topic_id", "partition")
 
 
 def records(exchanges, *, validate=True):
@@ -191,8 +203,8 @@ def records(exchanges, *, validate=True):
     from .. import records as recs
 
     for ex in exchanges:
-        if ex.status == CAPTURE_ERROR:
-            yield {"error": f"capture error: {ex.error}"}
+        if ex.status == CAPTURE_ERROR:  # a row like a bad batch's: where it travelled (nowhere known), and why
+            yield dict.fromkeys(_WHERE, None) | {"error": f"capture error: {ex.error}"}
             continue
         for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
             base = {"connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name, "side": side,

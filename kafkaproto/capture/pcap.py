@@ -28,7 +28,7 @@ from typing import NamedTuple
 from kafkaproto._impl import COMPILED
 from kafkaproto.exceptions import KafkaProtoError
 
-__all__ = ["CaptureFormatError", "Packet", "open_capture", "read_packets"]
+__all__ = ["CaptureFormatError", "Packet", "check_capture", "open_capture", "read_packets"]
 
 CHUNK_SIZE = 1 << 20
 # A classic pcap record may hold at most this many bytes: four times the largest snap length tcpdump
@@ -132,8 +132,7 @@ def read_packets(source, name=None):
                 return compiled_pcap(data, *_PCAP_MAGICS[magic])
             packets = _pcap_packets(data, *_PCAP_MAGICS[magic])
         else:
-            raise data.error(f"not a pcap or pcapng file (it starts with {magic.hex() or 'nothing'}"
-                             f"{'' if have >= 4 else f' and has only {have} bytes'})", 0)
+            raise _not_a_capture(data, magic, have)
         # Runs the reader up to its first packet: it reads the file header, and from then on closes
         # the file however it ends (a reader never started would not).
         next(packets)
@@ -142,6 +141,35 @@ def read_packets(source, name=None):
             stream.close()
         raise
     return packets
+
+
+def check_capture(path, name=None):
+    """Raises unless the file at ``path`` opens and starts as a pcap or pcapng file (gzip-compressed or not).
+
+    OSError (FileNotFoundError, PermissionError, IsADirectoryError) for a file that cannot be opened,
+    CaptureFormatError for one that is not a capture at all (empty, or starting with anything but a capture's
+    magic number). Damage further on (a file header cut short, a gzip stream cut) is left to reading, which
+    reports it after whatever could be read.
+    """
+    if name is None:
+        name = os.fsdecode(path)
+    stream = open_capture(path)
+    try:
+        data = _Input(stream, name, True)
+        try:
+            have = data.fill(4)
+        except CaptureFormatError:  # a gzip stream damaged in its first bytes: reading says so
+            return
+        magic = bytes(data.buf[:4])
+        if magic != _PCAPNG_MAGIC and magic not in _PCAP_MAGICS:
+            raise _not_a_capture(data, magic, have)
+    finally:
+        stream.close()
+
+
+def _not_a_capture(data, magic, have):
+    return data.error(f"not a pcap or pcapng file (it starts with {magic.hex() or 'nothing'}"
+                      f"{'' if have >= 4 else f' and has only {have} bytes'})", 0)
 
 
 # -- opening ---------------------------------------------------------------------------------------

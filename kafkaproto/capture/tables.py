@@ -7,12 +7,13 @@
 Bodies go in as JSON text (kafkaproto.jsonview: snake_case fields, bytes in base64,
 topic ids in Kafka's base64 form); topic ids everywhere else are in that form too.
 Tables are built in batches (``batches(..., size=N)``), so a capture of any size
-streams through in bounded memory. Needs pyarrow.
+streams through in bounded memory. Needs pyarrow (the extra ``arrow``).
 """
 
 import json
 
 from .. import records as _records
+from .._optional import require
 from ..jsonview import from_json, to_json
 from ..messages import RequestHeader, ResponseHeader
 from ..registry import api
@@ -74,6 +75,10 @@ TOPIC_NAME_FIELDS = (
 )
 
 
+def _pyarrow():
+    return require("pyarrow", "arrow", "kafkaproto.capture.tables")
+
+
 def _type(pa, name):
     if name == "timestamp":
         return pa.timestamp("ns", tz="UTC")
@@ -85,17 +90,17 @@ def _type(pa, name):
 
 
 def exchange_schema():
-    import pyarrow as pa
+    pa = _pyarrow()
     return pa.schema([pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in EXCHANGE_FIELDS])
 
 
 def topic_names_schema():
-    import pyarrow as pa
+    pa = _pyarrow()
     return pa.schema([pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in TOPIC_NAME_FIELDS])
 
 
 def record_schema():
-    import pyarrow as pa
+    pa = _pyarrow()
     context = [pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in RECORD_CONTEXT]
     # Nullable throughout: a records field that does not read gives a row with the error and no record.
     return pa.schema(context + [f.with_nullable(True) for f in _records.arrow_schema()])
@@ -179,7 +184,7 @@ def _nanoseconds(value):
 
 def exchange_batches(exchanges, file=None, size=4096, bodies=True):
     """pyarrow RecordBatches of the exchange schema, size rows at most each."""
-    import pyarrow as pa
+    pa = _pyarrow()
     schema = exchange_schema()
     rows = []
     for ex in exchanges:
@@ -192,7 +197,7 @@ def exchange_batches(exchanges, file=None, size=4096, bodies=True):
 
 
 def exchanges_table(exchanges, file=None, bodies=True):
-    import pyarrow as pa
+    pa = _pyarrow()
     return pa.Table.from_batches(list(exchange_batches(exchanges, file, bodies=bodies)), schema=exchange_schema())
 
 
@@ -200,7 +205,7 @@ def record_batches(exchanges, file=None, validate=True, rows=65536):
     """pyarrow RecordBatches of the record schema, of up to about ``rows`` rows each: the record columns built in
     compiled code by kafkaproto.records.to_arrow, the fields' records gathered so that a field of one record does
     not cost a batch of its own."""
-    import pyarrow as pa
+    pa = _pyarrow()
     schema = record_schema()
     gathered = _Gathered(schema)
     for ex in exchanges:
@@ -245,7 +250,7 @@ class _Gathered:
     def flush(self):
         if not self.rows:
             return
-        import pyarrow as pa
+        pa = _pyarrow()
         records = pa.concat_tables(self.tables).combine_chunks()
         # Each context column: one value per field, repeated over the field's rows by a take.
         which = []
@@ -267,5 +272,5 @@ class _Gathered:
 
 
 def records_table(exchanges, file=None, validate=True):
-    import pyarrow as pa
+    pa = _pyarrow()
     return pa.Table.from_batches(list(record_batches(exchanges, file, validate)), schema=record_schema())

@@ -13,6 +13,7 @@ Everything streams: a capture larger than memory is fine, and so is the summary
 (a pipe, an interface, a followed ring) is summarised when it is interrupted.
 """
 
+import argparse
 import base64
 import csv
 import datetime
@@ -23,10 +24,10 @@ import operator
 import os
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 
 from .. import errors
-from ..capture import OK, TopicNames, follow, held, read_capture, records_fields, tables
+from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture, records_fields, tables
 from ..capture.exchanges import holds_records
 from ..jsonview import to_json
 from ..messages import ApiKey
@@ -48,13 +49,18 @@ def add_arguments(parser):
                         help="with --interface: stop capturing after this long (default: go on)")
     parser.add_argument("--live", action="store_true",
                         help="on standard output, a table of rates, latency percentiles and errors per API over the "
-                             "last 10 s of traffic, redrawn every second (the summary follows at the end)")
-    parser.add_argument("--ports", help="the brokers' ports, comma-separated (default: detected per connection)")
+                             "last 10 s of traffic, redrawn every second on a terminal (elsewhere a plain table every "
+                             "10 s, without escape codes); the summary follows at the end")
+    parser.add_argument("--ports", type=port_list,
+                        help="the brokers' ports, comma-separated (default: detected per connection)")
     parser.add_argument("--api", help="only these APIs, by name or key, comma-separated (e.g. Fetch,Produce)")
     parser.add_argument("--topic", action="append", help="only exchanges naming this topic (name or topic id)")
     parser.add_argument("--client-id", action="append", help="only requests with this client id")
     parser.add_argument("--errors-only", action="store_true",
                         help="only exchanges that are not ok or whose response carries an error code")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when an exchange is not ok or its response carries an error code (those "
+                             "--errors-only keeps), after the usual output")
     parser.add_argument("--format", choices=("summary", "jsonl", "csv", "parquet"), default=None,
                         help="summary (the default without --output), or rows as JSON lines, CSV or Parquet")
     parser.add_argument("--output", "-o", help="where the rows go (default: standard output; Parquet needs a file)")
@@ -72,6 +78,17 @@ def add_arguments(parser):
     parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
 
 
+def port_list(text):
+    """The argparse type of --ports: "9092,9093" -> [9092, 9093], each a TCP port number."""
+    ports = []
+    for part in text.split(","):
+        part = part.strip()
+        if not (part.isascii() and part.isdigit() and 1 <= int(part) <= 65535):
+            raise argparse.ArgumentTypeError(f"{part!r} is not a port number (1-65535)")
+        ports.append(int(part))
+    return ports
+
+
 def run(args):
     fmt = args.format or ("summary" if not args.output else _format_of(args.output))
     if fmt == "parquet" and not args.output:
@@ -82,26 +99,38 @@ def run(args):
         raise ValueError("give capture files (- for standard input), or --follow PATH, or --interface IF")
     if args.live and fmt != "summary":
         raise ValueError("--live draws on standard output: it goes with the summary, not with rows")
+    from .._optional import require  # a missing optional package is named with its extra, before any work
+    if args.records or fmt in ("csv", "parquet"):  # rows built with pyarrow (kafkaproto.capture.tables)
+        require("pyarrow", "arrow", "--records" if args.records else f"--format {fmt}")
+    if args.report:
+        require("plotly", "report", "--report")
     for path in args.files:
         if path != "-" and not os.path.isfile(path):
             raise ValueError(f"{path}: no such file")
     if args.follow and not os.path.exists(args.follow):
         raise ValueError(f"{args.follow}: no such file or folder")
     keep = _filter(args)
-    ports = [int(p) for p in args.ports.split(",")] if args.ports else None
+    ports = args.ports
     progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty() and not args.live)
     names = topic_names(args.topic_names, args.bootstrap_server)
+    sources = _sources(args, ports, names)  # a file that is not a capture raises here, before anything is drawn
     live = None
     if args.live:
         from .live import LiveView  # it draws with this module's LatencyHistogram
         live = LiveView(sys.stdout, title=_what(args)).start()
-    sources = _sources(args, ports, names)
+    failures = []  # what went wrong with a capture tool that ran for a while (said after the summary)
 
     def read():
         for path, reader in sources:
             progress.start(path, reader)
-            if progress.enabled or live is not None:
+            stream = path == "-" or getattr(reader, "tool", None) is not None
+            if progress.enabled or live is not None or stream:
                 for ex in reader:
+                    if stream and ex.status == CAPTURE_ERROR and not reader.stats.packets:
+                        # Nothing came but what is not a capture (a pipe of something else, a tool that failed).
+                        if live is not None:
+                            live.stop(draw=False)
+                        raise ValueError(_tool_failure(reader) or ex.error)
                     progress.tick()
                     if live is not None:
                         live.add(ex)
@@ -110,13 +139,13 @@ def run(args):
                 for ex in reader:
                     yield path, ex
             progress.done()
+            failure = _tool_failure(reader)
+            if failure:
+                failures.append(failure)
 
+    problems = _Problems() if args.check else None
     report = None
-    if args.report:
-        try:
-            import plotly  # noqa: F401 - the report's charts
-        except ImportError:
-            raise ValueError("--report needs plotly: pip install 'kafkaproto[report]'") from None
+    if args.report:  # plotly is there: checked above
         from .report import Report
         report = Report(Summary(names))
 
@@ -126,6 +155,8 @@ def run(args):
         items = read() if fmt == "summary" and keep is None else held(read(), exchange=operator.itemgetter(1))
         if keep is not None:
             items = ((path, ex) for path, ex in items if keep(ex))
+        if problems is not None:
+            items = problems.tap(items)
         return items if report is None else _tap(items, report)
 
     if fmt == "summary":
@@ -137,10 +168,11 @@ def run(args):
             pass
         finally:
             _end(sources, live)
-        summary.files.extend(path for path, _ in sources)
+        summary.files.extend(_files_read(sources))
         summary.print(sys.stdout, args.top)
         _write_report(report, args, sources)
-        return 0
+        _fail_on(failures, sources)
+        return problems.exit_status() if problems is not None else 0
     out = sys.stdout if not args.output or args.output == "-" else None
     writer = _WRITERS[fmt](args.output, out, args.records)
     try:
@@ -151,7 +183,31 @@ def run(args):
         _end(sources, live)
         writer.close()
     _write_report(report, args, sources)
-    return 0
+    _fail_on(failures, sources)
+    return problems.exit_status() if problems is not None else 0
+
+
+def _fail_on(failures, sources=()):
+    """Raise what went wrong with a capture tool; say what a followed file or ring could not read (an error when
+    nothing could be read at all)."""
+    for _, reader in sources:
+        notes = getattr(reader.packets, "notes", None)
+        if notes and not reader.stats.packets:
+            failures.extend(notes)
+        elif notes:
+            for note in notes:
+                print(f"kafkaproto capture: not read to its end: {note}", file=sys.stderr)
+    if failures:
+        raise ValueError("; ".join(failures))
+
+
+def _files_read(sources):
+    """The files the sources read: a followed ring's each (a file the ring writes anew counts again)."""
+    out = []
+    for path, reader in sources:
+        follower = reader.packets
+        out.extend(follower.files if follower is not None and hasattr(follower, "files") else [path])
+    return out
 
 
 def _tap(items, report):
@@ -162,7 +218,7 @@ def _tap(items, report):
 
 def _write_report(report, args, sources):
     if report is not None:
-        report.summary.files.extend(path for path, _ in sources)
+        report.summary.files.extend(_files_read(sources))
         report.write(args.report, title=f"Kafka traffic {_what(args)}", top=args.top)
 
 
@@ -200,12 +256,39 @@ def _capture_tool(interface, ports, duration):
         command = [tcpdump, "-i", interface, "-U", "-s", "0", "-w", "-", rule]
     else:
         raise ValueError("--interface needs dumpcap (Wireshark's) or tcpdump installed to capture with")
-    tool = subprocess.Popen(command, stdout=subprocess.PIPE)
+    # What the tool says goes into tool.said (its last lines), to name what went wrong should it fail.
+    tool = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tool.name = os.path.basename(command[0])
+    tool.said = deque(maxlen=20)
+    tool.listener = threading.Thread(target=lambda: tool.said.extend(
+        line.decode(errors="replace").strip() for line in tool.stderr), name="kafkaproto-capture-tool", daemon=True)
+    tool.listener.start()
     if duration is not None:  # SIGINT: the tool writes what it holds and ends, and so does its pipe
         timer = threading.Timer(duration, lambda: tool.poll() is None and tool.send_signal(signal.SIGINT))
         timer.daemon = True
         timer.start()
     return tool
+
+
+def _tool_failure(reader):
+    """What went wrong with the capture tool behind reader, when it ended by itself with an error: None if it did
+    not (no tool, still running, done, or stopped by a signal: --duration, Ctrl-C, or _end)."""
+    import subprocess
+
+    tool = getattr(reader, "tool", None)
+    if tool is None:
+        return None
+    try:
+        code = tool.wait(5)
+    except subprocess.TimeoutExpired:
+        return None
+    if code <= 0:
+        return None
+    tool.listener.join(1)
+    said = [line for line in tool.said if line]
+    own = [line for line in said if line.startswith(f"{tool.name}:")]  # its error lines, not its notices
+    line = (own or said or [""])[0].removeprefix(f"{tool.name}:").strip()
+    return f"{reader.name}: {tool.name} failed (exit status {code})" + (f": {line}" if line else "")
 
 
 def _end(sources, live):
@@ -241,6 +324,30 @@ def _format_of(path):
     return {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(ext, "jsonl")
 
 
+def has_errors(ex):
+    """Whether an exchange is not ok or its response carries an error code."""
+    return ex.status != OK or bool(ex.error_code) or bool(ex.partition_errors)
+
+
+class _Problems:
+    """Counts the exchanges that have errors, for --check, as they pass."""
+
+    def __init__(self):
+        self.count = 0
+
+    def tap(self, items):
+        for path, ex in items:
+            if has_errors(ex):
+                self.count += 1
+            yield path, ex
+
+    def exit_status(self):
+        if self.count:
+            print(f"kafkaproto capture: {self.count} exchange(s) with errors (--check)", file=sys.stderr)
+            return 1
+        return 0
+
+
 def _filter(args):
     """A test of which exchanges to keep, or None to keep all."""
     if not (args.api or args.topic or args.client_id or args.errors_only):
@@ -261,7 +368,7 @@ def _filter(args):
             return False
         if topics and not any((str(t) if isinstance(t, Uuid) else t) in topics for t in ex.topics):
             return False
-        if args.errors_only and ex.status == OK and not ex.error_code and not ex.partition_errors:
+        if args.errors_only and not has_errors(ex):
             return False
         return True
     return keep

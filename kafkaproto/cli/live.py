@@ -4,6 +4,9 @@ of traffic, redrawn in place every second, for people watching a cluster.
 Rates and percentiles are over the last ``window`` seconds of capture time (the packets' own clock, so a file read
 faster than it was written shows the rates it had). Memory is bounded: per API, one latency histogram per second
 of the window.
+
+On a terminal the table is redrawn in place; written anywhere else (a file, a pipe) it has no escape codes: a plain
+table is appended every ``window`` seconds, and the last one at the end.
 """
 
 import math
@@ -27,10 +30,11 @@ class _Second:
 class LiveView:
     """Counts per API and second of capture time, drawn as a table (``render``) by ``start``'s thread."""
 
-    def __init__(self, out, *, window=10, interval=1.0, title="live"):
+    def __init__(self, out, *, window=10, interval=1.0, title="live", redraw=None):
         self.out = out
         self.window = window
-        self.interval = interval
+        self.redraw = _is_terminal(out) if redraw is None else redraw  # in place, with escape codes
+        self.interval = interval if self.redraw else max(interval, window)
         self.title = title
         self.seconds = deque()  # _Second, oldest first, at most window of them
         self.total = 0
@@ -99,8 +103,10 @@ class LiveView:
         return "\n".join(lines) + "\n"
 
     def draw(self):
-        # Home, clear to the end of the screen, then the table: redrawn in place on a terminal.
-        self.out.write("\x1b[H\x1b[J" + self.render())
+        if self.redraw:  # home, clear to the end of the screen, then the table: redrawn in place
+            self.out.write("\x1b[H\x1b[J" + self.render())
+        else:  # one table after another, a blank line between
+            self.out.write(self.render() + "\n")
         self.out.flush()
         self.draws += 1
 
@@ -114,11 +120,22 @@ class LiveView:
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self, draw=True):
+        """Stop drawing, and draw the last table (draw=False: not, as when the command fails); once."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.draw()
+        if draw:
+            self.draw()
+
+
+def _is_terminal(out):
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False
 
 
 def _ms(value):

@@ -17,8 +17,8 @@ The parts, each usable alone:
   epochs, topic IDs, member ids and generations, fetch sessions, nodes, offsets), learned from the answers that
   introduced them; the capture's requests rewritten with them.
 - ``Replayer`` (session.py): one replay against one broker, without I/O: what to send where and when, and the
-  bytes that came back. ``replay`` and ``replay_both`` (network.py) drive it with asyncio sockets; a test harness
-  can drive it with its own.
+  bytes that came back. ``replay`` and ``replay_both`` (network.py) drive it with asyncio sockets, once each target
+  takes a connection (``Unreachable`` otherwise); a test harness can drive it with its own.
 - ``compare_with_capture`` and ``compare_targets`` (report.py): the answers compared under kafkaproto.compare's
   rules and the replay's own (``RULES``), into a ``Report`` of ``Divergence`` rows.
 
@@ -26,11 +26,12 @@ Everything but network.py does no I/O.
 """
 
 from . import fields
-from .network import parse_address, replay, replay_both
+from .network import Unreachable, parse_address, replay, replay_both
 from .plan import Plan, Step, TopicSetup
 from .report import RULES, Divergence, Report, compare_targets, compare_with_capture
 from .rewrite import Values
 from .session import OUTCOMES, Replayer, StepResult
 
 __all__ = ["Divergence", "OUTCOMES", "Plan", "RULES", "Replayer", "Report", "Step", "StepResult", "TopicSetup",
-           "Values", "compare_targets", "compare_with_capture", "fields", "parse_address", "replay", "replay_both"]
+           "Unreachable", "Values", "compare_targets", "compare_with_capture", "fields", "parse_address", "replay",
+           "replay_both"]

@@ -4,9 +4,14 @@ back. This is all the I/O a replay does.
     plan = Plan.of(read_capture("session.pcap"))
     run = asyncio.run(replay(plan, "localhost:9092"))             # one target
     a, b = asyncio.run(replay_both(plan, "kafka:9092", "other:9092"))
+
+Both first make sure every target answers a connection (``Unreachable`` otherwise), so that a broker that is not
+there is said to be missing instead of diverging on every request.
 """
 
 import asyncio
+import os
+import ssl as _ssl
 
 from .session import Replayer
 
@@ -22,17 +27,51 @@ def parse_address(text):
     return host.strip("[]"), int(port)
 
 
-async def replay(plan, bootstrap, *, ssl=None, **options):
+class Unreachable(ConnectionError):
+    """A target that does not take a connection (refused, unknown host, no answer, a TLS handshake that fails):
+    nothing was replayed."""
+
+
+async def check_reachable(target, *, ssl=None, timeout=_CONNECT_TIMEOUT):
+    """Open a connection to target ("host:port") and close it again; Unreachable, naming it, if that fails."""
+    host, port = parse_address(target)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ssl), timeout)
+    except asyncio.TimeoutError:
+        raise Unreachable(f"cannot reach the broker at {target}: no connection within {timeout:g} s") from None
+    except _ssl.SSLError as e:
+        raise Unreachable(f"cannot reach the broker at {target} over TLS: {e}") from None
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno and e.errno > 0 else e.strerror or str(e)
+        raise Unreachable(f"cannot reach the broker at {target}: {why}") from None
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except OSError:
+        pass
+
+
+async def replay(plan, bootstrap, *, ssl=None, watch=None, check=True, **options):
     """Replay plan against the broker at bootstrap ("host:port"); options as for Replayer. Returns the finished
-    Replayer (its results, values and setup)."""
+    Replayer (its results, values and setup). Raises Unreachable, having sent nothing, when the broker does not
+    take a connection (check=False: try anyway, each connection's failure a result). watch: called with the
+    Replayer and bootstrap before it starts (to follow its progress)."""
+    address = parse_address(bootstrap)
+    if check:
+        await check_reachable(bootstrap, ssl=ssl)
     replayer = Replayer(plan, **options)
-    await drive(replayer, parse_address(bootstrap), ssl=ssl)
+    if watch is not None:
+        watch(replayer, bootstrap)
+    await drive(replayer, address, ssl=ssl)
     return replayer
 
 
-async def replay_both(plan, first, second, *, ssl=None, **options):
-    """The same plan against two brokers at once (each with its own Replayer)."""
-    return await asyncio.gather(replay(plan, first, ssl=ssl, **options), replay(plan, second, ssl=ssl, **options))
+async def replay_both(plan, first, second, *, ssl=None, watch=None, check=True, **options):
+    """The same plan against two brokers at once (each with its own Replayer), once both take a connection."""
+    if check:
+        await asyncio.gather(check_reachable(first, ssl=ssl), check_reachable(second, ssl=ssl))
+    return await asyncio.gather(replay(plan, first, ssl=ssl, watch=watch, check=False, **options),
+                                replay(plan, second, ssl=ssl, watch=watch, check=False, **options))
 
 
 class _Link:

@@ -105,6 +105,14 @@ class Replayer:
         self._out = []
         self._origin = self._capture_origin = None
         self.started = self.ended = None
+        self.requests_sent = 0  # steps sent (once or more): for progress, as are the two below
+        self.answers = 0  # steps answered
+        self.steps_over = 0  # steps over, whatever became of them
+
+    @property
+    def setting_up(self):
+        """Whether it is still creating the capture's topics (before the first step)."""
+        return self.started is not None and self._origin is None and self.setup is not None
 
     # ---- driving it ----
 
@@ -214,6 +222,7 @@ class Replayer:
         result.attempts += 1
         if result.sent is None:
             result.sent = now
+            self.requests_sent += 1
         self._out.append(("send", step.connection, frame))
         if not step.expects_answer:
             self._over(result, NO_ANSWER_DUE, now)
@@ -269,6 +278,9 @@ class Replayer:
     def _over(self, result, status, now, error=None):
         result.status = status
         result.answered = now
+        self.steps_over += 1
+        if status == ANSWERED:
+            self.answers += 1
         if error is not None:
             result.error = error
         step = result.step

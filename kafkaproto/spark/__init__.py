@@ -27,22 +27,23 @@ kafkaproto.capture.tables). Any other session, e.g. one spark-submit made, gets 
 functions kafka_decode_request, kafka_decode_response) with ``register(spark)``.
 
 On a cluster the executors run this package's code: install kafkaproto with this extra on every node
-(``pip install 'kafkaproto[spark]'``), or ship it with the job: ``pip install --target kp kafkaproto``, pack
-``kp`` as ``kp.tar.gz`` and ``spark-submit --archives kp.tar.gz#kp --conf spark.executorEnv.PYTHONPATH=kp``.
+(``pip install '.[spark]'`` in a checkout), or ship it with the job: ``pip install --target kp .`` (or a built
+wheel instead of ``.``), pack ``kp`` as ``kp.tar.gz`` and
+``spark-submit --archives kp.tar.gz#kp --conf spark.executorEnv.PYTHONPATH=kp``.
 """
-
-try:
-    import pyarrow  # noqa: F401
-    import pyspark  # noqa: F401
-except ImportError as e:
-    raise ImportError(f"kafkaproto.spark needs pyspark and pyarrow: pip install 'kafkaproto[spark]' ({e})") from e
 
 import json
 import os
 import sys
 
-from .datasource import NAME, KafkaPcapDataSource
-from .schema import exchange_struct, record_struct
+from .._optional import require
+
+# Before the modules that import them, so that a missing one is named with the extra that installs it.
+require("pyspark", "spark", "kafkaproto.spark")
+require("pyarrow", "spark", "kafkaproto.spark")
+
+from .datasource import NAME, KafkaPcapDataSource  # noqa: E402
+from .schema import exchange_struct, record_struct  # noqa: E402
 
 __all__ = ["NAME", "KafkaPcapDataSource", "exchange_struct", "read_named", "record_struct", "register", "session",
            "topic_names"]

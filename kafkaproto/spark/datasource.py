@@ -50,6 +50,7 @@ from urllib.parse import unquote, urlsplit
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .. import capture, registry
+from .._optional import install_hint
 from ..capture import ring, tables
 from . import schema as _schema
 
@@ -281,8 +282,9 @@ def _expand_fsspec(uri):
         import fsspec
     except ImportError:
         # Not a row: nothing on that filesystem can be listed this way, so the job should not start.
-        raise ImportError(f"{uri}: globs on remote filesystems are expanded with fsspec, which is not installed "
-                          f"(pip install fsspec and the filesystem's package, e.g. s3fs), or list the files") from None
+        raise ImportError(f"{uri}: globs on remote filesystems are expanded with fsspec, which is not installed: "
+                          f"{install_hint('spark')}, with the filesystem's package (e.g. s3fs); or list the "
+                          "files") from None
     filesystem, pattern = fsspec.core.url_to_fs(uri)
     matches = filesystem.glob(pattern, detail=True)
     if not matches:
