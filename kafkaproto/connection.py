@@ -23,6 +23,10 @@ wrong; its ``close`` and ``error_code`` say what a broker should do about it.
 Observer never raises on traffic: what it cannot read becomes an Undecodable event.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Union, overload
+
 from . import errors
 from ._generated import ApiKey
 from ._impl import COMPILED
@@ -38,6 +42,12 @@ if COMPILED:
 else:
     from ._pycore import Reader
 
+if TYPE_CHECKING:
+    from .protocol import Buffer, FileRegion, Message
+
+    # What receive_data, client_data and server_data give, one event per frame.
+    Event = Union["RequestReceived", "ResponseReceived", "SaslBytes", "Undecodable"]
+
 # Round trips of raw tokens after a version-0 SaslHandshake, by mechanism; others
 # (GSSAPI) run until the client sends a Kafka request again.
 SASL_ROUNDS = {"PLAIN": 1, "SCRAM-SHA-256": 2, "SCRAM-SHA-512": 2, "OAUTHBEARER": 1}
@@ -51,7 +61,8 @@ class ProtocolError(KafkaProtoError):
     it can (None otherwise); ``correlation_id`` the request's, when it was readable.
     """
 
-    def __init__(self, reason, *, close=True, error_code=None, correlation_id=None, header=None):
+    def __init__(self, reason: str, *, close: bool = True, error_code: int | None = None,
+                 correlation_id: int | None = None, header: RequestHeader | None = None) -> None:
         super().__init__(reason)
         self.close = close
         self.error_code = error_code
@@ -64,7 +75,13 @@ class RequestReceived:
 
     __slots__ = ("header", "body", "version", "size", "expects_response")
 
-    def __init__(self, header, body, size, expects_response):
+    header: RequestHeader
+    body: Any  # the request class of the API the header names
+    version: int
+    size: int
+    expects_response: bool
+
+    def __init__(self, header: RequestHeader, body: Any, size: int, expects_response: bool) -> None:
         self.header = header
         self.body = body
         self.version = header.request_api_version
@@ -72,10 +89,10 @@ class RequestReceived:
         self.expects_response = expects_response
 
     @property
-    def correlation_id(self):
+    def correlation_id(self) -> int:
         return self.header.correlation_id
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"RequestReceived({type(self.body).__name__} v{self.version}, "
                 f"correlation_id={self.header.correlation_id}, size={self.size})")
 
@@ -85,7 +102,13 @@ class ResponseReceived:
 
     __slots__ = ("header", "body", "version", "request", "size")
 
-    def __init__(self, header, body, version, request, size):
+    header: ResponseHeader
+    body: Any  # the response class of the API asked
+    version: int
+    request: RequestHeader
+    size: int
+
+    def __init__(self, header: ResponseHeader, body: Any, version: int, request: RequestHeader, size: int) -> None:
         self.header = header
         self.body = body
         self.version = version
@@ -93,10 +116,10 @@ class ResponseReceived:
         self.size = size
 
     @property
-    def correlation_id(self):
+    def correlation_id(self) -> int:
         return self.header.correlation_id
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ResponseReceived({type(self.body).__name__} v{self.version}, "
                 f"correlation_id={self.header.correlation_id}, size={self.size})")
 
@@ -106,11 +129,14 @@ class SaslBytes:
 
     __slots__ = ("data", "from_client")
 
-    def __init__(self, data, from_client):
+    data: bytes | bytearray
+    from_client: bool
+
+    def __init__(self, data: bytes | bytearray, from_client: bool) -> None:
         self.data = data
         self.from_client = from_client
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"SaslBytes({len(self.data)} bytes from the {'client' if self.from_client else 'server'})"
 
 
@@ -119,16 +145,20 @@ class Undecodable:
 
     __slots__ = ("from_client", "frame", "error")
 
-    def __init__(self, from_client, frame, error):
+    from_client: bool
+    frame: bytes | bytearray
+    error: Exception
+
+    def __init__(self, from_client: bool, frame: bytes | bytearray, error: Exception) -> None:
         self.from_client = from_client
         self.frame = frame
         self.error = error
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Undecodable({'request' if self.from_client else 'response'}, {self.error})"
 
 
-def expects_response(header, body):
+def expects_response(header: RequestHeader, body: Any) -> bool:
     """False for a Produce with acks=0, the one request a broker does not answer."""
     return not (header.request_api_key == ApiKey.PRODUCE and getattr(body, "acks", None) == 0)
 
@@ -186,16 +216,16 @@ class _End:
 
     allow_trailing = False  # whether bytes after a request's body are ignored (as Kafka's broker does)
 
-    def __init__(self, max_frame=DEFAULT_MAX_FRAME):
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self._state = _State(max_frame)
 
     @property
-    def pending(self):
+    def pending(self) -> dict[int, RequestHeader]:
         """{correlation id: RequestHeader} of requests still waiting for a response."""
         return dict(self._state.pending)
 
     @property
-    def raw(self):
+    def raw(self) -> bool:
         """True while raw SASL tokens are exchanged (send them with send_raw)."""
         return self._state.raw
 
@@ -248,7 +278,7 @@ class _End:
 class ClientConnection(_End):
     """The client's end: frames requests, and pairs the responses that come back with them."""
 
-    def send_request(self, header, body):
+    def send_request(self, header: RequestHeader, body: Message) -> bytes:
         """The frame to write for a request (at header.request_api_version); it is pending from now on."""
         if self._state.raw:
             raise ProtocolError("the connection is exchanging raw SASL tokens; use send_raw", close=False)
@@ -258,11 +288,11 @@ class ClientConnection(_End):
         self._state.request_seen(header, body)
         return frame
 
-    def send_raw(self, token):
+    def send_raw(self, token: Buffer) -> bytes:
         """A raw SASL token, framed by its size."""
         return self._raw_frame(token)
 
-    def receive_data(self, data):
+    def receive_data(self, data: Buffer) -> list[ResponseReceived | SaslBytes]:
         """The events in bytes read from the broker: ResponseReceived, or SaslBytes in raw mode."""
         return self._responses(_frames(self._state.from_server, data), _unreadable_response)
 
@@ -276,7 +306,7 @@ class ServerConnection(_End):
 
     allow_trailing = True
 
-    def receive_data(self, data):
+    def receive_data(self, data: Buffer) -> list[RequestReceived | SaslBytes]:
         """The events in bytes read from a client: RequestReceived, or SaslBytes in raw mode.
 
         A request that cannot be read raises ProtocolError: its ``error_code`` is
@@ -285,7 +315,7 @@ class ServerConnection(_End):
         """
         return self._requests(_frames(self._state.from_client, data), self._refuse)
 
-    def get_buffer(self, sizehint=-1):
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
         """Where the client's next bytes go, for a reader that receives in place (asyncio.BufferedProtocol);
         then call buffer_updated. See FrameBuffer.get_buffer. Raises ProtocolError after a bad size prefix."""
         try:
@@ -293,12 +323,12 @@ class ServerConnection(_End):
         except FrameError as e:
             raise ProtocolError(str(e)) from e
 
-    def buffer_updated(self, nbytes):
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
         """The frames completed by nbytes received into get_buffer's view; read each with receive_frame.
         A size prefix that cannot be right raises ProtocolError once the frames before it are out."""
         return _frames(self._state.from_client, nbytes, True)
 
-    def receive_frame(self, frame):
+    def receive_frame(self, frame: Buffer) -> RequestReceived | SaslBytes:
         """The event in one frame from buffer_updated, raising as receive_data does."""
         return self._requests((frame,), self._refuse)[0]
 
@@ -316,7 +346,20 @@ class ServerConnection(_End):
         correlation_id = int.from_bytes(frame[4:8], "big", signed=True) if len(frame) >= 8 else None
         raise ProtocolError(f"unreadable request: {error}", correlation_id=correlation_id) from error
 
-    def send_response(self, request, body, version=None, parts=False):
+    @overload
+    def send_response(self, request: RequestReceived | RequestHeader, body: Message, version: int | None = None,
+                      parts: Literal[False] = False) -> bytes: ...
+
+    @overload
+    def send_response(self, request: RequestReceived | RequestHeader, body: Message, version: int | None = None,
+                      *, parts: Literal[True]) -> list[bytes | FileRegion]: ...
+
+    @overload
+    def send_response(self, request: RequestReceived | RequestHeader, body: Message, version: int | None,
+                      parts: Literal[True]) -> list[bytes | FileRegion]: ...
+
+    def send_response(self, request: RequestReceived | RequestHeader, body: Message, version: int | None = None,
+                      parts: bool = False) -> bytes | list[bytes | FileRegion]:
         """The frame answering a request (a RequestReceived or its RequestHeader), at its version unless
         version is given (ApiVersions refusing a version answers at 0). With parts, the frame as
         encode_response_parts gives it: bytes, and the body's FileRegions left in their files."""
@@ -333,7 +376,7 @@ class ServerConnection(_End):
         self._state.response_seen(header, body)
         return frame
 
-    def send_raw(self, token):
+    def send_raw(self, token: Buffer) -> bytes:
         """A raw SASL token for the client, framed by its size."""
         frame = self._raw_frame(token)
         self._state.raw_from_server()
@@ -347,13 +390,13 @@ class Observer(_End):
     frames that cannot be read come out as Undecodable, and the tap goes on.
     """
 
-    def client_data(self, data):
+    def client_data(self, data: Buffer) -> list[Event]:
         """Events in bytes the client sent: RequestReceived, SaslBytes or Undecodable."""
         frames, error = _feed(self._state.from_client, data)
         events = self._requests(frames, lambda frame, e: Undecodable(True, frame, e))
         return events + [Undecodable(True, b"", error)] if error else events
 
-    def server_data(self, data):
+    def server_data(self, data: Buffer) -> list[Event]:
         """Events in bytes the broker sent: ResponseReceived, SaslBytes or Undecodable."""
         frames, error = _feed(self._state.from_server, data)
         events = self._responses(frames, lambda frame, e: Undecodable(False, frame, e))

@@ -11,6 +11,7 @@ short summaries, not Kafka's wording.
 from __future__ import annotations
 
 from operator import index
+from typing import Any, Callable
 
 __all__ = ["ALL", "ErrorCode", "by_code", "by_name"]
 
@@ -32,10 +33,10 @@ class ErrorCode:
         init(self, "retriable", bool(retriable))
         init(self, "message", message)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("ErrorCode is immutable")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         raise AttributeError("ErrorCode is immutable")
 
     def __int__(self) -> int:
@@ -58,7 +59,7 @@ class ErrorCode:
     def __repr__(self) -> str:
         return f"ErrorCode({self.code}, {self.name!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[int], ErrorCode], tuple[int]]:
         return by_code, (self.code,)
 
 

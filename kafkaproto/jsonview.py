@@ -10,14 +10,19 @@ and the error). With ``decode_records=False`` records stay base64 bytes too, and
 ``from_json`` reads such a value back into the very message it came from.
 """
 
+from __future__ import annotations
+
 import base64
+from typing import Any, TypeVar
 
 from . import records as _records
 from .exceptions import RecordsError
 from .uuid import Uuid
 
+_T = TypeVar("_T")
 
-def to_json(msg, decode_records=True):
+
+def to_json(msg: Any, decode_records: bool = True) -> dict[str, Any]:
     """A message (or any generated struct) as dicts, lists, strings, numbers, booleans and None."""
     out = {}
     for f in type(msg)._fields:
@@ -53,7 +58,7 @@ def _b64(data):
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def records_json(data):
+def records_json(data: bytes | bytearray | memoryview) -> list[dict[str, Any]] | dict[str, Any]:
     """The batches in a records field, each with its header fields and its records."""
     out = []
     try:
@@ -76,7 +81,7 @@ def records_json(data):
     return out
 
 
-def from_json(cls, value, path=None):
+def from_json(cls: type[_T], value: Any, path: str | None = None) -> _T:
     """The message (of class cls) that to_json(message, decode_records=False) gave value for; ValueError naming
     the field path when value does not fit cls (records spelled out as batches cannot be turned back into the
     bytes they came from)."""

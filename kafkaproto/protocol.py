@@ -6,38 +6,118 @@ frame, size included, ready to send; ``decode_request`` and ``decode_response``
 take a frame's payload (without the size), as ``FrameBuffer`` hands them out.
 """
 
+from __future__ import annotations
+
 from struct import Struct as _S
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, NamedTuple, Protocol, Union
 
 from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
 from ._generic import bad_version as _bad_version, note_size_prefix
 from . import _impl, registry
-from ._pycore import FileRegion, Request, Response  # noqa: F401 - FileRegion: a value encoders leave in its file
+from ._pycore import FileRegion as FileRegion  # a value encoders leave in its file
 from .registry import api
+
+if TYPE_CHECKING:
+    from ._generated.messages import RequestHeader, ResponseHeader
+
+    # What the frame functions read: bytes, or any buffer of bytes (a bytearray, a memoryview slice).
+    Buffer = Union[bytes, bytearray, memoryview]
+
+    # _pycore's Request and Response (which the compiled codecs return too), as type checkers see them.
+    class Request:
+        """A decoded request: ``header`` and ``body`` (``header, body = request`` unpacks it)."""
+
+        header: RequestHeader
+        body: Any  # the request class of the API the header names
+
+        def __init__(self, header: RequestHeader, body: Any) -> None: ...
+        def __iter__(self) -> Iterator[Any]: ...
+        def __len__(self) -> int: ...
+        def __getitem__(self, i: int) -> Any: ...
+
+    class Response:
+        """A decoded response: ``header``, ``body`` and the ``version`` the body was read at
+        (``header, body = response`` unpacks the first two)."""
+
+        header: ResponseHeader
+        body: Any  # the response class of the API asked
+        version: int
+
+        def __init__(self, header: ResponseHeader, body: Any, version: int) -> None: ...
+        def __iter__(self) -> Iterator[Any]: ...
+        def __len__(self) -> int: ...
+        def __getitem__(self, i: int) -> Any: ...
+else:
+    from ._pycore import Request, Response
 
 _HEAD = _S(">hh")
 _SIZE = _S(">i")
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
 
-def request_header_version(api_key, api_version):
+def request_header_version(api_key: int, api_version: int) -> int:
     return api(api_key).request_header_version(api_version)
 
 
-def response_header_version(api_key, api_version):
+def response_header_version(api_key: int, api_version: int) -> int:
     return api(api_key).response_header_version(api_version)
+
+
+class Message(Protocol):
+    """What the frame functions take as a body: an instance of any request or response class."""
+
+    api_key: ClassVar[int]
+
+    def encode(self, version: int) -> bytes: ...
+
+
+class EncodeRequest(Protocol):
+    def __call__(self, header: RequestHeader, body: Message, version: int) -> bytes:
+        """One size-prefixed request frame: the header at the version the API needs, then body.
+
+        The header's request_api_key and request_api_version must name body's API and version.
+        """
+
+
+class EncodeResponse(Protocol):
+    def __call__(self, header: ResponseHeader, body: Message, version: int) -> bytes:
+        """One size-prefixed response frame for a response body at the given version."""
+
+
+class EncodeResponseParts(Protocol):
+    def __call__(self, header: ResponseHeader, body: Message, version: int) -> list[bytes | FileRegion]:
+        """encode_response's frame as a list of bytes and, left in their files, the FileRegions among the
+        body's values (for a writer that sends them with sendfile); joined, the parts are the frame."""
+
+
+class DecodeRequest(Protocol):
+    def __call__(self, frame: Buffer, allow_trailing: bool = False) -> Request:
+        """A request frame's payload -> Request(header, body); the API is read from the header.
+
+        Bytes after the body are an error unless allow_trailing (Kafka's broker ignores
+        them, and librdkafka sends some after certain Metadata requests)."""
+
+
+class DecodeResponse(Protocol):
+    def __call__(self, frame: Buffer, api_key: int, api_version: int) -> Response:
+        """A response frame's payload -> Response(header, body, version).
+
+        A response with a fallback version (ApiVersions: a broker that lacks the version
+        asked answers at 0) that does not read at api_version is read at the fallback, as
+        Kafka's clients do.
+        """
 
 
 class Frames(NamedTuple):
     """The frame functions of one implementation."""
-    encode_request: object
-    encode_response: object
-    decode_request: object
-    decode_response: object
-    encode_response_parts: object
+    encode_request: EncodeRequest
+    encode_response: EncodeResponse
+    decode_request: DecodeRequest
+    decode_response: DecodeResponse
+    encode_response_parts: EncodeResponseParts
 
 
-def _python_frames(impl):
+def _python_frames(impl: str) -> Frames:
     """The pure-Python frame functions over one implementation's classes: those of the registry as it is
     when they run, for the implementation in use; the ones registered now, for the other."""
     from ._pycore import Reader, Writer
@@ -175,7 +255,7 @@ def _python_frames(impl):
     return Frames(encode_request, encode_response, decode_request, decode_response, encode_response_parts)
 
 
-def frame_functions(impl=None):
+def frame_functions(impl: str | None = None) -> Frames:
     """Frames of one implementation ("compiled" or "python"); by default the one in use."""
     impl = impl or _impl.IMPL
     if impl == "python":
@@ -187,16 +267,22 @@ def frame_functions(impl=None):
                   _core.encode_response_parts)
 
 
+# The implementation in use (see frame_functions); each is typed, and documented, by its Protocol above.
+encode_request: EncodeRequest
+encode_response: EncodeResponse
+decode_request: DecodeRequest
+decode_response: DecodeResponse
+encode_response_parts: EncodeResponseParts
 encode_request, encode_response, decode_request, decode_response, encode_response_parts = frame_functions()
 
 
-def _check_end(r, cls, version):
+def _check_end(r: Any, cls: Any, version: int) -> None:
     if r.remaining:
         raise DecodeError(f"{r.remaining} bytes left over after the message", r.position,
                           message=f"{cls._qualname} v{version}")
 
 
-def read_request_header(frame):
+def read_request_header(frame: Buffer) -> RequestHeader:
     """The RequestHeader at the start of a request frame's payload; the body is not read.
 
     For an API key or version the registry lacks, the fields that every header
@@ -215,7 +301,7 @@ def read_request_header(frame):
     return registry.message_class("RequestHeader").read_from(_reader()(frame), header_version)
 
 
-def _reader():
+def _reader() -> Any:
     """The Reader class of the implementation in use (imported on first use: _core needs the registry built)."""
     global _reader_class
     if _reader_class is None:
@@ -227,7 +313,7 @@ def _reader():
     return _reader_class
 
 
-_reader_class = None
+_reader_class: Any = None
 
 
 class FrameError(KafkaProtoError, ValueError):
@@ -250,25 +336,26 @@ class FrameBuffer:
     (so its records can be patched in place). Use one way or the other on a stream.
     """
 
-    def __init__(self, max_frame=DEFAULT_MAX_FRAME):
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.max_frame = max_frame
         self._buf = bytearray()
         self._consumed = 0  # stream offset of _buf[0], for error messages
-        self._error = None
+        self._error: FrameError | None = None
         # get_buffer's state: small frames pass through a fixed scratch buffer, which is never resized (the
         # transport may still hold a view of it); a frame of LARGE_FRAME bytes or more gets a bytearray of
-        # its own, grown as its bytes arrive so a size prefix alone never allocates more than GROW_STEP.
-        self._scratch = None
+        # its own, grown as its bytes arrive: GROW_STEP bytes at first, then doubled each time it is full, so
+        # it never holds more than twice what arrived (and a size prefix alone allocates GROW_STEP at most).
+        self._scratch: bytearray | None = None
         self._start = self._end = 0  # the unread bytes in _scratch
-        self._large = None  # the large frame being received
+        self._large: bytearray | None = None  # the large frame being received
         self._large_size = self._large_filled = 0
 
-    def feed(self, data):
+    def feed(self, data: Buffer) -> list[bytes]:
         """Add bytes; return the list of frame payloads now complete (as bytes)."""
         if self._error is not None:
             raise self._error
         self._buf += data
-        frames = []
+        frames: list[bytes] = []
         buf = self._buf
         pos = 0
         while len(buf) - pos >= 4:
@@ -290,15 +377,17 @@ class FrameBuffer:
 
     SCRATCH_SIZE = 1 << 17
     LARGE_FRAME = 1 << 15
-    GROW_STEP = 1 << 20
+    GROW_STEP = 1 << 16
 
-    def get_buffer(self, sizehint=-1):
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
         """A writable memoryview where the next bytes of the stream go; then call buffer_updated."""
         if self._error is not None:
             raise self._error
         large = self._large
         if large is not None:
             if self._large_filled == len(large):
+                # Doubled (the realloc moves or, for large blocks, remaps what arrived: about one more copy of
+                # the frame in all, at worst). Resized only here, where no view of it is held any more.
                 large.extend(bytes(min(len(large), self._large_size - len(large))))
             return memoryview(large)[self._large_filled:]
         if self._scratch is None:
@@ -310,10 +399,10 @@ class FrameBuffer:
             self._start, self._end = 0, held
         return memoryview(self._scratch)[self._end:]
 
-    def buffer_updated(self, nbytes):
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
         """Note nbytes written at the start of get_buffer's view; return the frames now complete: bytes,
         or bytearray for those of LARGE_FRAME bytes or more (received into it, unless one read held it whole)."""
-        frames = []
+        frames: list[bytes | bytearray] = []
         if self._large is not None:
             self._large_filled += nbytes
             if self._large_filled == self._large_size:
@@ -351,14 +440,14 @@ class FrameBuffer:
         return frames
 
     @property
-    def pending(self):
+    def pending(self) -> int:
         """Bytes held that do not yet make a whole frame."""
         if self._large is not None:
             return 4 + self._large_filled
         return len(self._buf) + self._end - self._start
 
 
-def split_frames(data, max_frame=DEFAULT_MAX_FRAME):
+def split_frames(data: Buffer, max_frame: int = DEFAULT_MAX_FRAME) -> list[bytes]:
     """Every frame payload in a complete byte string; trailing partial data is an error."""
     buf = FrameBuffer(max_frame)
     frames = buf.feed(data)

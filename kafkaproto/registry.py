@@ -8,10 +8,17 @@ A package that joins brings its requests, responses and metadata records to the
 frame functions, the metadata record lookup and everything built on them.
 """
 
-from typing import NamedTuple
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from . import _impl
 from ._generic import bad_version
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ._generic import SpecInfo
 
 
 class ApiInfo(NamedTuple):
@@ -19,30 +26,31 @@ class ApiInfo(NamedTuple):
 
     api_key: int
     name: str  # e.g. "Fetch"
-    request: type
-    response: type
+    request: type[Any]
+    response: type[Any]
     valid_versions: range
     flexible_versions: range
     unstable_versions: range  # upstream marks these unstable; brokers do not advertise them
     removed_versions: range  # gone from current Apache Kafka, kept to read old traffic
     deprecated_versions: range
-    listeners: tuple
-    request_header_versions: tuple  # by version, from the first valid one
-    response_header_versions: tuple
-    fallback_version: object  # the version a broker answers at when it lacks the one asked (ApiVersions: 0)
-    request_classes: tuple = ()  # every class encoded as this API's request: request, then those it amends
-    response_classes: tuple = ()
+    listeners: tuple[str, ...]
+    request_header_versions: tuple[int, ...]  # by version, from the first valid one
+    response_header_versions: tuple[int, ...]
+    fallback_version: int | None  # the version a broker answers at when it lacks the one asked (ApiVersions: 0)
+    # Every class encoded as this API's request: request, then those it amends.
+    request_classes: tuple[type[Any], ...] = ()
+    response_classes: tuple[type[Any], ...] = ()
 
     @property
-    def stable_versions(self):
+    def stable_versions(self) -> list[int]:
         return [v for v in self.valid_versions if v not in self.unstable_versions]
 
-    def request_header_version(self, version):
+    def request_header_version(self, version: int) -> int:
         if version not in self.valid_versions:
             bad_version(self.request, version)
         return self.request_header_versions[version - self.valid_versions.start]
 
-    def response_header_version(self, version):
+    def response_header_version(self, version: int) -> int:
         """The header version of a response to a request at version (the fallback's, for one a broker
         answers at its fallback version)."""
         if version not in self.valid_versions:
@@ -68,7 +76,7 @@ _replacing = {}  # package -> whether it joined with replace=True
 _published = []  # (module, kinds, names it holds now): modules whose class attributes follow the registry
 
 
-def register(package, *, replace=False):
+def register(package: ModuleType, *, replace: bool = False) -> None:
     """Make a generated package's specs known everywhere.
 
     A package made by ``kafkaproto-codegen extend`` lists in AMENDS the specs of kafkaproto's it
@@ -115,7 +123,7 @@ def register(package, *, replace=False):
     _rebuild()
 
 
-def unregister(package):
+def unregister(package: ModuleType) -> None:
     """Forget a package that joined (an extension, say): the registry is as if it never had."""
     remaining = [(p, _replacing[p]) for p in _packages if p is not package]
     for table in (_packages, _specs, _classes, _owners, _amended, _replacing):
@@ -124,18 +132,18 @@ def unregister(package):
         register(p, replace=replace)
 
 
-def extension_of(name):
+def extension_of(name: str) -> str | None:
     """The name of the extension package a spec comes from, or None for kafkaproto's own (unamended) specs."""
     owner = _owners.get(name)
     return None if owner is None or owner is _packages[0] else owner.__name__
 
 
-def extensions():
+def extensions() -> list[ModuleType]:
     """The extension packages registered, in the order they joined."""
     return list(_packages[1:])
 
 
-def load_extensions(names):
+def load_extensions(names: Iterable[str]) -> list[ModuleType]:
     """Import extensions, each by module name or by its name in the "kafkaproto.extensions" entry points
     (installed extensions declare one); importing one registers it."""
     import importlib
@@ -162,13 +170,13 @@ def load_extensions(names):
     return loaded
 
 
-def environment_extensions():
+def environment_extensions() -> list[str]:
     """The extensions KAFKAPROTO_EXTENSIONS names (comma-separated): every kafkaproto process loads them."""
     import os
     return [n.strip() for n in os.environ.get("KAFKAPROTO_EXTENSIONS", "").split(",") if n.strip()]
 
 
-def use_extensions(names):
+def use_extensions(names: Iterable[str]) -> list[ModuleType]:
     """Make the registered extensions exactly the named ones and the environment's.
 
     A long-lived process that runs one job after another (a Spark worker) must decode each as that job asks:
@@ -181,7 +189,7 @@ def use_extensions(names):
     return wanted
 
 
-def publish(module, kinds):
+def publish(module: ModuleType, kinds: Iterable[str]) -> None:
     """Keep module's attributes equal to the registry's classes of those spec kinds, and its __all__ listing them.
 
     kafkaproto.messages and kafkaproto.metadata publish this way, so that once an extension is
@@ -253,13 +261,13 @@ def _amended_in(name, impl):
     return tuple(reversed(found[:-1]))
 
 
-def install_compiled(classes):
+def install_compiled(classes: dict[str, type[Any]]) -> None:
     """Give the compiled frame functions their API table, over compiled classes."""
     from . import _core
     _core.install(_api_infos(classes, "compiled"), classes["RequestHeader"], classes["ResponseHeader"])
 
 
-def api(key_or_name):
+def api(key_or_name: int | str) -> ApiInfo:
     """The ApiInfo of an API by key (1, ApiKey.FETCH) or name ("Fetch", "FetchRequest", "fetch")."""
     if isinstance(key_or_name, int):
         info = _apis.get(key_or_name)
@@ -274,12 +282,12 @@ def api(key_or_name):
     return info
 
 
-def apis():
+def apis() -> list[ApiInfo]:
     """Every ApiInfo, by api key."""
     return [_apis[k] for k in sorted(_apis)]
 
 
-def record_class(record_type):
+def record_class(record_type: int) -> type[Any]:
     """The class of a KRaft metadata record type (its spec's apiKey)."""
     try:
         return _records[record_type]
@@ -287,17 +295,17 @@ def record_class(record_type):
         raise KeyError(f"no metadata record type {record_type!r}") from None
 
 
-def spec(name):
+def spec(name: str) -> SpecInfo:
     """The SpecInfo of a class name ("FetchRequest", "TopicRecord", "RequestHeader")."""
     return _specs[name]
 
 
-def message_class(name):
+def message_class(name: str) -> type[Any]:
     """The class of a spec name ("FetchRequest", "RequestHeader") in the implementation in use."""
     return _classes[name]
 
 
-def classes(impl=None):
+def classes(impl: str | None = None) -> dict[str, type[Any]]:
     """{spec name: class} of every registered package, in one implementation (by default the one in use)."""
     if impl is None or impl == _impl.IMPL:
         return dict(_classes)

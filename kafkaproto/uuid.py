@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import functools
 import os
 import re
 from operator import index
+from typing import Any, Callable
 
 __all__ = ["Uuid"]
 
@@ -36,6 +38,7 @@ class Uuid:
     """Immutable 128-bit id; construct from two 64-bit halves (signed or unsigned)."""
 
     __slots__ = ("_bytes",)
+    _bytes: bytes
 
     # Filled in after the class body.
     ZERO: Uuid
@@ -137,7 +140,8 @@ class Uuid:
             return self._bytes == other._bytes
         return NotImplemented
 
-    def __hash__(self) -> int:
+    # Below the properties named int and bytes, the builtins are spelled out for type checkers.
+    def __hash__(self) -> builtins.int:
         return hash(self._bytes)
 
     def __lt__(self, other: object) -> bool:
@@ -145,24 +149,24 @@ class Uuid:
             return _signed_key(self._bytes) < _signed_key(other._bytes)
         return NotImplemented
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[builtins.bytes], Uuid], tuple[builtins.bytes]]:
         return _uuid_from_bytes, (self._bytes,)
 
     def __copy__(self) -> Uuid:
         return self
 
-    def __deepcopy__(self, memo) -> Uuid:
+    def __deepcopy__(self, memo: Any) -> Uuid:
         return self
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Uuid is immutable")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         raise AttributeError("Uuid is immutable")
 
 
 # Writing through the slot descriptor bypasses the blocking __setattr__.
-_set_bytes = Uuid._bytes.__set__  # type: ignore[attr-defined]
+_set_bytes = Uuid._bytes.__set__  # type: ignore[misc, attr-defined]
 _new = object.__new__
 
 

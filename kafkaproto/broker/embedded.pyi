@@ -1,0 +1,58 @@
+# What editors and type checkers see of kafkaproto.broker.embedded.
+import argparse
+import asyncio
+import logging
+import os
+import re
+import subprocess as _subprocess
+from types import TracebackType
+from typing import Any, Callable, Mapping
+
+from typing_extensions import Self
+
+from .config import BrokerConfig
+
+log: logging.Logger
+STARTED: re.Pattern[str]
+DESCRIPTION: str
+
+async def serve(config: BrokerConfig, ready: Callable[[Any], object] | None = None,
+                stop: asyncio.Event | None = None) -> None:
+    """Serve until stop (an asyncio.Event) is set; ready(server) is called once listening."""
+
+class Broker:
+    """A broker on a free port of 127.0.0.1 with its data in a temporary directory (or log_dir), for tests.
+
+        with Broker() as broker:
+            KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+
+    subprocess=True runs it as ``python -m kafkaproto.broker`` (so it can be killed);
+    otherwise it runs on an event loop in a thread of this process.
+    """
+
+    overrides: dict[str, str]
+    log_dir: str
+    subprocess: bool
+    host: str | None
+    port: int | None
+    ports: dict[str, int]  # listener name -> port (the in-process broker; the first listener's is self.port)
+    process: _subprocess.Popen[str] | None
+    def __init__(self, overrides: Mapping[str, str] | None = None, *, log_dir: str | os.PathLike[str] | None = None,
+                 subprocess: bool = False) -> None: ...
+    @property
+    def bootstrap_servers(self) -> str:
+        """"host:port" of its first listener, for a client's bootstrap.servers."""
+    def start(self, timeout: float = 30) -> Self: ...
+    def kill(self) -> None:
+        """SIGKILL the subprocess (no clean shutdown), as a crash would."""
+    def stop(self) -> None: ...
+    def cleanup(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None: ...
+
+def add_arguments(parser: argparse.ArgumentParser) -> None: ...
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM; the exit status: 0 after a clean stop, 2 when the settings are wrong or a
+    listener cannot be opened (nothing was served), 1 for any other failure."""
+def main(argv: list[str] | None = None) -> int: ...
