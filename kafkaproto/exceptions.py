@@ -55,13 +55,41 @@ class RecordsError(KafkaProtoError, ValueError):
     ``batch_offset`` the base offset of the batch concerned (None when its
     header could not be read); for a fault inside a compressed batch,
     ``inner_position`` is the byte within the decompressed records.
+
+    ``kind`` says what sort of fault it is, for callers that act on it (a broker
+    choosing its error code) without reading the text; None where the reader
+    does not say:
+
+    - ``"truncated"``: the data ends inside a batch;
+    - ``"corrupt"``: bytes that cannot be a batch (a length below the header, an
+      unknown magic) or whose CRC does not match;
+    - ``"magic"``: a legacy (magic 0 or 1) batch where only magic 2 is taken;
+    - ``"empty"``: no batch at all where one is needed;
+    - ``"multiple"``: more than one batch where one is allowed;
+    - ``"too_large"``: a batch over the size limit, or one that decompresses to
+      more than the cap on decompressed size;
+    - ``"compression"``: an unknown compression codec, or a compressed payload
+      that does not decompress;
+    - ``"invalid"``: records that are malformed or disagree with their batch's
+      header (counts, offsets, lengths, varints);
+    - ``"offsets"``: a compressed batch whose records' offset deltas are not
+      0, 1, ... count - 1;
+    - ``"key"``, ``"timestamp"``: records refused one by one (a record without a
+      key where keys are required, timestamps out of the allowed range;
+      ``"timestamp"`` when any timestamp is among them). ``record_errors`` then
+      lists each as (index of the record in its batch, reason).
     """
 
-    def __init__(self, reason, position, batch_offset=None, inner_position=None):
+    KINDS = ("truncated", "corrupt", "magic", "empty", "multiple", "too_large", "compression", "invalid", "offsets",
+             "key", "timestamp")
+
+    def __init__(self, reason, position, batch_offset=None, inner_position=None, kind=None, record_errors=()):
         self.reason = reason
         self.position = position
         self.batch_offset = batch_offset
         self.inner_position = inner_position
+        self.kind = kind
+        self.record_errors = tuple(record_errors)
         super().__init__(reason)
 
     def __str__(self):
@@ -73,7 +101,8 @@ class RecordsError(KafkaProtoError, ValueError):
         return f"{head}{self.reason} ({where})"
 
     def __reduce__(self):
-        return (RecordsError, (self.reason, self.position, self.batch_offset, self.inner_position))
+        return (RecordsError, (self.reason, self.position, self.batch_offset, self.inner_position, self.kind,
+                               self.record_errors))
 
 
 class UnsupportedVersionError(KafkaProtoError, ValueError):

@@ -429,3 +429,241 @@ def test_produced_batches_agree_across_implementations_on_mutations():
         limit = rng.choice([None, 100, 10**6])
         outcomes = {impl: _produced(records(impl), bytes(data), limit) for impl in IMPLS}
         assert len({repr(o) for o in outcomes.values()}) == 1, outcomes
+
+
+# ---- produced_batches: the records inside, Kafka's rules for producers, and the kind of each fault -------------
+
+
+def _uvarint(u):
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def _zigzag(v):
+    return _uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _field(value):
+    return _zigzag(-1) if value is None else _zigzag(len(value)) + value
+
+
+def _record(key=b"k", value=b"v", headers=(), ts_delta=0, offset_delta=0, body=None, size=None):
+    """One record as the wire has it, or any body under any length, for faults the builders cannot make."""
+    if body is None:
+        body = b"\0" + _zigzag(ts_delta) + _zigzag(offset_delta) + _field(key) + _field(value) + _zigzag(len(headers))
+        for name, hvalue in headers:
+            body += _field(name) + _field(hvalue)
+    return _zigzag(len(body) if size is None else size) + body
+
+
+def _batch(recs, count=None, last_delta=None, codec=0, base_ts=1_700_000_000_000, max_ts=None, attributes=None,
+           base_offset=0, producer_id=-1, sequence=-1, payload=None):
+    """A magic-2 batch around records as given, with a good CRC whatever its header says."""
+    body = b"".join(recs)
+    if payload is None:
+        payload = body if codec in (0, 5, 6, 7) else _compression.compress(codec, body)
+    count = len(recs) if count is None else count
+    header = struct.pack(">qiibIhiqqqhii", base_offset, 49 + len(payload), -1, 2, 0,
+                         codec if attributes is None else attributes, count - 1 if last_delta is None else last_delta,
+                         base_ts, base_ts if max_ts is None else max_ts, producer_id, 0, sequence, count)
+    return _recrc(header + payload)
+
+
+def _checked(mod, data, **options):
+    """produced_batches' outcome as plain data: the headers, or the fault's kind, text, byte and record errors."""
+    try:
+        return ("ok", mod.produced_batches(data, **options))
+    except RecordsError as e:
+        return ("error", e.kind, str(e), e.position, e.inner_position, e.record_errors)
+
+
+KEYED = [_record(key=b"k%d" % i, offset_delta=i) for i in range(3)]
+BROKER = dict(client=True, single=True, allow_partial=True)
+
+
+@impl_param
+def test_produced_batches_walk_every_record(impl):
+    """A batch whose CRC is good but whose records are not is refused, naming the byte; compressed ones too."""
+    mod = records(impl)
+    cases = [
+        (_batch(KEYED[:2], count=3), "record count 3 is more than 20 bytes of records can hold", 57),
+        (_batch(KEYED[:2] + [_record(offset_delta=2, value=b"v" * 20)], count=2, last_delta=1),
+         "28 bytes follow the last of the batch's 2 records", 81),
+        (_batch([b"\x07garbage" * 3], count=3), "record length -4 overruns the batch (23 bytes left)", 61),
+        (_batch([_record(size=100)]), "record length 100 overruns the batch (8 bytes left)", 61),
+        (_batch([_record(body=b"\0\0\0" + _zigzag(50) + b"k", size=5) + b"\0" * 60]),
+         "key length 50 overruns the record (1 bytes left)", 65),
+        (_batch([_record(body=b"\0\0\0" + _field(b"k") + _field(b"v") + _zigzag(-1))]), "header count -1 is negative",
+         70),
+        (_batch([_record(body=b"\0\0\0" + _field(b"k") + _field(b"v") + _zigzag(100))]),
+         "truncated header key length", 71),
+        (_batch([_record(headers=[(None, b"x")])]), "header key is null", 70),
+        (_batch([_record(body=b"\0" + b"\xff" * 10 + b"\x01\0" + _field(b"k") + _field(b"v") + b"\0")]),
+         "timestamp delta is longer than 10 bytes", 63),
+        (_batch([_record(body=b"\0\0\0" + _field(b"k") + _field(b"v") + b"\0\0")]),
+         "record length 9 leaves 1 bytes after its headers", 70),
+        (_batch([_record(body=b"\0\0\0" + _zigzag(-5) + _field(b"v") + b"\0")]), "key length -5 is negative", 65),
+        (_batch([b"\0"]), "record count 1 is more than 1 bytes of records can hold", 57),
+    ]
+    for data, message, position in cases:
+        outcome = _checked(mod, data)
+        assert outcome[:2] == ("error", "invalid") and message in outcome[2] and outcome[3] == position, (
+            message, outcome)
+    lying = _batch(KEYED[:2], count=3, codec=3)
+    assert _checked(mod, lying)[1:] == (
+        "invalid", "batch at offset 0: the batch ends after 2 of its 3 records (byte 20 of the decompressed records "
+        "of the batch at byte 0)", 0, 20, ())
+    garbage = _batch([b"\x07garbage" * 3], count=3, codec=3)
+    assert _checked(mod, garbage)[1:4] == ("invalid", "batch at offset 0: record length -4 overruns the batch (23 "
+                                           "bytes left) (byte 0 of the decompressed records of the batch at byte 0)", 0)
+    assert _checked(mod, _batch(KEYED))[0] == "ok" and _checked(mod, _batch(KEYED, codec=4))[0] == "ok"
+
+
+@impl_param
+def test_produced_batches_say_what_kind_of_fault(impl):
+    """Each fault carries the kind a broker answers by (no caller reads the text)."""
+    mod = records(impl)
+    one = _batch(KEYED)
+    bomb = _batch([], count=1, codec=4, payload=_compression.compress(4, _record(value=b"\0" * (1 << 20))))
+    cases = [
+        (b"", {}, "empty"),
+        (one[:-1], BROKER, "empty"),
+        (one[:10], {}, "truncated"),
+        (one + one[:40], {}, "truncated"),
+        (one[:8] + struct.pack(">i", 10) + one[12:], BROKER, "corrupt"),
+        (one[:8] + struct.pack(">i", 30) + one[12:], BROKER, "corrupt"),
+        (_recrc(one[:16] + b"\x03" + one[17:]), BROKER, "corrupt"),
+        (one[:-1] + bytes([one[-1] ^ 1]), BROKER, "corrupt"),
+        (build(mod, 1, 0, [(None, b"x", [], 1, 1)]), BROKER, "magic"),
+        (one + build(mod, 1, 0, [(None, b"x", [], 1, 1)]), BROKER, "multiple"),
+        (one + one, BROKER, "multiple"),
+        (one, dict(max_batch_bytes=len(one) - 1), "too_large"),
+        (bomb, dict(max_decompressed=1 << 19), "too_large"),
+        (_batch(KEYED, codec=7), BROKER, "compression"),
+        (_batch([], count=3, codec=3, payload=b"\x04\x22\x4d\x18garbage-garbage"), BROKER, "compression"),
+        (_batch([], count=3, codec=4, payload=b"\x28\xb5\x2f\xfdgarbage-garbage"), BROKER, "compression"),
+        (_batch(KEYED, last_delta=5), {}, "invalid"),
+        (_batch([_record(offset_delta=d) for d in (0, 5, 7)], codec=3), BROKER, "offsets"),
+        (_batch([_record(key=None)]), dict(require_keys=True), "key"),
+        (_batch(KEYED, base_ts=10**13), dict(now_ms=10**12, timestamp_after_ms=1000), "timestamp"),
+    ]
+    for data, options, kind in cases:
+        outcome = _checked(mod, data, **options)
+        assert outcome[:2] == ("error", kind), (kind, options, outcome)
+    assert set(RecordsError.KINDS) >= {kind for _, _, kind in cases}
+    # The reader's own faults say their kind as well.
+    with pytest.raises(RecordsError) as err:
+        list(mod.iter_batches(bomb, max_decompressed=1 << 19))[0].records()
+    assert err.value.kind == "too_large"
+
+
+@impl_param
+def test_produced_batches_follow_kafkas_rules_for_producers(impl):
+    """client=True: base offset 0, at least one record, a sequence with a producer id, and offsets 0..n-1 in
+    compressed batches (uncompressed ones Kafka takes as they are); the broker's own batches are not held to it."""
+    mod = records(impl)
+    refused = [
+        (_batch(KEYED, base_offset=5), "base offset 5; a producer's batch starts at offset 0", 0),
+        (_batch([], count=0), "record count 0; a producer's batch holds records", 57),
+        (_batch(KEYED, producer_id=7, sequence=-1), "base sequence -1 with producer id 7", 53),
+        (_batch([_record(offset_delta=d) for d in (1, 2, 3)], codec=1), "offset deltas are not 0 to 2 in order", 0),
+    ]
+    for data, message, position in refused:
+        outcome = _checked(mod, data, client=True)
+        assert message in outcome[2] and outcome[3] == position, (message, outcome)
+        assert _checked(mod, data)[0] == "ok"
+    assert _checked(mod, _batch([_record(offset_delta=d) for d in (0, 5, 7)]), client=True)[0] == "ok"
+    assert _checked(mod, _batch([_record(offset_delta=d) for d in (0, 1, 2)], codec=2), client=True)[0] == "ok"
+
+
+@impl_param
+def test_produced_batches_leave_an_incomplete_tail_as_kafka_does(impl):
+    """allow_partial: what follows the whole batches and cannot be a whole batch is left out quietly (the caller
+    keeps the bytes before it); single: a second whole batch is refused."""
+    mod = records(impl)
+    one = _batch(KEYED)
+    for tail in (b"\0" * 5, one[:16], one[:40], one[:-1]):
+        outcome = _checked(mod, one + tail, **BROKER)
+        assert outcome[0] == "ok" and [p for _, p in outcome[1]] == [0], tail
+        assert _checked(mod, one + tail)[1] == "truncated"
+    # a length below any record format's, or an unknown magic, is refused even in the tail, as Kafka refuses it
+    assert _checked(mod, one + one[:8] + struct.pack(">i", 2) + b"\0" * 8, **BROKER)[1] == "corrupt"
+    assert _checked(mod, one + one[:16] + b"\x07" + b"\0" * 4, **BROKER)[1] == "corrupt"
+    assert _checked(mod, one + one[:16] + b"\x01" + b"\0" * 4, **BROKER)[0] == "ok"  # a magic-1 tail is a tail
+    assert _checked(mod, one + one, **BROKER)[2] == (f"batch at offset 0: a second batch at byte {len(one)}, where "
+                                                     f"one batch is allowed (byte {len(one)})")
+    assert len(_checked(mod, one + one, allow_partial=True)[1]) == 2
+
+
+@impl_param
+def test_produced_batches_list_every_record_refused(impl):
+    """Keys (compacted topics) and timestamps are refused record by record, every one listed, as Kafka lists
+    them; a timestamp among them makes the kind "timestamp"."""
+    mod = records(impl)
+    now = 1_800_000_000_000
+    recs = [_record(key=None, offset_delta=0), _record(offset_delta=1, ts_delta=7_200_000),
+            _record(key=None, offset_delta=2, ts_delta=7_200_000), _record(offset_delta=3)]
+    data = _batch(recs, base_ts=now)
+    outcome = _checked(mod, data, require_keys=True, now_ms=now, timestamp_after_ms=3_600_000)
+    assert outcome[1:3] == ("timestamp", "batch at offset 0: 3 of the batch's 4 records refused (byte 0)")
+    assert [i for i, _ in outcome[5]] == [0, 1, 2]
+    assert "no key" in outcome[5][0][1] and "no key" in outcome[5][2][1]  # the key is looked at first
+    assert outcome[5][1][1] == (f"timestamp {now + 7_200_000} is 7200000 ms after the broker's clock ({now}), more "
+                                "than the 3600000 ms message.timestamp.after.max.ms allows")
+    assert _checked(mod, data, require_keys=True)[1] == "key"
+    assert _checked(mod, data, now_ms=now, timestamp_after_ms=7_200_000)[0] == "ok"
+    early = _checked(mod, _batch(KEYED, base_ts=now - 7_200_001), now_ms=now, timestamp_before_ms=7_200_000)
+    assert early[1] == "timestamp" and "7200001 ms before the broker's clock" in early[5][0][1]
+    # no timestamp (-1) passes; Java's long arithmetic wraps, so the earliest timestamp is not "in range"
+    assert _checked(mod, _batch(KEYED, base_ts=-1), now_ms=now, timestamp_before_ms=0, timestamp_after_ms=0)[0] == "ok"
+    assert _checked(mod, _batch(KEYED, base_ts=-2**63), now_ms=now)[0] == "ok"
+    assert _checked(mod, _batch(KEYED, base_ts=-2**63), now_ms=now, timestamp_after_ms=3_600_000)[1] == "timestamp"
+    assert _checked(mod, _batch(KEYED, base_ts=-5), now_ms=now)[0] == "ok"
+    # a LogAppendTime batch from a producer: its records' timestamp is the batch's, and none at all is refused
+    assert _checked(mod, _batch(KEYED, attributes=0x08, max_ts=now), now_ms=now, timestamp_after_ms=0)[0] == "ok"
+    lat = _checked(mod, _batch(KEYED, attributes=0x08, max_ts=-1), now_ms=now)
+    assert lat[1] == "timestamp" and [i for i, _ in lat[5]] == [0, 1, 2]
+    # compressed batches alike, and offsets that are out of order do not hide the records refused
+    mixed = _batch([_record(key=None, offset_delta=d) for d in (0, 5, 7)], codec=3)
+    assert _checked(mod, mixed, client=True, require_keys=True)[1] == "key"
+
+
+def test_records_error_keeps_its_kind_through_pickle():
+    import pickle
+
+    e = RecordsError("2 of the batch's 3 records refused", 0, 0, None, "key", [(0, "no key"), (2, "no key")])
+    again = pickle.loads(pickle.dumps(e))
+    assert (again.kind, again.record_errors, str(again)) == ("key", ((0, "no key"), (2, "no key")), str(e))
+    assert RecordsError("x", 3).kind is None
+
+
+def _mutated_records(rng, source, codec):
+    """source's records with a few bytes changed, in a batch whose CRC (and compression) is made anew."""
+    body = bytearray(b"".join(source))
+    for _ in range(rng.randint(1, 3)):
+        body[rng.randrange(len(body))] = rng.choice([0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+    count = len(source) + rng.choice([0, 0, 0, -1, 1])
+    return _batch([bytes(body)], count=count, codec=codec, base_ts=1_800_000_000_000 + rng.randrange(-3, 4) * 10**7)
+
+
+def test_produced_batches_agree_across_implementations_on_mutated_records():
+    """The twins give the same headers or the same fault (kind, text, bytes, records refused) for records
+    mutated under a good CRC, with every check on: the record walk, the producers' rules, keys and timestamps."""
+    rng = random.Random(11)
+    source = [_record(key=None if i == 2 else b"k%d" % i, value=b"v" * i, headers=[(b"h", b"x")] if i % 2 else (),
+                      ts_delta=i * 10**6, offset_delta=i) for i in range(5)]
+    kinds = set()
+    for n in range(3000):
+        codec = (0, 0, 1, 3, 4)[n % 5]
+        data = _mutated_records(rng, source, codec)
+        options = dict(client=rng.random() < 0.5, require_keys=rng.random() < 0.5, single=True, allow_partial=True)
+        if rng.random() < 0.7:
+            options.update(now_ms=1_800_000_000_000, timestamp_before_ms=10**7, timestamp_after_ms=10**7)
+        outcomes = {impl: _checked(records(impl), data, **options) for impl in IMPLS}
+        assert len({repr(o) for o in outcomes.values()}) == 1, (data, options, outcomes)
+        kinds.add(outcomes["python"][1] if outcomes["python"][0] == "error" else "ok")
+    assert {"ok", "invalid", "key", "timestamp"} <= kinds, kinds

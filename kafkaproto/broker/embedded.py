@@ -12,7 +12,7 @@ import tempfile
 import threading
 
 from .config import BrokerConfig, ConfigError
-from .server import Server
+from .server import ListenError, Server
 from .state import BrokerState
 
 log = logging.getLogger("kafkaproto.broker")
@@ -20,11 +20,18 @@ STARTED = re.compile(r"started on (\S+):(\d+) ")
 
 
 async def serve(config, ready=None, stop=None):
-    """Serve until stop (an asyncio.Event) is set; ready(server) is called once listening."""
+    """Serve until stop (an asyncio.Event) is set; ready(server) is called once listening.
+
+    A broker that cannot start (a listener's address in use, say) raises at once, having logged nothing about
+    starting or stopping: the error is the first thing said about it."""
     state = BrokerState(config)
     server = Server(state)
     try:
         await server.start()
+    except BaseException:
+        state.close()
+        raise
+    try:
         host, port = state.endpoint
         log.info("kafkaproto broker started on %s:%d (cluster id %s, node id %d, data in %s)", host, port,
                  state.cluster.cluster_id, state.node_id, os.path.abspath(config.log_dir))
@@ -178,12 +185,13 @@ def add_arguments(parser):
 
 
 def run(args):
-    """Serve until SIGINT or SIGTERM; the exit status."""
+    """Serve until SIGINT or SIGTERM; the exit status: 0 after a clean stop, 2 when the settings are wrong or a
+    listener cannot be opened (nothing was served), 1 for any other failure."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     overrides = {}
     for item in args.override:
         key, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not key.strip():
             print(f"kafkaproto broker: --override {item!r} is not KEY=VALUE", file=sys.stderr)
             return 2
         overrides[key.strip()] = value
@@ -205,6 +213,9 @@ def run(args):
 
     try:
         asyncio.run(until_signalled())
+    except (ConfigError, ListenError) as e:
+        print(f"kafkaproto broker: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"kafkaproto broker: {e}", file=sys.stderr)
         return 1

@@ -116,7 +116,43 @@ def decompress(codec, data, cap, magic, position, batch_offset):
     try:
         return _compression.decompress(codec, data, cap, magic)
     except _compression.CodecError as e:
-        raise RecordsError(str(e), position, batch_offset) from None
+        kind = "too_large" if isinstance(e, _compression.CapError) else "compression"
+        raise RecordsError(str(e), position, batch_offset, kind=kind) from None
+
+
+# ---- what produced_batches checks beyond the framing (the twins share the wording) ----
+
+INT64_MAX = 0x7FFFFFFFFFFFFFFF
+MIN_BATCH_LENGTH = 14  # the smallest length any record format has (a magic 0 message with no key or value)
+NO_KEY = "the record has no key, and a compacted topic keeps records by their keys"
+
+
+def timestamp_fault(timestamp, now_ms, before_ms, after_ms):
+    """Why a record's CreateTime timestamp is refused, given the broker's clock and the topic's
+    message.timestamp.before.max.ms / after.max.ms; None if it is not. -1 (no timestamp) is let through, as Kafka
+    lets it. Differences wrap as Java's long arithmetic does."""
+    if timestamp == NO_TIMESTAMP:
+        return None
+    early = wrap64(now_ms - timestamp)
+    if early > before_ms:
+        return (f"timestamp {timestamp} is {early} ms before the broker's clock ({now_ms}), more than the "
+                f"{before_ms} ms message.timestamp.before.max.ms allows")
+    late = wrap64(-early)
+    if late > after_ms:
+        return (f"timestamp {timestamp} is {late} ms after the broker's clock ({now_ms}), more than the "
+                f"{after_ms} ms message.timestamp.after.max.ms allows")
+    return None
+
+
+def no_timestamp_fault():
+    return "the batch claims LogAppendTime, which the broker sets, and the record has no timestamp of its own"
+
+
+def record_errors_error(errors, timestamps, count, position, batch_offset):
+    """The RecordsError for records refused one by one: [(index, reason)]; timestamps says whether any is a
+    timestamp's."""
+    return RecordsError(f"{len(errors)} of the batch's {count} records refused", position, batch_offset,
+                        kind="timestamp" if timestamps else "key", record_errors=errors)
 
 
 def read_committed(batches, aborted_transactions):

@@ -12,6 +12,7 @@ allocating, from the sizes the format declares, so a small input cannot make
 it allocate more than the cap.
 """
 
+import functools
 import struct
 import zlib
 
@@ -30,10 +31,14 @@ class CodecError(Exception):
     """A compressed payload is corrupt or over the cap (wrapped into RecordsError by callers)."""
 
 
+class CapError(CodecError):
+    """A compressed payload decompresses to more than the cap allows."""
+
+
 def _cap_error(size, cap):
     if size is None:
-        return CodecError(f"decompresses to more than the {cap}-byte cap on decompressed size")
-    return CodecError(f"declares {size} decompressed bytes, over the {cap}-byte cap on decompressed size")
+        return CapError(f"decompresses to more than the {cap}-byte cap on decompressed size")
+    return CapError(f"declares {size} decompressed bytes, over the {cap}-byte cap on decompressed size")
 
 
 def check_level(codec, level):
@@ -258,7 +263,7 @@ def _unlz4(data, cap, magic):
         raise CodecError("corrupt lz4 data: truncated frame header")
     declared = int.from_bytes(view[6:14], "little") if has_size else None
     checksum = view[header_end]
-    right = (xxh32(view[4:header_end]) >> 8) & 0xFF
+    right = _header_checksum(bytes(view[4:header_end]))
     if checksum != right:
         # Magic 0 writers hashed the frame magic too; accept that bug where it belongs.
         if magic != 0 or checksum != (xxh32(view[:header_end]) >> 8) & 0xFF:
@@ -420,6 +425,12 @@ _M = 0xFFFFFFFF
 
 def _rotl(x, r):
     return ((x << r) | (x >> (32 - r))) & _M
+
+
+@functools.lru_cache(maxsize=64)
+def _header_checksum(descriptor):
+    """An lz4 frame descriptor's checksum byte; frames repeat a handful of descriptors, so each is hashed once."""
+    return (xxh32(descriptor) >> 8) & 0xFF
 
 
 def xxh32(data, seed=0):

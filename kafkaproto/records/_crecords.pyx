@@ -24,6 +24,7 @@ from ..exceptions import RecordsError
 from . import _compression
 from ._common import (
     DEFAULT_MAX_DECOMPRESSED,
+    NO_KEY,
     Compression,
     Fault,
     TimestampType,
@@ -37,6 +38,9 @@ from ._common import (
     decompress,
     encode_header,
     end_txn_marker,
+    no_timestamp_fault,
+    record_errors_error,
+    timestamp_fault,
     timestamp_type_name,
 )
 from ._legacy import LegacyBatch, build_legacy
@@ -149,6 +153,9 @@ cdef inline int32_t varint(const unsigned char* buf, Py_ssize_t* pos, Py_ssize_t
     if p < end and buf[p] < 0x80:
         u = buf[p]
         pos[0] = p + 1
+    elif p + 1 < end and buf[p + 1] < 0x80:  # two bytes: lengths and deltas up to 8191
+        u = (buf[p] & 0x7F) | (<uint32_t>buf[p + 1] << 7)
+        pos[0] = p + 2
     else:
         u = <uint32_t>uvarint_slow(buf, pos, end, 5, what)
     return <int32_t>((u >> 1) ^ (-(<int32_t>(u & 1))))
@@ -160,6 +167,9 @@ cdef inline int64_t varlong(const unsigned char* buf, Py_ssize_t* pos, Py_ssize_
     if p < end and buf[p] < 0x80:
         u = buf[p]
         pos[0] = p + 1
+    elif p + 1 < end and buf[p + 1] < 0x80:
+        u = (buf[p] & 0x7F) | (<uint64_t>buf[p + 1] << 7)
+        pos[0] = p + 2
     else:
         u = uvarint_slow(buf, pos, end, 10, what)
     return <int64_t>((u >> 1) ^ (-(<int64_t>(u & 1))))
@@ -504,7 +514,8 @@ cdef class RecordBatch:
     cdef object payload(self):
         """The records' bytes: a view of the input, or the decompressed buffer."""
         if self.record_count < 0:
-            raise RecordsError(f"record count {self.record_count} is negative", self.position + 57, self.base_offset)
+            raise RecordsError(f"record count {self.record_count} is negative", self.position + 57, self.base_offset,
+                               kind="invalid")
         codec = self.attributes & CODEC_MASK
         payload = self.raw[HEADER_SIZE:]
         if codec:
@@ -514,8 +525,8 @@ cdef class RecordBatch:
 
     cdef object fault_error(self, f):
         if self.attributes & CODEC_MASK:
-            return RecordsError(f.reason, self.position, self.base_offset, f.at)
-        return RecordsError(f.reason, self.position + HEADER_SIZE + f.at, self.base_offset)
+            return RecordsError(f.reason, self.position, self.base_offset, f.at, kind="invalid")
+        return RecordsError(f.reason, self.position + HEADER_SIZE + f.at, self.base_offset, kind="invalid")
 
     def records(self):
         """The batch's records, decoded (and decompressed) now."""
@@ -568,74 +579,216 @@ def iter_batches(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESS
     return scan_batches(data, validate, max_decompressed, allow_partial, RecordBatch, Record)
 
 
-def produced_batches(data, max_batch_bytes=None, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
-    """Record data as a producer sends it, checked where it lies, nothing decoded: [(header, position)] (see
+def produced_batches(data, max_batch_bytes=None, max_decompressed=DEFAULT_MAX_DECOMPRESSED, *, client=False,
+                     single=False, allow_partial=False, require_keys=False, now_ms=None, timestamp_before_ms=None,
+                     timestamp_after_ms=None):
+    """Record data as a producer sends it, checked where it lies: [(header, position)] (see
     _pyrecords.produced_batches, which behaves the same)."""
     cdef Py_buffer view
-    cdef Py_ssize_t limit = -1 if max_batch_bytes is None else max_batch_bytes
+    cdef Checks checks
+    checks.limit = -1 if max_batch_bytes is None else max_batch_bytes
+    checks.max_decompressed = max_decompressed
+    checks.client = client
+    checks.keys = require_keys
+    checks.timestamps = now_ms is not None
+    checks.now = now_ms if now_ms is not None else 0
+    checks.before = INT64_MAX if timestamp_before_ms is None else timestamp_before_ms
+    checks.after = INT64_MAX if timestamp_after_ms is None else timestamp_after_ms
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        return _produced(data, <const unsigned char*>view.buf, view.len, limit, max_decompressed)
+        return _produced(data, <const unsigned char*>view.buf, view.len, single, allow_partial, &checks)
     finally:
         PyBuffer_Release(&view)
 
 
-cdef list _produced(object data, const unsigned char* buf, Py_ssize_t end, Py_ssize_t limit,
-                    Py_ssize_t max_decompressed):
+cdef struct Checks:
+    Py_ssize_t limit
+    Py_ssize_t max_decompressed
+    bint client
+    bint keys
+    bint timestamps
+    int64_t now
+    int64_t before
+    int64_t after
+
+
+cdef list _produced(object data, const unsigned char* buf, Py_ssize_t end, bint single, bint allow_partial,
+                    Checks* checks):
+    # The framing of the whole data first (where each batch is), as Kafka's request handler reads it; then each
+    # batch's header and records, as its log does.
+    cdef list spans = []
     cdef list out = []
-    cdef Py_ssize_t pos = 0, left, size, room
+    cdef Py_ssize_t pos = 0, left, size
     cdef int64_t base_offset
-    cdef int32_t length, last_delta, count
-    cdef int16_t attributes
-    cdef uint32_t crc, computed
+    cdef int32_t length
     cdef int magic
-    cdef object whole = None
     while pos < end:
         left = end - pos
-        if left <= 16:
-            raise RecordsError(f"truncated batch header: {left} bytes left", pos)
+        if left < LOG_OVERHEAD or (not allow_partial and left <= 16):
+            if allow_partial:
+                break
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos, kind="truncated")
         base_offset = be64(buf + pos)
-        magic = buf[pos + 16]
-        if magic != 2:
-            raise RecordsError(f"magic {magic} record data; only magic 2 batches are taken", pos + 16, base_offset)
-        if left < HEADER_SIZE:
-            raise RecordsError(f"truncated batch header: {left} bytes left", pos, base_offset)
         length = <int32_t>be32(buf + pos + 8)
-        if length < HEADER_SIZE - LOG_OVERHEAD:
-            raise RecordsError(f"batch length {length} is below the {HEADER_SIZE}-byte header", pos + 8,
-                               base_offset)
+        if allow_partial and length < 14:  # MIN_BATCH_LENGTH
+            raise RecordsError(f"batch length {length} is below the {HEADER_SIZE}-byte header", pos + 8, base_offset,
+                               kind="corrupt")
+        if left <= 16:
+            break
+        magic = buf[pos + 16]
+        if magic > 2 or (magic < 2 and not (single and spans)):
+            raise RecordsError(f"magic {magic} record data; only magic 2 batches are taken", pos + 16, base_offset,
+                               kind="corrupt" if magic > 2 else "magic")
+        if not allow_partial:
+            if left < HEADER_SIZE:
+                raise RecordsError(f"truncated batch header: {left} bytes left", pos, base_offset, kind="truncated")
+            if length < HEADER_SIZE - LOG_OVERHEAD:
+                raise RecordsError(f"batch length {length} is below the {HEADER_SIZE}-byte header", pos + 8,
+                                   base_offset, kind="corrupt")
         if length > left - LOG_OVERHEAD:
+            if allow_partial:
+                break
             raise RecordsError(f"batch length {length} overruns the input ({left - LOG_OVERHEAD} bytes left)",
-                               pos + 8, base_offset)
-        size = length + LOG_OVERHEAD
-        if limit >= 0 and size > limit:
-            raise RecordsError(f"a batch of {size} bytes is over the limit of {limit}", pos, base_offset)
-        crc = be32(buf + pos + CRC_OFFSET)
-        if whole is None:
-            whole = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
-        computed = crc32c(whole[pos + ATTRIBUTES_OFFSET:pos + size])
-        if computed != crc:
-            raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
-                               base_offset)
-        attributes = be16(buf + pos + ATTRIBUTES_OFFSET)
-        last_delta = <int32_t>be32(buf + pos + 23)
-        count = <int32_t>be32(buf + pos + 57)
-        if count < 0:
-            raise RecordsError(f"record count {count} is negative", pos + 57, base_offset)
-        room = max_decompressed if attributes & CODEC_MASK else size - HEADER_SIZE
-        if count > room // 7:  # MIN_RECORD_SIZE
-            raise RecordsError(f"record count {count} is more than {room} bytes of records can hold", pos + 57,
-                               base_offset)
-        if count != <int64_t>last_delta + 1 and not attributes & CONTROL_MASK:
-            raise RecordsError(f"record count {count} does not match last offset delta {last_delta}", pos + 23,
-                               base_offset)
-        out.append(((base_offset, length, <int32_t>be32(buf + pos + 12), magic, crc, attributes, last_delta,
-                     be64(buf + pos + 27), be64(buf + pos + 35), be64(buf + pos + 43), be16(buf + pos + 51),
-                     <int32_t>be32(buf + pos + 53), count), pos))
+                               pos + 8, base_offset, kind="truncated")
+        if single and spans:
+            raise RecordsError(f"a second batch at byte {pos}, where one batch is allowed", pos, base_offset,
+                               kind="multiple")
+        size = <Py_ssize_t>length + LOG_OVERHEAD
+        spans.append(pos)
         pos += size
-    if not out:
-        raise RecordsError("no record batch in the data", 0)
+    if not spans:
+        raise RecordsError("no record batch in the data" if not end else
+                           f"no whole record batch in the {end} bytes of data", 0, kind="empty")
+    cdef object whole = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    for item in spans:
+        pos = item
+        out.append((_check_batch(whole, buf, pos, checks), pos))
     return out
+
+
+cdef tuple _check_batch(object whole, const unsigned char* buf, Py_ssize_t pos, Checks* checks):
+    """One batch's header, checked, and its records (see _pyrecords.produced_batches)."""
+    cdef int64_t base_offset = be64(buf + pos)
+    cdef int32_t length = <int32_t>be32(buf + pos + 8)
+    cdef Py_ssize_t size = <Py_ssize_t>length + LOG_OVERHEAD, room
+    if checks.client and base_offset != 0:
+        raise RecordsError(f"base offset {base_offset}; a producer's batch starts at offset 0", pos, base_offset,
+                           kind="invalid")
+    if checks.limit >= 0 and size > checks.limit:
+        raise RecordsError(f"a batch of {size} bytes is over the limit of {checks.limit}", pos, base_offset,
+                           kind="too_large")
+    if length < HEADER_SIZE - LOG_OVERHEAD:
+        raise RecordsError(f"batch length {length} is below the {HEADER_SIZE}-byte header", pos + 8, base_offset,
+                           kind="corrupt")
+    cdef uint32_t crc = be32(buf + pos + CRC_OFFSET)
+    cdef uint32_t computed = crc32c(whole[pos + ATTRIBUTES_OFFSET:pos + size])
+    if computed != crc:
+        raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
+                           base_offset, kind="corrupt")
+    cdef int16_t attributes = be16(buf + pos + ATTRIBUTES_OFFSET)
+    cdef int codec = attributes & CODEC_MASK
+    cdef int32_t last_delta = <int32_t>be32(buf + pos + 23)
+    cdef int64_t base_ts = be64(buf + pos + 27), max_ts = be64(buf + pos + 35), producer_id = be64(buf + pos + 43)
+    cdef int32_t base_sequence = <int32_t>be32(buf + pos + 53)
+    cdef int32_t count = <int32_t>be32(buf + pos + 57)
+    if codec > 4:
+        raise RecordsError(f"unknown compression codec {codec}", pos + ATTRIBUTES_OFFSET, base_offset,
+                           kind="compression")
+    if count < 0:
+        raise RecordsError(f"record count {count} is negative", pos + 57, base_offset, kind="invalid")
+    if checks.client and count == 0:
+        raise RecordsError("record count 0; a producer's batch holds records", pos + 57, base_offset, kind="invalid")
+    room = checks.max_decompressed if codec else size - HEADER_SIZE
+    if count > room // 7:  # MIN_RECORD_SIZE
+        raise RecordsError(f"record count {count} is more than {room} bytes of records can hold", pos + 57,
+                           base_offset, kind="invalid")
+    if count != <int64_t>last_delta + 1 and not attributes & CONTROL_MASK:
+        raise RecordsError(f"record count {count} does not match last offset delta {last_delta}", pos + 23,
+                           base_offset, kind="invalid")
+    if checks.client and producer_id >= 0 and base_sequence < 0:
+        raise RecordsError(f"base sequence {base_sequence} with producer id {producer_id}; an idempotent batch "
+                           "numbers its records", pos + 53, base_offset, kind="invalid")
+    cdef Walk w
+    w.count = count
+    w.base_ts = base_ts
+    w.max_ts = max_ts
+    w.log_append = attributes & TIMESTAMP_TYPE_MASK
+    w.timestamp_errors = False
+    w.in_order = True
+    cdef Py_buffer view
+    cdef object refused
+    try:
+        if codec:
+            payload = decompress(codec, whole[pos + HEADER_SIZE:pos + size], checks.max_decompressed, 2,
+                                 pos + HEADER_SIZE, base_offset)
+            PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE)
+            try:
+                refused = walk_records(<const unsigned char*>view.buf, 0, view.len, checks, &w)
+            finally:
+                PyBuffer_Release(&view)
+        else:
+            refused = walk_records(buf, pos + HEADER_SIZE, pos + size, checks, &w)
+    except Fault as f:
+        if codec:
+            raise RecordsError(f.reason, pos, base_offset, f.at, kind="invalid") from None
+        raise RecordsError(f.reason, f.at, base_offset, kind="invalid") from None
+    if refused is not None:
+        raise record_errors_error(refused, w.timestamp_errors, count, pos, base_offset)
+    if checks.client and codec and not w.in_order:
+        raise RecordsError(f"the records' offset deltas are not 0 to {count - 1} in order", pos, base_offset,
+                           kind="offsets")
+    return (base_offset, length, <int32_t>be32(buf + pos + 12), 2, crc, attributes, last_delta, base_ts, max_ts,
+            producer_id, be16(buf + pos + 51), base_sequence, count)
+
+
+cdef struct Walk:
+    # One batch's records as walk_records finds them.
+    int32_t count
+    int64_t base_ts
+    int64_t max_ts
+    bint log_append
+    bint timestamp_errors  # some record's timestamp is refused
+    bint in_order          # offset deltas 0, 1, ...
+
+
+cdef list walk_records(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end, Checks* checks, Walk* w):
+    """Check w.count records in buf[pos:end], each framed as it must be, and what checks asks of them: the records
+    refused one by one [(index, reason)], or None. One pass, and no object made unless a record is refused.
+    Raises Fault for a malformed record."""
+    cdef RecView r
+    cdef int32_t index
+    cdef int64_t ts, early
+    cdef list refused = None
+    for index in range(w.count):
+        if pos >= end:
+            fault(f"the batch ends after {index} of its {w.count} records", pos)
+        pos = parse_record(buf, pos, end, &r)
+        if checks.keys and r.key_at < 0:
+            if refused is None:
+                refused = []
+            refused.append((index, NO_KEY))
+            continue
+        if checks.timestamps:
+            ts = w.max_ts if w.log_append else add64(w.base_ts, r.timestamp_delta)
+            if ts != -1:
+                early = <int64_t>(<uint64_t>checks.now - <uint64_t>ts)
+                if early > checks.before or <int64_t>(<uint64_t>0 - <uint64_t>early) > checks.after:
+                    if refused is None:
+                        refused = []
+                    refused.append((index, timestamp_fault(ts, checks.now, checks.before, checks.after)))
+                    w.timestamp_errors = True
+                    continue
+            elif w.log_append:
+                if refused is None:
+                    refused = []
+                refused.append((index, no_timestamp_fault()))
+                w.timestamp_errors = True
+                continue
+        if r.offset_delta != index:
+            w.in_order = False
+    if pos != end:
+        fault(f"{end - pos} bytes follow the last of the batch's {w.count} records", pos)
+    return refused
 
 
 # ---- Arrow -----------------------------------------------------------------

@@ -16,9 +16,12 @@ from ._common import (
     CRC_OFFSET,
     DEFAULT_MAX_DECOMPRESSED,
     DELETE_HORIZON_MASK,
+    INT64_MAX,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
     MIN_RECORD_SIZE,
+    NO_KEY,
     NO_TIMESTAMP,
     RECORD_COUNT_OFFSET,
     TIMESTAMP_TYPE_MASK,
@@ -37,6 +40,9 @@ from ._common import (
     decompress,
     encode_header,
     end_txn_marker,
+    no_timestamp_fault,
+    record_errors_error,
+    timestamp_fault,
     timestamp_type_name,
     wrap64,
 )
@@ -97,11 +103,17 @@ def _uvarint(buf, pos, end, nbytes, what):
 
 
 def _varint(buf, pos, end, what):
+    if pos < end and buf[pos] < 0x80:  # one byte, the common case
+        u = buf[pos]
+        return (u >> 1) ^ -(u & 1), pos + 1
     u, pos = _uvarint(buf, pos, end, 5, what)
     return (u >> 1) ^ -(u & 1), pos
 
 
 def _varlong(buf, pos, end, what):
+    if pos < end and buf[pos] < 0x80:
+        u = buf[pos]
+        return (u >> 1) ^ -(u & 1), pos + 1
     u, pos = _uvarint(buf, pos, end, 10, what)
     return (u >> 1) ^ -(u & 1), pos
 
@@ -198,7 +210,8 @@ class RecordBatch:
     def __iter__(self):
         """The records one at a time: a huge batch costs one record object at a time."""
         if self.record_count < 0:
-            raise RecordsError(f"record count {self.record_count} is negative", self.position + 57, self.base_offset)
+            raise RecordsError(f"record count {self.record_count} is negative", self.position + 57, self.base_offset,
+                               kind="invalid")
         codec = self.attributes & CODEC_MASK
         payload = self._raw[BATCH_HEADER_SIZE:]
         if codec:
@@ -210,8 +223,9 @@ class RecordBatch:
                                      self.base_timestamp, lat)
         except Fault as f:
             if codec:
-                raise RecordsError(f.reason, self.position, self.base_offset, f.at) from None
-            raise RecordsError(f.reason, self.position + BATCH_HEADER_SIZE + f.at, self.base_offset) from None
+                raise RecordsError(f.reason, self.position, self.base_offset, f.at, kind="invalid") from None
+            raise RecordsError(f.reason, self.position + BATCH_HEADER_SIZE + f.at, self.base_offset,
+                               kind="invalid") from None
 
     def records(self):
         """The batch's records, decoded (and decompressed) now."""
@@ -254,20 +268,20 @@ def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, rec
         if left < MAGIC_OFFSET + 1:
             if allow_partial:
                 return
-            raise RecordsError(f"truncated batch header: {left} bytes left", pos)
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos, kind="truncated")
         base_offset, length = _OFFSET_LENGTH.unpack_from(view, pos)
         magic = view[pos + MAGIC_OFFSET]
         if magic == 2:
             if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
                 raise RecordsError(f"batch length {length} is below the {BATCH_HEADER_SIZE}-byte header",
-                                   pos + 8, base_offset)
+                                   pos + 8, base_offset, kind="corrupt")
         elif magic > 2:
-            raise RecordsError(f"unknown record batch magic {magic}", pos + MAGIC_OFFSET, base_offset)
+            raise RecordsError(f"unknown record batch magic {magic}", pos + MAGIC_OFFSET, base_offset, kind="corrupt")
         if length < 0 or length > left - LOG_OVERHEAD:
             if allow_partial and length >= 0:
                 return
             raise RecordsError(f"batch length {length} overruns the input ({left - LOG_OVERHEAD} bytes left)",
-                               pos + 8, base_offset)
+                               pos + 8, base_offset, kind="truncated")
         stop = pos + LOG_OVERHEAD + length
         if magic < 2:
             yield LegacyBatch(view, pos, stop, record_cls, validate, max_decompressed)
@@ -276,72 +290,214 @@ def scan_batches(data, validate, max_decompressed, allow_partial, batch_cls, rec
             if validate and not batch.crc_ok():
                 raise RecordsError(f"CRC32C mismatch: stored {batch.crc:#010x}, computed "
                                    f"{crc32c(view[pos + ATTRIBUTES_OFFSET:stop]):#010x}", pos + CRC_OFFSET,
-                                   base_offset)
+                                   base_offset, kind="corrupt")
             count = batch.record_count
             if count < 0:
-                raise RecordsError(f"record count {count} is negative", pos + RECORD_COUNT_OFFSET, base_offset)
+                raise RecordsError(f"record count {count} is negative", pos + RECORD_COUNT_OFFSET, base_offset,
+                                   kind="invalid")
             # What the bytes (or the cap on decompressing them) can hold bounds the count, before anything
             # sizes itself by it (list(batch) asks len(batch) first).
             room = max_decompressed if batch.attributes & CODEC_MASK else stop - pos - BATCH_HEADER_SIZE
             if count > room // MIN_RECORD_SIZE:
                 raise RecordsError(f"record count {count} is more than {room} bytes of records can hold",
-                                   pos + RECORD_COUNT_OFFSET, base_offset)
+                                   pos + RECORD_COUNT_OFFSET, base_offset, kind="invalid")
             yield batch
         pos = stop
 
 
-def produced_batches(data, max_batch_bytes=None, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
-    """Record data as a producer sends it, checked where it lies, nothing decoded: [(header, position)] of its
-    batches, each header as BATCH_HEADER unpacks it.
+def produced_batches(data, max_batch_bytes=None, max_decompressed=DEFAULT_MAX_DECOMPRESSED, *, client=False,
+                     single=False, allow_partial=False, require_keys=False, now_ms=None, timestamp_before_ms=None,
+                     timestamp_after_ms=None):
+    """Record data as a producer sends it, checked where it lies: [(header, position)] of its batches, each
+    header as BATCH_HEADER unpacks it. RecordsError names the first fault, its byte and its kind.
 
-    What a broker checks before it appends: whole magic-2 batches, each no larger than max_batch_bytes (checked
-    before its CRC, as Kafka does), with a good CRC and a record count the bytes can hold that matches the last
-    offset delta (control batches aside). RecordsError names the first fault and its byte.
+    What a broker checks before it appends, in Kafka's order: first the framing of the whole data (whole magic-2
+    batches; with single, exactly one); then each batch: no larger than max_batch_bytes, a good CRC, a known
+    codec, a record count the bytes can hold that matches the last offset delta (control batches aside), and
+    every record inside well formed, which decompresses compressed batches (at most max_decompressed bytes).
+
+    allow_partial: an incomplete batch at the end is left out quietly (the caller keeps the bytes before it), as
+    Kafka leaves it, instead of raising. client: the rules Kafka keeps for batches that producers send (not for
+    the broker's own): base offset 0, at least one record, a base sequence wherever there is a producer id, and
+    in compressed batches record offset deltas 0, 1, ... in order. require_keys: every record has a key (a
+    compacted topic's). now_ms: record timestamps are checked against the broker's clock, at most
+    timestamp_before_ms earlier and timestamp_after_ms later (None: no bound), as CreateTime topics check them.
+    Records refused one by one (no key, a timestamp out of range) are all listed, in the error's record_errors.
     """
     view = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    checks = (client, require_keys, now_ms, INT64_MAX if timestamp_before_ms is None else timestamp_before_ms,
+              INT64_MAX if timestamp_after_ms is None else timestamp_after_ms)
+    return [(_check_batch(view, pos, size, max_batch_bytes, max_decompressed, checks), pos)
+            for pos, size in _spans(view, single, allow_partial)]
+
+
+def _spans(view, single, allow_partial):
+    """[(position, size)] of the batches in view, from their lengths and magic bytes alone."""
     end = len(view)
-    out = []
+    spans = []
     pos = 0
     while pos < end:
         left = end - pos
-        if left <= MAGIC_OFFSET:
-            raise RecordsError(f"truncated batch header: {left} bytes left", pos)
-        base_offset = _OFFSET_LENGTH.unpack_from(view, pos)[0]
-        magic = view[pos + MAGIC_OFFSET]
-        if magic != 2:
-            raise RecordsError(f"magic {magic} record data; only magic 2 batches are taken", pos + MAGIC_OFFSET,
-                               base_offset)
-        if left < BATCH_HEADER_SIZE:
-            raise RecordsError(f"truncated batch header: {left} bytes left", pos, base_offset)
-        header = BATCH_HEADER.unpack_from(view, pos)
-        length, crc, attributes, last_delta, count = header[1], header[4], header[5], header[6], header[12]
-        if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+        if left < LOG_OVERHEAD or (not allow_partial and left <= MAGIC_OFFSET):
+            if allow_partial:
+                break
+            raise RecordsError(f"truncated batch header: {left} bytes left", pos, kind="truncated")
+        base_offset, length = _OFFSET_LENGTH.unpack_from(view, pos)
+        if allow_partial and length < MIN_BATCH_LENGTH:
             raise RecordsError(f"batch length {length} is below the {BATCH_HEADER_SIZE}-byte header", pos + 8,
-                               base_offset)
+                               base_offset, kind="corrupt")
+        if left <= MAGIC_OFFSET:
+            break
+        magic = view[pos + MAGIC_OFFSET]
+        if magic > 2 or magic < 2 and not (single and spans):
+            raise RecordsError(f"magic {magic} record data; only magic 2 batches are taken", pos + MAGIC_OFFSET,
+                               base_offset, kind="corrupt" if magic > 2 else "magic")
+        if not allow_partial:
+            if left < BATCH_HEADER_SIZE:
+                raise RecordsError(f"truncated batch header: {left} bytes left", pos, base_offset, kind="truncated")
+            if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+                raise RecordsError(f"batch length {length} is below the {BATCH_HEADER_SIZE}-byte header", pos + 8,
+                                   base_offset, kind="corrupt")
         if length > left - LOG_OVERHEAD:
+            if allow_partial:
+                break
             raise RecordsError(f"batch length {length} overruns the input ({left - LOG_OVERHEAD} bytes left)",
-                               pos + 8, base_offset)
-        size = length + LOG_OVERHEAD
-        if max_batch_bytes is not None and size > max_batch_bytes:
-            raise RecordsError(f"a batch of {size} bytes is over the limit of {max_batch_bytes}", pos, base_offset)
-        computed = crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size])
-        if computed != crc:
-            raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
-                               base_offset)
-        if count < 0:
-            raise RecordsError(f"record count {count} is negative", pos + RECORD_COUNT_OFFSET, base_offset)
-        room = max_decompressed if attributes & CODEC_MASK else size - BATCH_HEADER_SIZE
-        if count > room // MIN_RECORD_SIZE:
-            raise RecordsError(f"record count {count} is more than {room} bytes of records can hold",
-                               pos + RECORD_COUNT_OFFSET, base_offset)
-        if count != last_delta + 1 and not attributes & CONTROL_MASK:
-            raise RecordsError(f"record count {count} does not match last offset delta {last_delta}", pos + 23,
-                               base_offset)
-        out.append((header, pos))
-        pos += size
-    if not out:
-        raise RecordsError("no record batch in the data", 0)
-    return out
+                               pos + 8, base_offset, kind="truncated")
+        if single and spans:
+            raise RecordsError(f"a second batch at byte {pos}, where one batch is allowed", pos, base_offset,
+                               kind="multiple")
+        spans.append((pos, length + LOG_OVERHEAD))
+        pos += length + LOG_OVERHEAD
+    if not spans:
+        what = "no record batch in the data" if not end else f"no whole record batch in the {end} bytes of data"
+        raise RecordsError(what, 0, kind="empty")
+    return spans
+
+
+def _check_batch(view, pos, size, max_batch_bytes, max_decompressed, checks):
+    """One batch's header, checked, and its records (see produced_batches)."""
+    client, require_keys, now_ms, before_ms, after_ms = checks
+    base_offset, length = _OFFSET_LENGTH.unpack_from(view, pos)
+    if client and base_offset != 0:
+        raise RecordsError(f"base offset {base_offset}; a producer's batch starts at offset 0", pos, base_offset,
+                           kind="invalid")
+    if max_batch_bytes is not None and size > max_batch_bytes:
+        raise RecordsError(f"a batch of {size} bytes is over the limit of {max_batch_bytes}", pos, base_offset,
+                           kind="too_large")
+    if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+        raise RecordsError(f"batch length {length} is below the {BATCH_HEADER_SIZE}-byte header", pos + 8,
+                           base_offset, kind="corrupt")
+    header = BATCH_HEADER.unpack_from(view, pos)
+    (_, _, _, _, crc, attributes, last_delta, base_ts, max_ts, producer_id, _, base_sequence, count) = header
+    computed = crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size])
+    if computed != crc:
+        raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
+                           base_offset, kind="corrupt")
+    codec = attributes & CODEC_MASK
+    if codec > 4:
+        raise RecordsError(f"unknown compression codec {codec}", pos + ATTRIBUTES_OFFSET, base_offset,
+                           kind="compression")
+    if count < 0:
+        raise RecordsError(f"record count {count} is negative", pos + RECORD_COUNT_OFFSET, base_offset,
+                           kind="invalid")
+    if client and count == 0:
+        raise RecordsError("record count 0; a producer's batch holds records", pos + RECORD_COUNT_OFFSET,
+                           base_offset, kind="invalid")
+    room = max_decompressed if codec else size - BATCH_HEADER_SIZE
+    if count > room // MIN_RECORD_SIZE:
+        raise RecordsError(f"record count {count} is more than {room} bytes of records can hold",
+                           pos + RECORD_COUNT_OFFSET, base_offset, kind="invalid")
+    if count != last_delta + 1 and not attributes & CONTROL_MASK:
+        raise RecordsError(f"record count {count} does not match last offset delta {last_delta}", pos + 23,
+                           base_offset, kind="invalid")
+    if client and producer_id >= 0 and base_sequence < 0:
+        raise RecordsError(f"base sequence {base_sequence} with producer id {producer_id}; an idempotent batch "
+                           "numbers its records", pos + 53, base_offset, kind="invalid")
+    payload, first = view, pos + BATCH_HEADER_SIZE
+    stop = pos + size
+    if codec:
+        payload = decompress(codec, view[first:stop], max_decompressed, 2, first, base_offset)
+        first, stop = 0, len(payload)
+    log_append = max_ts if attributes & TIMESTAMP_TYPE_MASK else None
+    try:
+        refused, timestamps, in_order = _walk_records(payload, first, stop, count, base_ts, log_append, checks)
+    except Fault as f:
+        if codec:
+            raise RecordsError(f.reason, pos, base_offset, f.at, kind="invalid") from None
+        raise RecordsError(f.reason, f.at, base_offset, kind="invalid") from None
+    if refused:
+        raise record_errors_error(refused, timestamps, count, pos, base_offset)
+    if client and codec and not in_order:
+        raise RecordsError(f"the records' offset deltas are not 0 to {count - 1} in order", pos, base_offset,
+                           kind="offsets")
+    return header
+
+
+def _walk_records(buf, pos, end, count, base_ts, log_append, checks):
+    """Check count records in buf[pos:end], framed as _iter_records reads them, and what checks asks of them, without
+    making them: ([(index, reason)] of the records refused, whether a timestamp is among them, whether the offset
+    deltas are 0, 1, ... in order). Raises Fault for a malformed record, as _iter_records would."""
+    _, require_keys, now_ms, before_ms, after_ms = checks
+    refused = []
+    timestamps = False
+    in_order = True
+    for index in range(count):
+        if pos >= end:
+            raise Fault(f"the batch ends after {index} of its {count} records", pos)
+        start = pos
+        size, pos = _varint(buf, pos, end, "record length")
+        if size < 0 or size > end - pos:
+            raise Fault(f"record length {size} overruns the batch ({end - pos} bytes left)", start)
+        stop = pos + size
+        if pos >= stop:
+            raise Fault("truncated record attributes", pos)
+        ts_delta, pos = _varlong(buf, pos + 1, stop, "timestamp delta")
+        offset_delta, pos = _varint(buf, pos, stop, "offset delta")
+        key, pos = _skip_blob(buf, pos, stop, "key")
+        _, pos = _skip_blob(buf, pos, stop, "value")
+        n, pos = _varint(buf, pos, stop, "header count")
+        if n < 0:
+            raise Fault(f"header count {n} is negative", pos)
+        for _ in range(n):
+            at = pos
+            name, pos = _skip_blob(buf, pos, stop, "header key")
+            if name < 0:
+                raise Fault("header key is null", at)
+            try:
+                bytes(buf[pos - name:pos]).decode()
+            except UnicodeDecodeError:
+                raise Fault("header key is not UTF-8", at) from None
+            _, pos = _skip_blob(buf, pos, stop, "header value")
+        if pos != stop:
+            raise Fault(f"record length {size} leaves {stop - pos} bytes after its headers", pos)
+        if require_keys and key < 0:
+            refused.append((index, NO_KEY))
+            continue
+        if now_ms is not None:
+            timestamp = log_append if log_append is not None else wrap64(base_ts + ts_delta)
+            reason = timestamp_fault(timestamp, now_ms, before_ms, after_ms) if timestamp != NO_TIMESTAMP else \
+                no_timestamp_fault() if log_append is not None else None
+            if reason is not None:
+                refused.append((index, reason))
+                timestamps = True
+                continue
+        if offset_delta != index:
+            in_order = False
+    if pos != end:
+        raise Fault(f"{end - pos} bytes follow the last of the batch's {count} records", pos)
+    return refused, timestamps, in_order
+
+
+def _skip_blob(buf, pos, end, what):
+    """A varint-length-prefixed field's length (-1: null) and the position after it, checked as _blob checks it."""
+    at = pos
+    n, pos = _varint(buf, pos, end, f"{what} length")
+    if n == -1:
+        return -1, pos
+    if n < -1 or n > end - pos:
+        raise Fault(f"{what} length {n} overruns the record ({end - pos} bytes left)" if n >= 0
+                    else f"{what} length {n} is negative", at)
+    return n, pos + n
 
 
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):

@@ -1,39 +1,98 @@
 """Produce: append record batches to partition logs, by topic name or (v13) by topic ID.
 
-Each partition's data must be whole magic-2 batches with good CRCs
-(CORRUPT_MESSAGE otherwise), each within the topic's max.message.bytes
-(MESSAGE_TOO_LARGE). Idempotent batches pass the producer sequence checks
-first: a retry of one of the last five batches is acknowledged with the
-offset it got the first time, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER.
-Transactional batches must come from the transaction's current producer;
-up to v11 for a partition added with AddPartitionsToTxn, from v12
-(transactions version 2) the partition joins the transaction on its own;
-control batches come from the broker only (INVALID_RECORD). acks 0, 1
-and -1 all append before answering (there are no followers to wait for); with
-acks 0 the server sends no response. Versions 0-2 are advertised, as Kafka 4
-does for old librdkafka's sake (KAFKA-18659), but not served: such a request
-closes the connection, as it does on Kafka 4.
+Each partition's data is checked as Apache Kafka's broker checks it, and in its
+order, before anything is appended (records.produced_batches does it in one pass):
+- the request (the partition answered with no log start offset): exactly one
+  magic-2 batch (INVALID_RECORD; an incomplete batch after it is dropped, as
+  Kafka drops it), no zstd before v7 (UNSUPPORTED_COMPRESSION_TYPE), no unknown
+  codec before v7 (the whole request UNKNOWN_SERVER_ERROR, as Kafka fails it);
+- the batch: base offset 0 (INVALID_RECORD), within the topic's
+  max.message.bytes (MESSAGE_TOO_LARGE), a good CRC (CORRUPT_MESSAGE), a known
+  codec and a payload that decompresses (UNKNOWN_SERVER_ERROR), a record count
+  that matches its offsets and its records, a sequence wherever there is a
+  producer id, and every record well formed (INVALID_RECORD);
+- each record: a key on a compacted topic (INVALID_RECORD), a timestamp within
+  message.timestamp.before.max.ms / after.max.ms of the broker's clock
+  (INVALID_TIMESTAMP); from v8 record_errors lists every record refused, and
+  error_message sums them up; in a compressed batch, offset deltas 0..n-1
+  (UNKNOWN_SERVER_ERROR, which is what Kafka answers).
+A compressed batch that decompresses to more than the 64 MiB cap is refused
+with MESSAGE_TOO_LARGE (Kafka takes it; this broker's own readers could not).
+
+Idempotent batches then pass the producer sequence checks: a retry of one of
+the last five batches is acknowledged with the offset it got the first time, a
+gap is OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches must come from the
+transaction's current producer; up to v11 for a partition added with
+AddPartitionsToTxn, from v12 (transactions version 2) the partition joins the
+transaction on its own; control batches come from the broker only
+(INVALID_RECORD). acks 0, 1 and -1 all append before answering (there are no
+followers to wait for); with acks 0 the server sends no response. Versions 0-2
+are advertised, as Kafka 4 does for old librdkafka's sake (KAFKA-18659), but
+not served: such a request closes the connection, as it does on Kafka 4.
 """
 
 import time
 
 from ... import errors
 from ...exceptions import RecordsError
-from ...records import iter_batches
+from ...records import produced_batches
 from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
 from ..state.cluster import READ_WRITE
-from ..state.log import CONTROL, TRANSACTIONAL, parse_batches
+from ..state.log import CONTROL, TRANSACTIONAL, Batch
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 
 IMPLICIT_ADD = 12  # the first Produce version whose transactional batches add their partition (KIP-890)
+ZSTD_VERSION = 7  # the first Produce version that may carry zstd (KIP-110)
+ZSTD = 4
 PartitionResult = ProduceResponse.PartitionProduceResponse
+RecordError = ProduceResponse.BatchIndexAndErrorMessage
+
+# What a refusal of produced_batches is answered with, by its kind: the error, and whether the answer carries the
+# log start offset. Kafka's request handler refuses the framing, its log the rest, and only the log's answers
+# (but for a size or a CRC) say where the log starts.
+REFUSED = {
+    "truncated": (errors.CORRUPT_MESSAGE, False),
+    "corrupt": (errors.CORRUPT_MESSAGE, False),
+    "magic": (errors.INVALID_RECORD, False),
+    "empty": (errors.INVALID_RECORD, False),
+    "multiple": (errors.INVALID_RECORD, False),
+    "too_large": (errors.MESSAGE_TOO_LARGE, False),
+    "compression": (errors.UNKNOWN_SERVER_ERROR, True),
+    "invalid": (errors.INVALID_RECORD, True),
+    "offsets": (errors.UNKNOWN_SERVER_ERROR, True),
+    "key": (errors.INVALID_RECORD, True),
+    "timestamp": (errors.INVALID_TIMESTAMP, True),
+}
 
 
-def _result(index, error, base_offset=-1, log_start_offset=-1, message=None, append_time=-1):
+def _result(index, error, base_offset=-1, log_start_offset=-1, message=None, append_time=-1, record_errors=()):
     return PartitionResult(index=index, error_code=error.code, base_offset=base_offset,
-                           log_append_time_ms=append_time, log_start_offset=log_start_offset, record_errors=[],
-                           error_message=message)
+                           log_append_time_ms=append_time, log_start_offset=log_start_offset,
+                           record_errors=[RecordError(batch_index=i, batch_index_error_message=m)
+                                          for i, m in record_errors], error_message=message)
+
+
+def _refused(index, e, partition):
+    """The answer to data produced_batches refused."""
+    error, with_start = REFUSED.get(e.kind, (errors.CORRUPT_MESSAGE, False))
+    message = str(e)
+    if e.record_errors:
+        shown = "; ".join(f"record {i}: {reason}" for i, reason in e.record_errors[:3])
+        message = f"{e.reason}: {shown}{'; ...' if len(e.record_errors) > 3 else ''}"
+    return _result(index, error, log_start_offset=partition.log.log_start_offset if with_start else -1,
+                   message=message, record_errors=e.record_errors)
+
+
+def _first_codec(data):
+    """The compression codec of data's first batch where Kafka's request handler reads it (a whole magic-2 batch
+    comes first), else None."""
+    if data is None or len(data) < 23:
+        return None
+    length = int.from_bytes(data[8:12], "big", signed=True)
+    if length < 14 or length + 12 > len(data) or data[16] != 2:
+        return None
+    return data[22] & 0x07
 
 
 def produce_partition(state, topic, index, records, transactional_id, version):
@@ -43,12 +102,23 @@ def produce_partition(state, topic, index, records, transactional_id, version):
     if partition.mode != READ_WRITE:  # being deleted (partition deletion): the proposal's error
         return _result(index, errors.LEADER_NOT_AVAILABLE, message="the partition is being deleted and is read-only")
     config = state.cluster.topic_config(topic)
-    max_bytes = int(config["max.message.bytes"])
+    data = records if records is not None else b""
+    if version < ZSTD_VERSION and _first_codec(data) == ZSTD:
+        return _result(index, errors.UNSUPPORTED_COMPRESSION_TYPE,
+                       message=f"zstd needs Produce v{ZSTD_VERSION} or later, not v{version}")
+    timestamps = config["message.timestamp.type"] == "CreateTime"
     try:
-        batches = parse_batches(records if records is not None else b"", max_batch_bytes=max_bytes)
+        found = produced_batches(
+            data, int(config["max.message.bytes"]), client=True, single=True, allow_partial=True,
+            require_keys="compact" in config["cleanup.policy"], now_ms=state.now_ms() if timestamps else None,
+            timestamp_before_ms=int(config["message.timestamp.before.max.ms"]),
+            timestamp_after_ms=int(config["message.timestamp.after.max.ms"]))
     except RecordsError as e:
-        error = errors.MESSAGE_TOO_LARGE if "over the limit" in str(e) else errors.CORRUPT_MESSAGE
-        return _result(index, error, message=str(e))
+        return _refused(index, e, partition)
+    batches = [Batch(header, position) for header, position in found]
+    end = batches[-1].position + batches[-1].size
+    if end < len(data):
+        data = memoryview(data)[:end]  # an incomplete batch after the whole ones is left out, as Kafka leaves it
     attributes = 0
     for batch in batches:
         attributes |= batch.attributes
@@ -58,9 +128,6 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         error = _transaction_error(state, transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
-    if "compact" in config["cleanup.policy"] and not _all_keyed(records):
-        return _result(index, errors.INVALID_RECORD, message=f"a record without a key, for compacted topic "
-                                                             f"{topic.name}")
     producers = state.producers[partition]
     duplicate = None
     for batch in batches:
@@ -71,13 +138,8 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         # Kafka answers a retry with the first append's offset and, oddly, its timestamp as the append time.
         offset, timestamp = duplicate
         return _result(index, errors.NONE, offset, partition.log.log_start_offset, append_time=timestamp)
-    offset = state.append(partition, records, batches)
+    offset = state.append(partition, data, batches)
     return _result(index, errors.NONE, offset, partition.log.log_start_offset)
-
-
-def _all_keyed(data):
-    """Every record has a key (compacted topics need one); this reads the records."""
-    return all(record.key is not None for batch in iter_batches(data) if not batch.is_control for record in batch)
 
 
 def _transaction_error(state, transactional_id, topic, index, batches, version):
@@ -110,6 +172,11 @@ def produce(ctx, request):
     if request.acks not in (-1, 0, 1):
         error = errors.INVALID_REQUIRED_ACKS
         return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
+    if ctx.version < ZSTD_VERSION and _unknown_codec(state, request, ctx.version):
+        # Kafka's request handler reads the codec of each partition's batch before v7, and one it does not know
+        # fails the whole request.
+        error = errors.UNKNOWN_SERVER_ERROR
+        return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
     out = []
     for item in request.topic_data:
         by_id = ctx.version >= 13
@@ -120,6 +187,19 @@ def produce(ctx, request):
         out.append((item, [produce_partition(state, topic, p.index, p.records, request.transactional_id, ctx.version)
                            for p in item.partition_data]))
     return _response(out)
+
+
+def _unknown_codec(state, request, version):
+    """Whether a partition that exists is sent a batch whose codec is none that Kafka knows."""
+    for item in request.topic_data:
+        topic, _ = state.topic(None if version >= 13 else item.name, item.topic_id if version >= 13 else None)
+        if topic is None:
+            continue
+        for p in item.partition_data:
+            codec = _first_codec(p.records)
+            if codec is not None and codec > ZSTD and state.partition(topic, p.index)[0] is not None:
+                return True
+    return False
 
 
 def _response(results):
