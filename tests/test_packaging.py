@@ -281,7 +281,8 @@ def test_the_capture_command_needs_no_extra_for_json_rows_and_the_summary(tmp_pa
     ("pyarrow", "import kafkaproto.spark", "kafkaproto.spark needs pyarrow", "spark"),
     ("pyarrow", "from kafkaproto.capture import tables; tables.exchange_schema()",
      "kafkaproto.capture.tables needs pyarrow", "arrow"),
-], ids=["spark-pyspark", "spark-pyarrow", "tables"])
+    ("pyarrow", "from kafkaproto import records; records.to_arrow(b'')", "records.to_arrow needs pyarrow", "arrow"),
+], ids=["spark-pyspark", "spark-pyarrow", "tables", "records"])
 def test_the_library_names_the_extra_it_misses(tmp_path, hidden, statement, what, extra):
     code = f"try:\n    {statement}\nexcept ImportError as e:\n    print(e)\n    sys.exit(3)\n"
     done = without([hidden], code, cwd=tmp_path)

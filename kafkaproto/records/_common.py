@@ -181,9 +181,15 @@ def read_committed(batches, aborted_transactions):
         yield batch, "control" if batch.is_control else None
 
 
+def arrow():
+    """pyarrow, or an ImportError naming the extra that installs it."""
+    from .._optional import require
+    return require("pyarrow", "arrow", "records.to_arrow")
+
+
 @functools.cache  # built once: to_arrow asks for it on every call
 def arrow_schema():
-    import pyarrow as pa
+    pa = arrow()
 
     header = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
     return pa.schema([

@@ -28,6 +28,7 @@ from ._common import (
     Compression,
     Fault,
     TimestampType,
+    arrow,
     arrow_schema,
     check_blob,
     check_builder,
@@ -1023,7 +1024,7 @@ CODEC_NAMES = tuple(codec_name(codec).encode() for codec in range(8))
 
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
     """A pyarrow Table with one row per record of every batch in data (see arrow_schema())."""
-    import pyarrow as pa
+    pa = arrow()
 
     cdef Columns c
     cdef BatchInfo info

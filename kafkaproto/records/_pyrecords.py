@@ -29,6 +29,7 @@ from ._common import (
     Compression,
     TimestampType,
     Fault,
+    arrow,
     arrow_schema,
     record_sequence,
     check_blob,
@@ -501,7 +502,7 @@ def _skip_blob(buf, pos, end, what):
 
 
 def to_arrow(data, *, validate=True, max_decompressed=DEFAULT_MAX_DECOMPRESSED, allow_partial=False):
-    import pyarrow as pa
+    pa = arrow()
 
     cols = {name: [] for name in arrow_schema().names}
     for batch in iter_batches(data, validate=validate, max_decompressed=max_decompressed,
