@@ -1149,3 +1149,295 @@ def test_refused_before_the_group_is_looked_at(sides, versions):
         script.delete("no group id")
 
     run_script(sides, versions, body)
+
+
+def test_reserved_and_colliding_topic_names(sides):
+    """Names Kafka refuses beyond their characters, and how (its messages too, which the comparison leaves out):
+    __cluster_metadata (INVALID_REQUEST, answered after the other topics); __consumer_offsets and
+    __transaction_state, which exist (TOPIC_ALREADY_EXISTS: Kafka makes them for the first group's and transaction's
+    coordinator, done here first; this broker's own logs stand for them); names that collide with an existing
+    topic's once '.' and '_' are alike (INVALID_TOPIC_EXCEPTION), though two of one request may; and a name given
+    twice (INVALID_REQUEST once, after the others, neither made)."""
+    suffix = uuid.uuid4().hex[:8]
+    for key_type, key in ((0, f"diff-reserved-{suffix}"), (1, f"diff-reserved-{suffix}")):
+        both(sides, FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 4,
+             f"FindCoordinator (key type {key_type})", settled=lambda r: r.coordinators[0].error_code == 0)
+
+    def create(names, validate_only=False):
+        return CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1,
+                                                                              replication_factor=1)
+                                           for name in names], timeout_ms=10000, validate_only=validate_only)
+
+    def same(names, what, version=7, validate_only=False):
+        k, o = both(sides, create(names, validate_only), version, what)
+        answers = [[(t.name, t.error_code, t.error_message) for t in r.topics] for r in (k, o)]
+        assert answers[0] == answers[1], f"{what} v{version}: Kafka {answers[0]}, this broker {answers[1]}"
+        return answers[1]
+
+    own = ["__cluster_metadata", "__consumer_offsets", "__transaction_state"]
+    for version in (2, 7):
+        assert [code for _, code, _ in same(own, "CreateTopics of the internal topics' names", version)] == [
+            errors.TOPIC_ALREADY_EXISTS.code, errors.TOPIC_ALREADY_EXISTS.code, errors.INVALID_REQUEST.code]
+    same(["__consumer.offsets", "__transaction.state", "__cluster.metadata"],
+         "CreateTopics of names colliding with internal ones", validate_only=True)
+    dot, underscore = f"diff.col-{suffix}", f"diff_und-{suffix}"
+    same([dot, underscore], "CreateTopics")
+    answers = same([dot.replace(".", "_"), underscore.replace("_", "."), dot, underscore],
+                   "CreateTopics of colliding and existing names")
+    assert [code for _, code, _ in answers] == [errors.INVALID_TOPIC_EXCEPTION.code] * 2 + [
+        errors.TOPIC_ALREADY_EXISTS.code] * 2
+    same([f"diff.pair-{suffix}", f"diff_pair-{suffix}"], "CreateTopics of two names that collide with each other")
+    twice = [f"diff-twice{i}-{suffix}" for i in range(4)]
+    same([twice[0], "__cluster_metadata", twice[0], twice[1], twice[2], twice[2], twice[3], twice[3]],
+         "CreateTopics naming topics twice", validate_only=True)
+    both(sides, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name) for name in
+                                        ("__cluster_metadata", dot.replace(".", "_"))],
+                                allow_auto_topic_creation=True), 12, "Metadata of refused names")
+    both(sides, produce("__cluster_metadata", 0, batch(b"x")), 9, "Produce to __cluster_metadata")
+
+
+# ---- Produce: every batch checked as Kafka checks it before it is stored ------------------------------------------
+# Batches that lie (under a good CRC), records refused one by one, and the rules for producers, sent to both brokers
+# one case per partition: the answers must agree on the error, the log start offset and the records listed in
+# record_errors (whose texts are each broker's own), and what each stored must read back the same.
+
+
+def pv_zigzag(v):
+    u = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def pv_field(value):
+    return pv_zigzag(-1) if value is None else pv_zigzag(len(value)) + value
+
+
+def pv_record(key=b"k", value=b"v", headers=(), ts_delta=0, offset_delta=0, body=None, size=None):
+    if body is None:
+        body = (b"\0" + pv_zigzag(ts_delta) + pv_zigzag(offset_delta) + pv_field(key) + pv_field(value)
+                + pv_zigzag(len(headers)) + b"".join(pv_field(k) + pv_field(v) for k, v in headers))
+    return pv_zigzag(len(body) if size is None else size) + body
+
+
+def pv_batch(recs, count=None, last_delta=None, codec=0, ts_shift=0, attributes=None, max_ts=None, base_offset=0,
+             producer_id=-1, sequence=-1, payload=None):
+    """A batch with a good CRC over whatever its header and records say, stamped with the clock's time now."""
+    import struct
+
+    from crc32c import crc32c
+    from kafkaproto.records import _compression
+    body = b"".join(recs)
+    if payload is None:
+        payload = body if codec in (0, 5, 6, 7) else _compression.compress(codec, body)
+    count = len(recs) if count is None else count
+    base_ts = int(time.time() * 1000) + ts_shift
+    out = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 49 + len(payload), -1, 2, 0,
+                                codec if attributes is None else attributes,
+                                count - 1 if last_delta is None else last_delta, base_ts,
+                                base_ts if max_ts is None else max_ts, producer_id, 0, sequence, count) + payload)
+    out[17:21] = struct.pack(">I", crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def pv_zstd_bomb(size, key=b"k"):
+    """One record of size zero bytes, zstd-compressed as it streams."""
+    import cramjam
+    head = b"\0\0\0" + pv_field(key) + pv_zigzag(size)
+    stream = cramjam.zstd.Compressor(level=3)
+    stream.compress(pv_zigzag(len(head) + size + 1) + head)
+    chunk = b"\0" * (1 << 24)
+    for at in range(0, size, len(chunk)):
+        stream.compress(chunk[:min(len(chunk), size - at)])
+    stream.compress(b"\0")
+    return pv_batch([], count=1, codec=4, payload=bytes(stream.flush()) + bytes(stream.finish()))
+
+
+def pv_edited(data, at, value):
+    """data with the bytes at at replaced (a batch's length or magic; the CRC does not cover them)."""
+    return data[:at] + value + data[at + len(value):]
+
+
+def pv_legacy(magic):
+    builder = records.RecordBatchBuilder(magic=magic)
+    builder.append(b"k", b"v", timestamp=int(time.time() * 1000))
+    return builder.build()
+
+
+PV_KEYED = [pv_record(key=b"k%d" % i, offset_delta=i) for i in range(3)]
+PV_HOUR = 3_600_000
+# (what, topic, the partition's data, Produce version); both topics bound timestamps to an hour either way (Kafka
+# 4's default after, set explicitly: 3.9's default is unbounded), and "compact" keeps records by key.
+PV_CASES = [
+    ("a good batch", "plain", lambda: pv_batch(PV_KEYED), 9),
+    ("fewer records than the count", "plain", lambda: pv_batch(PV_KEYED[:2], count=3), 9),
+    ("more records than the count", "plain", lambda: pv_batch(PV_KEYED + [pv_record(offset_delta=3)], count=3), 9),
+    ("a count that disagrees with the last offset", "plain", lambda: pv_batch(PV_KEYED[:2], last_delta=2), 9),
+    ("garbage records under a good CRC", "plain", lambda: pv_batch([b"\x07garbage" * 3], count=3), 9),
+    ("no records", "plain", lambda: pv_batch([], count=0), 9),
+    ("a record longer than its batch", "plain", lambda: pv_batch([pv_record(size=100)]), 9),
+    ("a record of no bytes", "plain", lambda: pv_batch([b"\0"]), 9),
+    ("a key longer than its record", "plain",
+     lambda: pv_batch([pv_record(body=b"\0\0\0" + pv_zigzag(50) + b"k", size=5) + b"\0" * 60]), 9),
+    ("a negative header count", "plain",
+     lambda: pv_batch([pv_record(body=b"\0\0\0" + pv_field(b"k") + pv_field(b"v") + pv_zigzag(-1))]), 9),
+    ("more headers than bytes", "plain",
+     lambda: pv_batch([pv_record(body=b"\0\0\0" + pv_field(b"k") + pv_field(b"v") + pv_zigzag(100))]), 9),
+    ("a null header key", "plain", lambda: pv_batch([pv_record(headers=[(None, b"x")])]), 9),
+    ("a byte after the headers", "plain",
+     lambda: pv_batch([pv_record(body=b"\0\0\0" + pv_field(b"k") + pv_field(b"v") + b"\0\0")]), 9),
+    ("a varint of eleven bytes", "plain",
+     lambda: pv_batch([pv_record(body=b"\0" + b"\xff" * 10 + b"\x01\0" + pv_field(b"k") + pv_field(b"v") + b"\0")]), 9),
+    ("codec 7", "plain", lambda: pv_batch(PV_KEYED, codec=7), 9),
+    ("codec 5", "plain", lambda: pv_batch(PV_KEYED, codec=5), 8),
+    ("corrupt lz4", "plain", lambda: pv_batch([], count=3, codec=3, payload=b"\x04\x22\x4d\x18garbage-garbage"), 9),
+    ("corrupt gzip", "plain",
+     lambda: pv_batch([], count=3, codec=1, payload=b"\x1f\x8b\x08\0\0\0\0\0\0\xffgarbage-garbage"), 9),
+    ("corrupt snappy", "plain", lambda: pv_batch([], count=3, codec=2,
+                                                 payload=b"\x82SNAPPY\0\0\0\0\x01\0\0\0\x01\0\0\0\x10garbage-garbage-X"),
+     9),
+    ("corrupt zstd", "plain", lambda: pv_batch([], count=3, codec=4, payload=b"\x28\xb5\x2f\xfdgarbage-garbage"), 9),
+    ("lz4: fewer records than the count", "plain", lambda: pv_batch(PV_KEYED[:2], count=3, codec=3), 9),
+    ("lz4: garbage records", "plain", lambda: pv_batch([b"\x07garbage" * 3], count=3, codec=3), 9),
+    ("lz4: a byte after the last record", "plain", lambda: pv_batch([*PV_KEYED[:2], PV_KEYED[2] + b"\0"], codec=3), 9),
+    ("lz4: offsets out of order", "plain",
+     lambda: pv_batch([pv_record(offset_delta=d) for d in (0, 5, 7)], codec=3), 9),
+    ("gzip: offsets starting at 1", "plain",
+     lambda: pv_batch([pv_record(offset_delta=d) for d in (1, 2, 3)], codec=1), 9),
+    ("uncompressed: offsets out of order", "plain", lambda: pv_batch([pv_record(offset_delta=d) for d in (0, 5, 7)]),
+     9),
+    ("two batches", "plain", lambda: pv_batch(PV_KEYED) + pv_batch(PV_KEYED), 9),
+    ("a magic-1 batch after a magic-2 one", "plain", lambda: pv_batch(PV_KEYED) + pv_legacy(1), 9),
+    ("no data", "plain", lambda: b"", 9),
+    ("a batch cut short", "plain", lambda: pv_batch(PV_KEYED)[:-1], 9),
+    ("a batch and part of another", "plain", lambda: pv_batch(PV_KEYED) + pv_batch(PV_KEYED)[:40], 9),
+    ("a batch and five bytes", "plain", lambda: pv_batch(PV_KEYED) + b"\0" * 5, 9),
+    ("a length below any format's", "plain", lambda: pv_edited(pv_batch(PV_KEYED), 8, b"\0\0\0\x0a"), 9),
+    ("a length below the header", "plain", lambda: pv_edited(pv_batch(PV_KEYED), 8, b"\0\0\0\x1e"), 9),
+    ("magic 3", "plain", lambda: pv_edited(pv_batch(PV_KEYED), 16, b"\x03"), 9),
+    ("magic 1, v3", "plain", lambda: pv_legacy(1), 3),
+    ("magic 0, v9", "plain", lambda: pv_legacy(0), 9),
+    ("base offset 5", "plain", lambda: pv_batch(PV_KEYED, base_offset=5), 9),
+    ("a producer id without a sequence", "plain", lambda: pv_batch(PV_KEYED, producer_id=5, sequence=-1), 9),
+    ("zstd, v3", "plain", lambda: pv_batch(PV_KEYED, codec=4), 3),
+    ("zstd, v6", "plain", lambda: pv_batch(PV_KEYED, codec=4), 6),
+    ("zstd, v7", "plain", lambda: pv_batch(PV_KEYED, codec=4), 7),
+    ("two hours ahead", "plain", lambda: pv_batch(PV_KEYED, ts_shift=2 * PV_HOUR), 9),
+    ("two hours ahead, v7", "plain", lambda: pv_batch(PV_KEYED, ts_shift=2 * PV_HOUR), 7),
+    ("two hours ago", "plain", lambda: pv_batch(PV_KEYED, ts_shift=-2 * PV_HOUR), 9),
+    ("one record of three two hours ahead", "plain", lambda: pv_batch(
+        [pv_record(offset_delta=0), pv_record(offset_delta=1, ts_delta=2 * PV_HOUR), pv_record(offset_delta=2)]), 9),
+    ("lz4: two hours ahead", "plain", lambda: pv_batch(PV_KEYED, ts_shift=2 * PV_HOUR, codec=3), 9),
+    ("LogAppendTime from a producer, no timestamp", "plain",
+     lambda: pv_batch(PV_KEYED, attributes=0x08, max_ts=-1), 9),
+    ("no timestamp at all", "plain", lambda: pv_batch(PV_KEYED, ts_shift=-int(time.time() * 1000) - 1), 9),
+    ("keys missing", "compact", lambda: pv_batch(
+        [pv_record(key=None, offset_delta=0), pv_record(offset_delta=1), pv_record(key=None, offset_delta=2)]), 9),
+    ("keys missing, v7", "compact", lambda: pv_batch([pv_record(key=None)]), 7),
+    ("keys missing, v8", "compact", lambda: pv_batch([pv_record(key=None)]), 8),
+    ("zstd: keys missing", "compact", lambda: pv_batch([pv_record(key=None)], codec=4), 9),
+    ("zstd, v5: keys missing", "compact", lambda: pv_batch([pv_record(key=None)], codec=4), 5),
+    ("keys missing and offsets out of order", "compact", lambda: pv_batch(
+        [pv_record(key=None, offset_delta=0), pv_record(offset_delta=5), pv_record(offset_delta=7)], codec=3), 9),
+    ("a key missing and a timestamp two hours ahead", "compact", lambda: pv_batch(
+        [pv_record(key=None, offset_delta=0), pv_record(offset_delta=1, ts_delta=2 * PV_HOUR)]), 9),
+    ("a keyed zstd batch of 32 MB", "compact", lambda: pv_zstd_bomb(32 << 20), 9),
+]
+
+
+def pv_without_texts(value):
+    """A normalised answer without the record errors' texts (each broker words its own)."""
+    if isinstance(value, dict):
+        return {k: pv_without_texts(v) for k, v in value.items() if k != "batch_index_error_message"}
+    if isinstance(value, list):
+        return [pv_without_texts(v) for v in value]
+    return value
+
+
+def pv_same(sides, body, version, what):
+    answers = [side.call(body, version) for side in sides]
+    found = differences(*(pv_without_texts(plain) for _, plain in answers))
+    assert not found, f"{what} v{version}: this broker differs from Apache Kafka:\n" + described(found)
+    return [response for response, _ in answers]
+
+
+def pv_topics(sides, suffix):
+    hour = {"message.timestamp.after.max.ms": str(PV_HOUR), "message.timestamp.before.max.ms": str(PV_HOUR)}
+    configs = {"plain": hour, "compact": {**hour, "cleanup.policy": "compact"}}
+    names = {}
+    for kind, settings in configs.items():
+        count = sum(1 for case in PV_CASES if case[1] == kind)
+        names[kind] = f"diff-pv-{kind}-{suffix}"
+        both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=names[kind], num_partitions=count, replication_factor=1, configs=[
+                CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in settings.items()])],
+            timeout_ms=10000), 7, "CreateTopics")
+    return names
+
+
+def test_produce_checks_every_batch_as_kafka_does(sides):
+    names = pv_topics(sides, uuid.uuid4().hex[:8])
+    used = {kind: 0 for kind in names}
+    for what, kind, data, version in PV_CASES:
+        partition = used[kind]
+        used[kind] += 1
+        pv_same(sides, produce(names[kind], partition, data()), version, f"Produce: {what}")
+    for kind, name in names.items():
+        both(sides, fetch(name, range(used[kind])), 12, f"Fetch of what the {kind} topic's Produce cases stored")
+
+
+def test_an_unknown_codec_before_produce_v7_fails_the_whole_request(sides):
+    """Kafka's request handler reads each batch's codec before v7: one it does not know fails every partition."""
+    topic = f"diff-pv-codec-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    body = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=pv_batch(PV_KEYED)),
+            ProduceRequest.PartitionProduceData(index=1, records=pv_batch(PV_KEYED, codec=7))])])
+    for version in (5, 3):
+        answers = pv_same(sides, body, version, "Produce of codec 7 beside a good batch")
+        assert {p.error_code for p in answers[1].responses[0].partition_responses} == {
+            errors.UNKNOWN_SERVER_ERROR.code}
+    both(sides, fetch(topic, [0, 1]), 12, "Fetch after the failed request")
+
+
+def test_produce_where_this_broker_refuses_what_kafka_takes(sides):
+    """The documented exceptions: a record this broker's own readers could not read back (a key, value or header
+    value length below -1, which Java reads as null; a header key that is not UTF-8) is refused with
+    INVALID_RECORD, and a batch that decompresses past the 64 MiB cap with MESSAGE_TOO_LARGE; Kafka takes them.
+    And Kafka 3.9 bounds no timestamp by default (message.timestamp.after.max.ms), where 4.x and this broker
+    refuse one more than an hour ahead."""
+    kafka, ours = sides
+    suffix = uuid.uuid4().hex[:8]
+    topics = {"plain": f"diff-pv-x-{suffix}", "compact": f"diff-pv-xc-{suffix}"}
+    for kind, name in topics.items():
+        configs = [CreateTopicsRequest.CreatableTopicConfig(name="cleanup.policy", value="compact")] \
+            if kind == "compact" else []
+        both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=8, replication_factor=1, configs=configs)], timeout_ms=10000), 7, "CreateTopics")
+    # (topic, data, Kafka's answer, this broker's)
+    cases = [
+        ("plain", pv_batch([pv_record(body=b"\0\0\0" + pv_zigzag(-5) + pv_field(b"v") + b"\0")]), errors.NONE,
+         errors.INVALID_RECORD),
+        ("plain", pv_batch([pv_record(body=b"\0\0\0" + pv_field(b"k") + pv_zigzag(-7) + b"\0")]), errors.NONE,
+         errors.INVALID_RECORD),
+        ("plain", pv_batch([pv_record(body=b"\0\0\0" + pv_field(b"k") + pv_field(b"v") + b"\x02" + pv_field(b"h")
+                                      + pv_zigzag(-9))]), errors.NONE, errors.INVALID_RECORD),
+        ("plain", pv_batch([pv_record(headers=[(b"\xff\xfe", b"x")])]), errors.NONE, errors.INVALID_RECORD),
+        ("plain", pv_zstd_bomb(100_000_000), errors.NONE, errors.MESSAGE_TOO_LARGE),
+        ("compact", pv_zstd_bomb(100_000_000), errors.NONE, errors.MESSAGE_TOO_LARGE),
+        # Kafka decompresses it all, then refuses the record without a key
+        ("compact", pv_zstd_bomb(100_000_000, key=None), errors.INVALID_RECORD, errors.MESSAGE_TOO_LARGE),
+    ]
+    for partition, (kind, data, kafka_answers, ours_answers) in enumerate(cases):
+        body = produce(topics[kind], partition, data)
+        k, o = (side.call(body, 9)[0].responses[0].partition_responses[0] for side in sides)
+        assert (k.error_code, o.error_code) == (kafka_answers.code, ours_answers.code), (partition, k, o)
+    ahead = produce(topics["plain"], 7, pv_batch(PV_KEYED, ts_shift=10 * 365 * 86_400_000))
+    k, o = (side.call(ahead, 9)[0].responses[0].partition_responses[0] for side in sides)
+    assert o.error_code == errors.INVALID_TIMESTAMP.code
+    assert k.error_code == (errors.NONE if kafka.version.startswith("3.") else errors.INVALID_TIMESTAMP).code

@@ -185,8 +185,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    """Serve until SIGINT or SIGTERM; the exit status: 0 after a clean stop, 2 when the settings are wrong or a
-    listener cannot be opened (nothing was served), 1 for any other failure."""
+    """Serve until SIGINT or SIGTERM; the exit status: 0 after a clean stop, 2 when it could not run (wrong
+    settings, a listener or the data directory that cannot be had)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     overrides = {}
     for item in args.override:
@@ -216,9 +216,9 @@ def run(args):
     except (ConfigError, ListenError) as e:
         print(f"kafkaproto broker: {e}", file=sys.stderr)
         return 2
-    except OSError as e:
+    except OSError as e:  # the data directory: locked by another broker, unreadable, not writable
         print(f"kafkaproto broker: {e}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 

@@ -12,9 +12,21 @@ topic of 10,000 partitions is already too many (POLICY_VIOLATION again, whether 
 
 A topic that cannot be made on disk (out of descriptors or space, say) is
 answered UNKNOWN_SERVER_ERROR with the reason, and nothing of it is left.
+
+Names are refused as Kafka 3.9 and 4.3 refuse them, with their codes and
+messages: a name given twice is not created and is answered once, INVALID_REQUEST
+"Duplicate topic name.", after the other topics (several in the order of a
+Java HashSet); ``__cluster_metadata`` is INVALID_REQUEST after those;
+``__consumer_offsets`` and ``__transaction_state``, the broker's own logs here
+and Kafka's internal topics, exist (TOPIC_ALREADY_EXISTS, "Topic 'x' already
+exists."), as does any topic of the name; and a name that is an existing
+topic's once '.' and '_' are made alike is INVALID_TOPIC_EXCEPTION ("Topic 'a_b'
+collides with existing topic: a.b"). The topics of one request are checked
+against those before it, so two of them may collide with each other.
 """
 
 import logging
+from collections import Counter
 
 from ... import errors
 from ...messages import ApiKey, CreateTopicsResponse
@@ -22,6 +34,7 @@ from ...uuid import Uuid
 from ..config import topic_config_error
 from ..dispatch import handles
 from ..state import topic_name_error
+from ..state.cluster import METADATA_TOPIC
 from ..state.log import LogError
 
 log = logging.getLogger("kafkaproto.broker")
@@ -42,15 +55,14 @@ def _error(name, error, message=None):
                   num_partitions=-1, replication_factor=-1, configs=[])  # an empty list, as Kafka answers
 
 
-def _check(state, node, item, seen):
+def _check(state, node, item):
     """(error, message) for a topic that cannot be created, or None."""
-    if item.name in seen:
-        return errors.INVALID_REQUEST, f"{item.name!r} is named twice in the request"
     why = topic_name_error(item.name)
     if why:
         return errors.INVALID_TOPIC_EXCEPTION, why
-    if item.name in state.cluster.topics:
-        return errors.TOPIC_ALREADY_EXISTS, f"topic {item.name!r} already exists"
+    refused = state.cluster.creation_refused(item.name)
+    if refused:
+        return refused
     if item.assignments:
         if item.num_partitions != -1 or item.replication_factor != -1:
             return errors.INVALID_REQUEST, "give either assignments or a partition count and replication factor"
@@ -82,10 +94,10 @@ def _configs(item):
     return {c.name: c.value for c in item.configs if c.value is not None}
 
 
-def _partitions_asked(state, request):
-    """The partitions the request would make, counted as Kafka's controller counts them."""
+def _partitions_asked(state, topics):
+    """The partitions the topics would make, counted as Kafka's controller counts them."""
     total = 0
-    for item in request.topics:
+    for item in topics:
         if item.assignments:
             total += len(item.assignments)
         elif item.num_partitions == -1:
@@ -95,24 +107,45 @@ def _partitions_asked(state, request):
     return total
 
 
+def java_hash_set_order(names):
+    """names (distinct) in the order a java.util.HashSet of them, filled in this order, iterates: by bucket
+    (String.hashCode over UTF-16 units, its high bits spread into the low ones, as HashMap does), then in order of
+    insertion (the table starts at 16 buckets and doubles past three quarters full)."""
+    buckets = 16
+    while len(names) > buckets * 3 // 4:
+        buckets *= 2
+
+    def bucket(name):
+        h = 0
+        units = name.encode("utf-16-be", "surrogatepass")
+        for i in range(0, len(units), 2):
+            h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (buckets - 1)
+
+    return sorted(names, key=bucket)  # sorted() is stable: insertion order within a bucket
+
+
 @handles(ApiKey.CREATE_TOPICS, versions=range(2, 8))
 def create_topics(ctx, request):
     state = ctx.state
     node = state.node_id
-    if _partitions_asked(state, request) > MAX_PARTITIONS_PER_REQUEST:
+    # As Kafka's broker does before its controller sees the request: a name given twice is dropped, and answered
+    # once after the other topics; so is __cluster_metadata, the metadata log's own name.
+    counts = Counter(item.name for item in request.topics)
+    duplicates = java_hash_set_order([name for name, n in counts.items() if n > 1])
+    topics = [item for item in request.topics if counts[item.name] == 1 and item.name != METADATA_TOPIC]
+    last = [_error(name, errors.INVALID_REQUEST, "Duplicate topic name.") for name in duplicates]
+    if counts.get(METADATA_TOPIC) == 1:
+        last.append(_error(METADATA_TOPIC, *state.cluster.creation_refused(METADATA_TOPIC)))
+    if _partitions_asked(state, topics) > MAX_PARTITIONS_PER_REQUEST:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
-            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
-            for item in request.topics])
-    checked = []
-    seen = set()
-    for item in request.topics:
-        checked.append((item, _check(state, node, item, seen)))
-        seen.add(item.name)
+            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_PARTITIONS) for item in topics] + last)
+    checked = [(item, _check(state, node, item)) for item in topics]
     # The records the topics that can be created would take: over the limit, Kafka makes none of them.
     if sum(1 + len(_configs(item)) + _partition_count(state, item)
            for item, problem in checked if problem is None) > MAX_RECORDS_PER_REQUEST:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
-            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_RECORDS) for item in request.topics])
+            _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_RECORDS) for item in topics] + last)
     results = []
     for item, problem in checked:
         if problem:
@@ -133,9 +166,9 @@ def create_topics(ctx, request):
                 continue
             topic_id, effective = topic.topic_id, state.cluster.topic_config(topic)
         results.append(Result(
-            name=item.name, topic_id=topic_id, error_code=errors.NONE.code, num_partitions=count,
+            name=item.name, topic_id=topic_id, error_code=errors.NONE.code, error_message=None, num_partitions=count,
             replication_factor=1,
             configs=[CreateTopicsResponse.CreatableTopicConfigs(
                 name=k, value=v, read_only=False, config_source=TOPIC_CONFIG if k in configs else DEFAULT_CONFIG,
                 is_sensitive=False) for k, v in sorted(effective.items())]))
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results + last)

@@ -53,6 +53,7 @@ def join_group(ctx, request):
     if waiter is None:
         waiter = ctx.memo["waiter"] = Waiter()
         _start(ctx, request, now, waiter)
+        ctx.state.groups.save(request.group_id)
         ctx.state.changed()
     if waiter.result is None:
         return until_next_deadline(ctx.state)

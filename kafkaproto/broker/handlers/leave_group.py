@@ -23,9 +23,11 @@ def leave_group(ctx, request):
         results = [errors.UNKNOWN_MEMBER_ID] * len(leaving)
     elif group.kind == "consumer":
         results = ctx.state.consumer_groups.classic_leave(group, now * 1000, leaving)
+        ctx.state.groups.save(request.group_id)
         ctx.state.changed()
     else:
         results = group.leave(now, leaving)
+        ctx.state.groups.save(request.group_id)
         ctx.state.changed()
     if ctx.version < 3:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=results[0].code)

@@ -4,6 +4,14 @@ Topics are asked for by name or, from v12, by topic ID (name null). A null
 topic list (v1+) or an empty one at v0 means every topic. An unknown name is
 created when the request (v4+, always before) and auto.create.topics.enable
 allow it; an unknown ID is UNKNOWN_TOPIC_ID, with a null name.
+
+The topics one request asks to create are checked together, against those
+there were before it, as Kafka's controller checks them: two names of one
+request may differ only by '.' and '_', but a name that collides so with an
+existing topic's is not created, nor are the names of the broker's own logs
+(``__cluster_metadata``, ``__consumer_offsets``, ``__transaction_state``).
+Kafka answers UNKNOWN_TOPIC_OR_PARTITION for every topic its controller
+refused, and flags the names of its internal topics (is_internal) even then.
 """
 
 from ... import errors
@@ -11,6 +19,7 @@ from ...messages import ApiKey, api
 from ...uuid import Uuid
 from ..dispatch import handles
 from ..state import topic_name_error
+from ..state.cluster import INTERNAL_TOPICS
 
 UNKNOWN_OPERATIONS = -2147483648
 
@@ -50,14 +59,17 @@ def metadata(ctx, request):
         topics = [describe_topic(state, t, response, modes) for t in state.cluster.topics.values()]
     else:
         allow_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
-        topics = [_one(state, item, allow_create, response, modes) for item in wanted]
+        if allow_create:  # together, so that they are checked against the topics before this request
+            state.auto_create([item.name for item in wanted if not item.topic_id.int and item.name is not None
+                               and item.name not in state.cluster.topics and not topic_name_error(item.name)])
+        topics = [_one(state, item, response, modes) for item in wanted]
     host, port = ctx.endpoint
     broker = response.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
     return response(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,
                     controller_id=state.node_id, topics=topics, cluster_authorized_operations=UNKNOWN_OPERATIONS)
 
 
-def _one(state, item, allow_create, response, modes):
+def _one(state, item, response, modes):
     if item.topic_id.int:
         topic, error = state.topic(item.name, item.topic_id)
         if topic is None:
@@ -69,7 +81,9 @@ def _one(state, item, allow_create, response, modes):
     if topic is None:
         if topic_name_error(item.name):
             return unknown(errors.INVALID_TOPIC_EXCEPTION, item.name, response=response)
-        topic = state.auto_create(item.name) if allow_create else None
-        if topic is None:
-            return unknown(errors.UNKNOWN_TOPIC_OR_PARTITION, item.name, response=response)
+        # Not made (auto-creation is off, or the name was refused), or the broker's own log of that name, which is
+        # not a topic here: Kafka answers this for a topic it does not have, and flags its internal topics' names.
+        answer = unknown(errors.UNKNOWN_TOPIC_OR_PARTITION, item.name, response=response)
+        answer.is_internal = item.name in INTERNAL_TOPICS
+        return answer
     return describe_topic(state, topic, response, modes)

@@ -38,8 +38,8 @@ from ...exceptions import RecordsError
 from ...records import produced_batches
 from ...messages import ApiKey, ProduceResponse
 from ..dispatch import handles
-from ..state.cluster import READ_WRITE
-from ..state.log import CONTROL, TRANSACTIONAL, Batch
+from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
+from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 
 IMPLICIT_ADD = 12  # the first Produce version whose transactional batches add their partition (KIP-890)
@@ -138,7 +138,10 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         # Kafka answers a retry with the first append's offset and, oddly, its timestamp as the append time.
         offset, timestamp = duplicate
         return _result(index, errors.NONE, offset, partition.log.log_start_offset, append_time=timestamp)
-    offset = state.append(partition, data, batches)
+    try:
+        offset = state.append(partition, data, batches)
+    except StorageError as e:  # the log is cut back to where the append began: nothing half made
+        return _result(index, errors.KAFKA_STORAGE_ERROR, message=str(e))
     return _result(index, errors.NONE, offset, partition.log.log_start_offset)
 
 
@@ -181,6 +184,8 @@ def produce(ctx, request):
     for item in request.topic_data:
         by_id = ctx.version >= 13
         topic, error = state.topic(None if by_id else item.name, item.topic_id if by_id else None)
+        if topic is None and not by_id and item.name in INTERNAL_TOPICS:
+            error = errors.INVALID_TOPIC_EXCEPTION  # Kafka's answer: clients never append to internal topics
         if topic is None:
             out.append((item, [_result(p.index, error) for p in item.partition_data]))
             continue

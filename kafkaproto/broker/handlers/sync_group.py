@@ -41,6 +41,7 @@ def sync_group(ctx, request):
     if waiter is None:
         waiter = ctx.memo["waiter"] = Waiter()
         _start(ctx, request, now, waiter)
+        ctx.state.groups.save(request.group_id)  # the leader's: the stable generation is written before answering
         ctx.state.changed()
     if waiter.result is None:
         return until_next_deadline(ctx.state)

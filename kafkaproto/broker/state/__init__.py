@@ -128,15 +128,21 @@ class BrokerState:
             return None, partition.error
         return partition, errors.NONE
 
-    def auto_create(self, name):
-        """Create a topic a client asked for, when auto.create.topics.enable allows; the Topic or None."""
-        if not self.config["auto.create.topics.enable"] or topic_name_error(name):
-            return None
-        try:
-            return self.cluster.create_topic(name, self.config["num.partitions"])
-        except (OSError, LogError) as e:
-            logger.error("topic %s not created on first use: %s", name, e)
-            return None
+    def auto_create(self, names):
+        """Create the unknown topics a request asked for, when auto.create.topics.enable allows; {name: Topic} of
+        those made. The names are checked together against the topics there were before, as Kafka's controller
+        checks a request's: names of the broker's own logs, and names that collide with an existing topic's once
+        '.' and '_' are alike, are not made (Kafka's Metadata answers those UNKNOWN_TOPIC_OR_PARTITION)."""
+        if not self.config["auto.create.topics.enable"]:
+            return {}
+        names = [n for n in dict.fromkeys(names) if not topic_name_error(n) and not self.cluster.creation_refused(n)]
+        made = {}
+        for name in names:
+            try:
+                made[name] = self.cluster.create_topic(name, self.config["num.partitions"])
+            except (OSError, LogError) as e:
+                logger.error("topic %s not created on first use: %s", name, e)
+        return made
 
     def append(self, partition, data, batches, marker=None):
         """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch); the first offset."""

@@ -3,13 +3,39 @@
 Every change (a topic created, deleted or grown, a config set, producer ids
 handed out) is one batch of metadata records appended to
 ``__cluster_metadata-0`` before it takes effect, framed as Kafka frames them;
-the state in memory is what replaying that log gives.
+the state in memory is what replaying that log gives. Each batch is synced to
+stable storage before the change is answered: a topic whose creation was
+answered is never lost, with the process or with the machine.
 
 New partitions are made on disk first (directory, partition.metadata, an empty
 segment) and recorded after: a topic, or a topic's growth, that cannot be made
-whole is removed from disk again and never reaches the metadata log.
+whole is removed from disk again and never reaches the metadata log. At
+start-up, a partition directory no known topic owns is what such a creation
+left when the broker was killed: an empty one is removed; one that holds
+records is moved aside (``-stray``), kept and logged as an error; one whose
+topic the metadata log deleted is deleted, as the deletion would have.
+
+The broker's own logs live beside the partitions, where Kafka keeps them and its
+tools look for them: ``__cluster_metadata-0`` (the metadata log, real KRaft
+records that Kafka's dump tools read), ``__consumer_offsets-0`` and
+``__transaction_state-0``. A topic of one of those names would have that log as
+its partition directory, so no topic may have one: they are refused as Kafka
+refuses them (``__cluster_metadata`` is INVALID_REQUEST; the other two exist
+already, TOPIC_ALREADY_EXISTS, and names that differ from them only by ``.``
+and ``_`` collide with them), and beyond that partition_dir_name, the one place
+a partition's directory name is made, raises for them, the start-up scan never
+takes their directories for partitions, and a topic of such a name found in a
+metadata log (an older version let clients create one) is not served. Moving
+the broker's logs to names no topic can produce would have spared that guard,
+but moved the metadata log from where Kafka's tools expect it.
+
+The data directory is locked (an exclusive flock(2) on its ``.lock`` file, as
+Kafka locks each log directory) before anything in it is read, and until the
+metadata log is closed: a second broker on the same directory, in another
+process or in this one, is refused (DirectoryLocked, an OSError), naming it.
 """
 
+import fcntl
 import logging
 import os
 import shutil
@@ -24,12 +50,20 @@ from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..security import SCRAM_NAMES, ScramCredential
 from .groups.offsets import OFFSETS_DIR
-from .log import LogError, OpenFiles, PartitionLog
+from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
 from .transactions import STATE_DIR
 
 log = logging.getLogger("kafkaproto.broker")
 
-METADATA_DIR = "__cluster_metadata-0"
+# The broker's own logs, which no topic may be named after (their directories are these topics' partition 0).
+METADATA_TOPIC = "__cluster_metadata"
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTIONS_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTIONS_TOPIC)  # Kafka's internal topics: to clients they always exist
+RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
+METADATA_DIR = f"{METADATA_TOPIC}-0"
+assert (OFFSETS_DIR, STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0")
+LOCK_FILE = ".lock"
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 BROKER_RESOURCE = 4
 PRODUCER_ID_BLOCK = 1000
@@ -66,11 +100,85 @@ class Topic:
 
     @property
     def is_internal(self):
-        return self.name in ("__consumer_offsets", "__transaction_state")
+        return self.name in INTERNAL_TOPICS
+
+
+class TopicNameRefused(LogError):
+    """A topic was about to be made, or its directory named, under a name it may not have: one of the broker's own
+    logs', or (to be made) an existing topic's."""
 
 
 def partition_dir_name(name, index):
+    """The directory name of a topic's partition; raises TopicNameRefused for the names of the broker's own logs,
+    whose directories these would be."""
+    if name in RESERVED_TOPICS:
+        raise TopicNameRefused(f"{name!r} is the name of one of the broker's own logs, not of a topic")
     return f"{name}-{index}"
+
+
+def unified(name):
+    """A topic name with '.' and '_' made alike: Kafka refuses a topic whose unified name is another's (in its
+    metrics the two would be one)."""
+    return name.replace(".", "_")
+
+
+def creation_refused(name, existing, colliding):
+    """(error, message) for a new topic named name, as Kafka's controller refuses it, or None. existing: the
+    names of the topics there are; colliding(unified name): those of them with that unified name. The
+    characters and length are topic_name_error's."""
+    if name == METADATA_TOPIC:
+        return errors.INVALID_REQUEST, f"Creation of internal topic {METADATA_TOPIC} is prohibited."
+    if name in existing or name in INTERNAL_TOPICS:
+        return errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    if "." in name or "_" in name:
+        others = colliding(unified(name))
+        if others:
+            return errors.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {others[0]}"
+    return None
+
+
+class DirectoryLock:
+    """An exclusive flock(2) on a directory's .lock file, held until release (or the process ends); its descriptor
+    counts among files' (OpenFiles), so that the broker keeps within its bound of open files."""
+
+    def __init__(self, directory, files):
+        self.path = os.path.join(directory, LOCK_FILE)
+        self.files = files
+        self._file = open(self.path, "a")
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            self._file.close()
+            self._file = None
+            raise DirectoryLocked(f"{os.path.abspath(directory)}: the data directory is in use by another broker "
+                                  f"(its {LOCK_FILE} is locked: {e.strerror}); stop that broker, or give this one "
+                                  "another log.dirs") from None
+        files.held += 1
+
+    def release(self):
+        if self._file is not None:
+            self._file.close()  # closing the only descriptor of the file lets the lock go
+            self._file = None
+            self.files.held -= 1
+
+
+class DirectoryLocked(LogError, OSError):
+    """Another broker (another process, or another broker of this one) holds the data directory."""
+
+
+class MetadataLog(PartitionLog):
+    """The metadata log, which holds the data directory's lock: the broker that has it open owns the directory,
+    and closing it (the last step of a broker's close) lets the directory go, whatever else is still open."""
+
+    def __init__(self, directory, lock, **kwargs):
+        self.lock = lock
+        super().__init__(directory, **kwargs)
+
+    def close(self, write_index=True):
+        try:
+            super().close(write_index)
+        finally:
+            self.lock.release()
 
 
 def write_synced(path, text):
@@ -86,7 +194,7 @@ def write_synced(path, text):
 def write_partition_metadata(directory, topic_id):
     """partition.metadata, in place before the partition's first append."""
     write_synced(os.path.join(directory, "partition.metadata"), f"version: 0\ntopic_id: {topic_id}\n")
-    _sync_dir(directory)
+    sync_directory(directory)
 
 
 def read_partition_metadata(directory):
@@ -106,18 +214,43 @@ def read_partition_metadata(directory):
         raise ValueError(f"{path}: no readable topic_id ({e})") from None
 
 
+PARTITION_FILES = (".log", ".index", ".timeindex", "partition.metadata", "partition.metadata.tmp")
+
+
+def looks_like_partition(name):
+    """Whether a directory's name is a topic's partition's: <topic>-<index>."""
+    topic, _, index = name.rpartition("-")
+    return bool(topic) and index.isdigit()
+
+
+def holds_no_records(path):
+    """Whether a partition directory holds nothing but empty segments (and their indexes and partition.metadata):
+    what a creation that was killed leaves. Anything else in it, and it is not."""
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if not entry.is_file(follow_symlinks=False) or not entry.name.endswith(PARTITION_FILES):
+                    return False
+                if entry.name.endswith(".log") and entry.stat().st_size:
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def records_size(path):
+    """The bytes of the segment files in a partition directory."""
+    try:
+        with os.scandir(path) as entries:
+            return sum(e.stat().st_size for e in entries if e.name.endswith(".log") and e.is_file())
+    except OSError:
+        return 0
+
+
 def remove_directories(paths):
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
         log.info("deleted %s", path)
-
-
-def _sync_dir(directory):
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Cluster:
@@ -128,10 +261,22 @@ class Cluster:
         self.log_dir = config.log_dir
         self.files = files if files is not None else OpenFiles()  # the broker's open segment files
         os.makedirs(self.log_dir, exist_ok=True)
+        self.lock = DirectoryLock(self.log_dir, self.files)
+        try:
+            self._start(config)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _start(self, config):
         self.node_id = config.node_id
         self.cluster_id = self._meta_properties()
         self.topics = {}  # name -> Topic
         self.by_id = {}  # Uuid -> Topic
+        # unified name -> the names with it, oldest first, of the topics with '.' or '_' in their names (and of the
+        # broker's own logs that are Kafka's internal topics): a new topic may not collide with them
+        self.collision_names = {unified(name): [name] for name in INTERNAL_TOPICS}
+        self.removed_ids = set()  # topic ids the metadata log deleted (their directories may still be there)
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.configs = {}  # broker-level dynamic configs
@@ -141,11 +286,19 @@ class Cluster:
         clean = os.path.exists(self._clean_marker)
         if clean:
             os.unlink(self._clean_marker)
-        self.metadata = PartitionLog(os.path.join(self.log_dir, METADATA_DIR), recover=not clean,
-                                     files=self.files)
-        self._replay()
-        self.on_partition_log = None  # called with each partition whose log is opened after start-up
-        self._open_partitions(recover=not clean)
+        self.metadata = MetadataLog(os.path.join(self.log_dir, METADATA_DIR), self.lock, recover=not clean,
+                                    files=self.files)
+        try:
+            self._replay()
+            self.on_partition_log = None  # called with each partition whose log is opened after start-up
+            self._open_partitions(recover=not clean)
+        except BaseException:
+            for topic in self.topics.values():
+                for partition in topic.partitions:
+                    if partition.log is not None:
+                        partition.log.close(write_index=False)
+            self.metadata.close(write_index=False)
+            raise
 
     # --- start-up
 
@@ -176,6 +329,23 @@ class Cluster:
                         raise LogError(f"{self.metadata.directory}: the record at offset {record.offset} cannot "
                                        f"be read ({e}); if an extension wrote it, load that extension") from None
                     self._apply(decoded)
+        for topic in [t for t in self.topics.values() if t.name in RESERVED_TOPICS]:
+            # Made by a client through an older version, whose partition directory was one of the broker's own
+            # logs: it is left out, so that nothing reaches that log through it again.
+            log.error("the metadata log holds a topic named %s (id %s), the name of one of the broker's own logs; "
+                      "it is not served (an older version let clients create it; its records stay in the log)",
+                      topic.name, topic.topic_id)
+            self._forget(topic)
+
+    def _forget(self, topic):
+        del self.topics[topic.name]
+        del self.by_id[topic.topic_id]
+        self._effective.pop(topic, None)
+        names = self.collision_names.get(unified(topic.name))
+        if names and topic.name in names:
+            names.remove(topic.name)
+            if not names:
+                del self.collision_names[unified(topic.name)]
 
     def _apply(self, record):
         kind = type(record).__name__
@@ -183,6 +353,8 @@ class Cluster:
             topic = Topic(record.name, record.topic_id)
             self.topics[topic.name] = topic
             self.by_id[topic.topic_id] = topic
+            if "." in topic.name or "_" in topic.name:
+                self.collision_names.setdefault(unified(topic.name), []).append(topic.name)
         elif kind == "PartitionRecord":
             topic = self.by_id[record.topic_id]
             while len(topic.partitions) <= record.partition_id:
@@ -197,9 +369,8 @@ class Cluster:
                 if partition.delete_at_ms is None:  # those already going keep their time
                     partition.delete_at_ms = record.delete_partitions_delay_timestamp
         elif kind == "RemoveTopicRecord":
-            topic = self.by_id.pop(record.topic_id)
-            del self.topics[topic.name]
-            self._effective.pop(topic, None)
+            self._forget(self.by_id[record.topic_id])
+            self.removed_ids.add(record.topic_id)
         elif kind == "ConfigRecord":
             self._effective.clear()
             if record.resource_type == TOPIC_RESOURCE:
@@ -219,7 +390,7 @@ class Cluster:
             self.scram.pop((SCRAM_NAMES.get(record.mechanism), record.name), None)
 
     def _open_partitions(self, recover):
-        """Open each known partition's log; set aside directories no known topic owns."""
+        """Open each known partition's log; remove, delete or set aside the directories no known topic owns."""
         known = {}
         for topic in self.topics.values():
             for partition in topic.partitions:
@@ -227,11 +398,14 @@ class Cluster:
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
             if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR):
-                continue
+                continue  # the broker's own logs are never partitions
             if name.endswith("-delete"):
                 self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, path))
                 continue
             if name.endswith("-stray"):
+                if holds_no_records(path):  # what a killed creation left, set aside by an older version
+                    log.info("%s: set aside and holds no records; removed", path)
+                    shutil.rmtree(path, ignore_errors=True)
                 continue
             partition = known.pop(name, None)
             try:
@@ -240,7 +414,7 @@ class Cluster:
                 log.error("%s", e)
                 on_disk = None
             if partition is None:
-                self._set_aside(path, "no topic in the metadata log owns it")
+                self._unowned(path, on_disk)
                 continue
             if on_disk is not None and on_disk != partition.topic.topic_id:
                 log.error("%s holds topic id %s, but the metadata log gives %s %s: INCONSISTENT_TOPIC_ID, "
@@ -254,13 +428,36 @@ class Cluster:
         for partition in known.values():  # created in the metadata log, directory not made yet
             self._create_log(partition)
 
+    def _unowned(self, path, topic_id):
+        """A directory no topic of the metadata log owns (topic_id: its partition.metadata's, or None)."""
+        if topic_id is not None and topic_id in self.removed_ids:
+            # The topic's deletion was recorded, and the broker stopped before the directory was renamed.
+            gone = f"{path}.{_uuid.uuid4().hex}-delete"
+            log.info("%s: its topic (id %s) was deleted; renamed to %s, to be deleted", path, topic_id,
+                     os.path.basename(gone))
+            os.rename(path, gone)
+            self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, gone))
+        elif looks_like_partition(os.path.basename(path)) and holds_no_records(path):
+            # A topic's creation makes its directories before it is recorded: the broker stopped in between, and
+            # the creation was never answered.
+            log.info("%s: no topic in the metadata log owns it, and it holds no records (a creation that did "
+                     "not finish); removed", path)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            size = records_size(path)
+            if size:
+                log.error("%s: %d bytes of records (topic id %s) that no topic in the metadata log owns; they are "
+                          "not served, and kept", path, size, topic_id)
+            self._set_aside(path, "no topic in the metadata log owns it")
+
     def _set_aside(self, path, why):
         stray = f"{path}.{_uuid.uuid4().hex}-stray"
         log.warning("%s: %s; moved aside to %s (not served, not deleted)", path, why, os.path.basename(stray))
         os.rename(path, stray)
 
     def _new_log(self, path, config, recover=False):
-        return PartitionLog(path, segment_bytes=int(config["segment.bytes"]),
+        from ..config import segment_size  # internal.segment.bytes when the topic sets it
+        return PartitionLog(path, segment_bytes=segment_size(config),
                             index_interval=int(config["index.interval.bytes"]), recover=recover,
                             segment_ms=int(config["segment.ms"]), files=self.files)
 
@@ -286,11 +483,16 @@ class Cluster:
             for index in indexes:
                 path = os.path.join(self.log_dir, partition_dir_name(name, index))
                 if os.path.lexists(path):
-                    self._set_aside(path, "left over under the name of a new partition")
+                    if os.path.isdir(path) and holds_no_records(path):
+                        shutil.rmtree(path)
+                    else:
+                        self._set_aside(path, "left over under the name of a new partition")
                 os.mkdir(path)
                 made[index] = None
                 write_partition_metadata(path, topic_id)
                 made[index] = self._new_log(path, config)
+            if made:
+                sync_directory(self.log_dir)  # the directories last as long as the record that names them
         except BaseException:
             self._unmake(name, made)
             raise
@@ -322,13 +524,25 @@ class Cluster:
         for record in records:
             builder.append(None, encode_record(record), timestamp=now)
         data = builder.build()
-        from .log import parse_batches
-        self.metadata.append(data, parse_batches(data))
+        # On stable storage before it takes effect, so before it is answered (Kafka's controller, too, answers
+        # only records its log has flushed).
+        self.metadata.append(data, parse_batches(data), sync=True)
         for record in records:
             self._apply(record)
 
+    def creation_refused(self, name):
+        """(error, message) for a topic that may not be created under name (beyond topic_name_error's rules),
+        as Kafka's controller refuses it, or None: the names of the broker's own logs, a topic that exists, and
+        a name that collides with a topic's once '.' and '_' are alike."""
+        return creation_refused(name, self.topics, lambda key: self.collision_names.get(key, ()))
+
     def create_topic(self, name, partitions, configs=None):
-        """The new Topic; raises OSError (or LogError) when it cannot be made, leaving nothing of it behind."""
+        """The new Topic; raises OSError (or LogError) when it cannot be made, leaving nothing of it behind, and
+        TopicNameRefused (a LogError) for a name of the broker's own logs or of a topic that exists. Names that
+        collide once '.' and '_' are alike are the caller's to refuse (creation_refused): Kafka checks the topics
+        of one request against those before it, so two of one request may collide."""
+        if name in RESERVED_TOPICS or name in self.topics:
+            raise TopicNameRefused(creation_refused(name, self.topics, lambda key: ())[1])
         topic_id = Uuid.random()
         while topic_id in self.by_id:
             topic_id = Uuid.random()
@@ -426,13 +640,14 @@ class Cluster:
 
     def set_configs(self, resource_type, resource_name, changes):
         """changes: {name: value or None (back to the default)}; open logs take the new segment settings."""
+        from ..config import segment_size
         self._commit([ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=k, value=v)
                       for k, v in changes.items()])
         for topic in self.topics.values():
             config = self.topic_config(topic)
             for partition in topic.partitions:
                 if partition.log is not None:
-                    partition.log.segment_bytes = int(config["segment.bytes"])
+                    partition.log.segment_bytes = segment_size(config)
                     partition.log.segment_ms = int(config["segment.ms"])
                     partition.log.index_interval = int(config["index.interval.bytes"])
 
@@ -478,6 +693,6 @@ class Cluster:
             for partition in topic.partitions:
                 if partition.log is not None:
                     partition.log.close()
-        self.metadata.close()
         with open(self._clean_marker, "w"):
             pass
+        self.metadata.close()  # the last: the directory's lock goes with it

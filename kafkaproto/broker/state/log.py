@@ -6,11 +6,18 @@ segment, ``<base offset, 20 digits>.log`` with the batches as they arrived
 to the segment, byte position) every ``index_interval`` bytes.
 
 Appends are written straight to the file before they are acknowledged, so a
-killed process loses nothing that was acknowledged; a write that fails is cut
-off again, so the file only ever holds whole batches. After an unclean stop the
-last segment is read back batch by batch and cut at the first batch whose
-length or CRC is wrong (a torn write). On every start the indexes are rebuilt
-from the batch headers (the files are written for tools that read them).
+killed process loses nothing that was acknowledged. A write the file system
+refuses (a full disk, a quota, an I/O error) is cut off again and raised as
+StorageError, for Produce to answer KAFKA_STORAGE_ERROR as Kafka does: the
+file only ever holds whole batches, and the log goes on once there is room.
+An append can also be made durable (fsync) before it returns; the metadata log's
+are, so that nothing answered is lost with the machine.
+
+After an unclean stop the last segment is read back batch by batch and cut at
+the first batch whose length or CRC is wrong (a torn write), keeping every
+whole batch before it; a last segment that does not end on a whole batch is
+cut the same way after any stop. On every start the indexes are rebuilt from
+the batch headers (the files are written for tools that read them).
 
 Segment files are opened when first read or written and stay open in a
 broker-wide set of bounded size (OpenFiles), the least recently used closed
@@ -49,6 +56,11 @@ TRANSACTIONAL, CONTROL = 0x10, 0x20  # batch attribute bits
 
 class LogError(Exception):
     """A log cannot be opened or appended to (names the file)."""
+
+
+class StorageError(LogError):
+    """The file system refused a log write (ENOSPC, EDQUOT, EIO...; the OSError is the cause). Nothing of the
+    append is kept: the log is as it was, and may be appended to again. Kafka answers KAFKA_STORAGE_ERROR."""
 
 
 class Batch:
@@ -99,13 +111,14 @@ class OpenFiles:
         self.limit = max(1, limit if limit is not None and limit > 0 else default_open_files())
         self._open = OrderedDict()  # Segment -> None, least recently used first
         self.used = self._open.move_to_end  # a segment was just used
+        self.held = 0  # descriptors of other files held open for good, within the limit (the directory's lock)
 
     def __len__(self):
         return len(self._open)
 
     def open(self, segment, flags=os.O_RDWR):
         """Open segment's file and keep it among the open ones; its descriptor."""
-        while len(self._open) >= self.limit and self._close_oldest():
+        while len(self._open) + self.held >= self.limit and self._close_oldest():
             pass
         while True:
             try:
@@ -138,6 +151,19 @@ class OpenFiles:
         for segment in list(self._open):
             segment.regions = 0
             segment.close()
+
+
+def _reason(e):
+    return f"{e.strerror} ({errno.errorcode.get(e.errno, e.errno)})" if e.errno else str(e)
+
+
+def sync_directory(directory):
+    """Make a directory's entries (new files, renames) durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class Segment:
@@ -206,19 +232,37 @@ class Segment:
             self.close()
 
     def write(self, data, position):
-        """Write data at position, all of it or nothing: a failed write is cut off again."""
-        fd = self.fd
+        """Write data at position, all of it or nothing: a failed write is cut off again, and a refusal of the
+        file system raised as StorageError."""
         try:
-            written = os.pwrite(fd, data, position)
-            if written != len(data):
-                raise LogError(f"{self.path}: wrote {written} of {len(data)} bytes")
+            fd = self.fd
+        except OSError as e:
+            raise StorageError(f"{self.path}: cannot be opened for writing: {_reason(e)}") from e
+        view = memoryview(data).cast("B")
+        done = 0
+        try:
+            while done < len(view):
+                # A regular file takes fewer bytes than given only when it runs out of room; the rest is tried
+                # again, so the file system says why.
+                written = os.pwrite(fd, view[done:] if done else view, position + done)
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += written
+        except OSError as e:
+            self.cut(position)
+            raise StorageError(f"{self.path}: {len(data)} bytes not written at position {position}: "
+                               f"{_reason(e)}") from e
         except BaseException:
-            try:
-                os.ftruncate(fd, position)
-            except OSError as e:
-                log.error("%s: a failed write could not be cut off (%s); the log is recovered on the next start",
-                          self.path, e)
+            self.cut(position)
             raise
+
+    def cut(self, position):
+        """Cut what a failed write left after position."""
+        try:
+            os.ftruncate(self.fd, position)
+        except OSError as e:
+            log.error("%s: a failed write could not be cut off (%s); the log is recovered on the next start",
+                      self.path, e)
 
     def truncate(self, size):
         os.ftruncate(self.fd, size)
@@ -226,6 +270,7 @@ class Segment:
 
     def sync(self):
         os.fsync(self.fd)
+
 
     def batches(self, position=0, stop=None):
         """The batch headers from position on, read from the file in large chunks."""
@@ -293,33 +338,58 @@ class PartitionLog:
         self.appended = None  # called after each append (the server wakes waiting fetches)
 
     def _load(self, segment, recover):
-        """Index the segment and find its end offset; on recovery, first cut a torn or corrupt tail."""
+        """Index the segment and find its end offset; on recovery, first cut a torn or corrupt tail. The last
+        segment is recovered after any stop when it does not end on a whole batch (a write that failed and
+        could not be cut off, say); an earlier one that does not is an error."""
         if recover:
-            good = self._valid_prefix(segment)
-            if good < segment.size:
-                log.warning("%s: %d bytes after position %d are not whole, valid batches; truncated",
-                            segment.path, segment.size - good, good)
-                segment.truncate(good)
-        last = None
+            self._cut_torn_tail(segment)
+        end = self._index(segment)
+        if end < segment.size:
+            if segment is not self.segments[-1]:
+                raise LogError(f"{segment.path}: {segment.size - end} bytes after the last whole batch, in a "
+                               "segment that is not the last")
+            self._cut_torn_tail(segment)  # which may cut before end (a batch whose CRC is wrong)
+            self._index(segment)
+
+    @staticmethod
+    def _index(segment):
+        """Index the segment's batches from its start; where the last whole one ends."""
+        segment.index_offsets, segment.index_positions, segment.since_index = [], [], 0
+        segment.bases, segment.lasts, segment.ends = array("q"), array("q"), array("q")
+        segment.next_offset, segment.max_timestamp = segment.base_offset, -1
+        end = 0
         for batch in segment.batches():
             segment.note(batch)
             segment.seen(batch)
-            last = batch
-        if last is not None and last.position + last.size < segment.size:
-            raise LogError(f"{segment.path}: {segment.size - last.position - last.size} bytes after the last "
-                           "whole batch (an unclean stop leaves these; the log is recovered on the next start)")
+            end = batch.position + batch.size
+        return end
 
-    def _valid_prefix(self, segment):
+    def _cut_torn_tail(self, segment):
+        good = self._valid_prefix(segment)
+        if good < segment.size:
+            log.warning("%s: %d bytes after position %d are not whole, valid batches; truncated",
+                        segment.path, segment.size - good, good)
+            segment.truncate(good)
+
+    @staticmethod
+    def _valid_prefix(segment, chunk_bytes=4 << 20):
+        """The length of the segment's longest prefix of whole batches whose lengths and CRCs hold."""
         position = 0
-        while position < segment.size:
-            head = segment.read(position, HEADER_SIZE)
-            if len(head) < HEADER_SIZE:
-                break
-            size = struct.unpack_from(">i", head, 8)[0] + OVERHEAD
+        chunk, chunk_at = b"", 0
+        while position + HEADER_SIZE <= segment.size:
+            if position + HEADER_SIZE > chunk_at + len(chunk):
+                chunk, chunk_at = segment.read(position, chunk_bytes), position
+                if len(chunk) < HEADER_SIZE:
+                    break
+            size = struct.unpack_from(">i", chunk, position - chunk_at + 8)[0] + OVERHEAD
             if size < HEADER_SIZE or position + size > segment.size:
                 break
+            if position + size > chunk_at + len(chunk):
+                chunk, chunk_at = segment.read(position, max(chunk_bytes, size)), position
+                if len(chunk) < size:
+                    break
             try:
-                for _ in iter_batches(segment.read(position, size)):
+                for _ in iter_batches(memoryview(chunk)[position - chunk_at:position - chunk_at + size]):
                     pass
             except RecordsError:
                 break
@@ -334,10 +404,12 @@ class PartitionLog:
     def size_bytes(self):
         return sum(s.size for s in self.segments)
 
-    def append(self, data, batches, leader_epoch=0):
+    def append(self, data, batches, leader_epoch=0, sync=False):
         """Write produced batches (as parse_batches read them), giving them offsets and the leader epoch
         (neither is under the CRC, as in Kafka); the first offset. Writable data (a request the server
-        received into a bytearray of its own) is given them in place, as Kafka does."""
+        received into a bytearray of its own) is given them in place, as Kafka does. sync: the batches are
+        on stable storage (fsync) before this returns. Raises StorageError when the file system refuses the
+        write (or the sync), with nothing of the append kept."""
         if not (type(data) is memoryview and not data.readonly or type(data) is bytearray):
             data = bytearray(data)
         first = offset = self.log_end_offset
@@ -350,9 +422,20 @@ class PartitionLog:
         segment = self.segments[-1]
         if segment.size and (segment.size + len(data) > self.segment_bytes
                              or time.time() - segment.opened >= self.segment_ms / 1000):
-            segment = self.roll()
+            try:
+                segment = self.roll(sync)
+            except OSError as e:
+                raise StorageError(f"{self.directory}: a new segment cannot be made: {_reason(e)}") from e
         start = segment.size
         segment.write(data, start)
+        if sync:
+            try:
+                segment.sync()
+            except OSError as e:
+                # What the file holds after a failed fsync is not known: the append is taken back.
+                segment.cut(start)
+                raise StorageError(f"{segment.path}: {len(data)} bytes written at position {start} cannot be "
+                                   f"synced: {_reason(e)}") from e
         segment.size += len(data)
         for batch in batches:
             batch.position += start
@@ -362,12 +445,15 @@ class PartitionLog:
             self.appended()
         return first
 
-    def roll(self):
+    def roll(self, sync=False):
+        """Start a new segment at the log end offset (sync: its directory entry made durable too)."""
         old = self.segments[-1]
         old.write_index()
         segment = Segment(self.directory, self.log_end_offset, self.index_interval, self.files)
         segment.next_offset = segment.base_offset
         self.segments.append(segment)
+        if sync:
+            sync_directory(self.directory)
         return segment
 
     def _segment_for(self, offset):

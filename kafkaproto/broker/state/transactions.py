@@ -16,12 +16,14 @@ read_committed fetches must be told about.
 """
 
 import json
+import logging
 import os
 import time
 
 from ...records import RecordBatchBuilder, iter_batches
 from .log import PartitionLog, parse_batches
 
+log = logging.getLogger("kafkaproto.broker")
 EMPTY, ONGOING = "Empty", "Ongoing"
 MAX_EPOCH = 32766  # the last epoch a producer id is used with; then it gets a new id
 PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
@@ -112,15 +114,21 @@ class Transactions:
 
     def __init__(self, log_dir, files=None):
         self.by_id = {}
-        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files)
+        # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
+        # says: this log is small beside the partitions, and read whole here anyway.
+        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
-                    tid = record.key.decode()
-                    if record.value is None:
-                        self.by_id.pop(tid, None)
-                    else:
-                        self.by_id[tid] = Transaction.from_json(tid, json.loads(record.value))
+                    try:
+                        tid = record.key.decode()
+                        if record.value is None:
+                            self.by_id.pop(tid, None)
+                        else:
+                            self.by_id[tid] = Transaction.from_json(tid, json.loads(record.value))
+                    except (AttributeError, TypeError, ValueError, KeyError) as e:  # not written by this broker
+                        log.error("%s: the record at offset %d is not a transaction's state (%s); skipped",
+                                  self.log.directory, record.offset, e)
 
     def save(self, txn):
         builder = RecordBatchBuilder()

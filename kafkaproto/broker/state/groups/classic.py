@@ -15,6 +15,13 @@ call is given (monotonic seconds): ``tick(now)`` fires what fell due
 (session timeouts, rebalance timeouts, the initial rebalance delay, members
 that never sent SyncGroup), in order. Nothing here does I/O.
 
+What Kafka writes of a group to its offsets log, this group keeps in ``kept`` (a
+KeptGeneration): the generation, protocol, leader and members with their
+assignments, as of the moment a generation became stable (or the group
+emptied, or a static member took its old self's place in a stable group).
+stored.py writes it and builds the group again from it at start-up
+(``loaded``); in between, a rebalance under way is not kept, as in Kafka.
+
 Where Kafka leaves a choice to its hash maps' order (which member leads when
 the leader is gone, the order members are listed in), this group takes the
 longest-standing member; a tie between protocols is broken as Java's HashMap
@@ -61,6 +68,28 @@ class Waiter:
     def complete(self, result):
         if self.result is None:
             self.result = result
+
+
+class KeptMember(NamedTuple):
+    """A member as a stable generation keeps it (Kafka's GroupMetadataValue member)."""
+    member_id: str
+    instance_id: str  # None for a dynamic member
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple  # ((name, metadata)) in the member's order of preference
+    assignment: bytes
+
+
+class KeptGeneration(NamedTuple):
+    """What a group keeps across a restart: its last stable (or empty) generation."""
+    generation: int
+    protocol_type: str
+    protocol_name: str
+    leader: str
+    members: tuple  # (KeptMember), oldest first
 
 
 class JoinRequest(NamedTuple):
@@ -125,6 +154,7 @@ class ClassicGroup:
         self.pending_sync = set()  # members of this generation that have not sent SyncGroup yet
         self.new_member_added = False  # during the initial rebalance: extend the delay
         self.timers = {}  # name -> (deadline, action(now)); see tick
+        self.kept = None  # the KeptGeneration written to the log (stored.py); None: nothing to keep yet
 
     # ---- time ----------------------------------------------------------------------------------------------
 
@@ -240,6 +270,15 @@ class ClassicGroup:
 
     def _transition(self, state):
         self.previous_state, self.state = self.state, state
+        if state in (STABLE, EMPTY):
+            self._keep()
+
+    def _keep(self):
+        """What Kafka writes when a generation is stable or the group empties: this generation, as it stands."""
+        self.kept = KeptGeneration(self.generation, self.protocol_type, self.protocol_name, self.leader, tuple(
+            KeptMember(m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+                       m.rebalance_timeout_ms, m.protocol_type, tuple(m.protocols), m.assignment)
+            for m in self.members.values()))
 
     # ---- JoinGroup ----------------------------------------------------------------------------------------
 
@@ -330,8 +369,10 @@ class ClassicGroup:
         if self.state == STABLE:
             if self.protocol_name == self.select_protocol():
                 # Nothing the assignment depends on changed: the group stays stable and the member keeps its
-                # assignment. From v9 a leader is told to skip assigning; before, the old leader id stands.
+                # assignment (kept under its new id, as Kafka writes it). From v9 a leader is told to skip
+                # assigning; before, the old leader id stands.
                 member.join_waiter = None
+                self._keep()
                 if request.can_skip_assignment:
                     leads = self.leader == new_id
                     result = self._current_join(member)._replace(skip_assignment=leads)
@@ -570,6 +611,31 @@ class ClassicGroup:
 
     def deletable(self):
         return errors.NONE if self.state == EMPTY else errors.NON_EMPTY_GROUP
+
+    # ---- across a restart ----------------------------------------------------------------------------------
+
+    @classmethod
+    def loaded(cls, group_id, config, kept, now):
+        """The group as it was kept (a KeptGeneration): Stable with its members, or Empty. As Kafka does with a
+        group it loads, every member's session starts now, and a group over group.max.size rebalances."""
+        group = cls(group_id, config)
+        group.generation, group.protocol_type = kept.generation, kept.protocol_type
+        group.protocol_name, group.leader = kept.protocol_name, kept.leader
+        for m in kept.members:
+            member = Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+                            m.rebalance_timeout_ms, m.protocol_type, list(m.protocols), m.assignment)
+            group.members[member.member_id] = member
+            if member.instance_id is not None:
+                group.static[member.instance_id] = member.member_id
+            group._reschedule_heartbeat(member, now)
+        if group.leader not in group.members:
+            group.leader = next(iter(group.members), None)
+        if group.members:
+            group._transition(STABLE)
+        group.kept = kept
+        if len(group.members) > config["group.max.size"]:
+            group._prepare_rebalance(now)
+        return group
 
     # ---- the other kind of group (KIP-848) ----------------------------------------------------------------
 

@@ -20,9 +20,13 @@ The rules are Apache Kafka 4.3's group coordinator's:
   after the heartbeat that brought them (as Kafka does in the background),
   and again when topics come or go (at most every 10 s).
 
-Group membership is kept in memory: after a restart the members join again.
+What a group keeps (its epochs, members, targets and assignments) is written
+to the offsets log whenever it changes and loaded at start-up (stored.py), so
+members carry on across a restart at their epochs.
 """
 
+import hashlib
+import json
 from typing import NamedTuple
 
 import re2
@@ -115,6 +119,7 @@ class ConsumerGroup:
         self.regexes = {}  # regex -> frozenset of topic names it resolved to
         self.regex_refreshed_ms = None
         self.regex_topics_seen = None  # the topic names the last resolution saw
+        self.hash_memo = None  # (what the metadata hash was computed from, the hash): see _metadata_hash
 
     # What the Groups container asks of every kind of group: this kind's timers are ConsumerCoordinator.expire's.
     pending_join = frozenset()
@@ -239,6 +244,42 @@ def validate_heartbeat(request, version, assignors):
                                                       f"Supported assignors: {', '.join(assignors)}.")
 
 
+# Kafka bounds a member's subscription only through the log its coordinator writes: the member's subscribed topic
+# names and regex go in one record (ConsumerGroupMemberMetadata) of a batch to __consumer_offsets, which must fit
+# in that topic's max.message.bytes (the broker's message.max.bytes). When it does not, the write fails, nothing
+# changes, and the heartbeat is answered UNKNOWN_SERVER_ERROR without a message (GroupCoordinatorService's
+# answer to MESSAGE_TOO_LARGE and RECORD_LIST_TOO_LARGE). The size is estimated here as Kafka encodes that record
+# (compact strings with varint lengths), with a batch's header and a record's framing.
+BATCH_AND_RECORD_OVERHEAD = 61 + 21
+GENERATED_MEMBER_ID_LENGTH = 22  # a v0 heartbeat's member id is made by the coordinator: a Uuid's base64
+
+
+def _varint_size(n):
+    size = 1
+    while n >= 0x80:
+        n >>= 7
+        size += 1
+    return size
+
+
+def _compact_string_size(text):
+    n = 0 if text is None else len(text.encode())
+    return n + _varint_size(n + 1)
+
+
+def subscription_record_size(request, version, client_id, client_host):
+    """The bytes of the batch Kafka would write for this heartbeat's member subscription (key and value of its
+    ConsumerGroupMemberMetadata record, and the batch's overhead)."""
+    regex = request.subscribed_topic_regex if version >= 1 else None
+    names = request.subscribed_topic_names or ()
+    member_id = request.member_id or "x" * GENERATED_MEMBER_ID_LENGTH
+    key = 2 + _compact_string_size(request.group_id) + _compact_string_size(member_id) + 1
+    value = (2 + sum(_compact_string_size(text) for text in (request.instance_id, request.rack_id, client_id,
+                                                               client_host, regex, request.server_assignor))
+             + _varint_size(len(names) + 1) + sum(_compact_string_size(name) for name in names) + 4 + 1 + 1)
+    return BATCH_AND_RECORD_OVERHEAD + key + value
+
+
 # --- the coordinator ----------------------------------------------------------------------------------------------
 
 class Heartbeat:
@@ -290,6 +331,24 @@ class ConsumerCoordinator:
         return None if topic is None else len(topic.partitions)
 
     def _metadata_hash(self, group, members):
+        """The hash of the subscribed topics' metadata, computed again only when a subscription, a regex's
+        resolution or the cluster's metadata changed: another member's heartbeat costs nothing however many
+        topics a member subscribes to (the memo's key holds each member's subscription by reference, so
+        comparing it compares them by identity)."""
+        metadata = getattr(self.cluster, "metadata", None)
+        key = None
+        if metadata is not None:
+            key = (metadata.log_end_offset, tuple((m.subscribed_names, m.regex) for m in members),
+                   tuple(group.regexes.items()))
+            memo = getattr(group, "hash_memo", None)
+            if memo is not None and memo[0] == key:
+                return memo[1]
+        value = self._compute_metadata_hash(group, members)
+        if key is not None:
+            group.hash_memo = (key, value)
+        return value
+
+    def _compute_metadata_hash(self, group, members):
         names = set()
         for member in members:
             names |= group.topics_of(member)
@@ -297,8 +356,13 @@ class ConsumerCoordinator:
         for name in sorted(names):
             topic = self.cluster.topics.get(name)
             if topic is not None:
-                described.append((name, topic.topic_id, len(topic.partitions)))
-        return hash(tuple(described)) if described else 0
+                described.append((name, str(topic.topic_id), len(topic.partitions)))
+        if not described:
+            return 0
+        # The same in every process (Python's hash() of strings is not), since the hash is kept across restarts:
+        # a group loaded again must not see its topics as changed.
+        digest = hashlib.blake2b(json.dumps(described).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big", signed=True)
 
     # heartbeats ---------------------------------------------------------------------------------------------------
 
@@ -306,6 +370,10 @@ class ConsumerCoordinator:
         validate_heartbeat(request, version, self.assignors)
         if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self.leave(request, now)
+        if request.subscribed_topic_names is not None or (version >= 1 and request.subscribed_topic_regex):
+            if subscription_record_size(request, version, client_id, client_host) > \
+                    self.config["message.max.bytes"]:
+                raise GroupError(errors.UNKNOWN_SERVER_ERROR)  # nothing is changed, as Kafka's failed write
         group = self._group_to_join(request.group_id, request.member_epoch == 0, now)
         limit = self.config["group.consumer.max.size"]
         if len(group.members) >= limit and (not request.member_id or request.member_id not in group.members):
@@ -328,7 +396,9 @@ class ConsumerCoordinator:
         if request.server_assignor is not None:
             updated.assignor = request.server_assignor
         if request.subscribed_topic_names is not None:
-            updated.subscribed_names = tuple(dict.fromkeys(request.subscribed_topic_names))  # a set, as asked
+            names = tuple(dict.fromkeys(request.subscribed_topic_names))  # a set, as asked
+            if names != member.subscribed_names:  # the same ones keep their tuple (see _metadata_hash)
+                updated.subscribed_names = names
         regex = request.subscribed_topic_regex if version >= 1 else None
         if regex is not None:
             updated.regex = regex
@@ -353,6 +423,8 @@ class ConsumerCoordinator:
         if subscription_changed or not updated.reconciled_to(group.assignment_epoch):
             updated = self._reconcile(group, updated, group.assignment_epoch, target, subscription_changed, owned)
         group.put(updated)
+        if previous.regex and previous.regex != updated.regex and not group.regex_members(previous.regex):
+            group.regexes.pop(previous.regex, None)  # no member uses it any more: its resolution goes too
         self._arm_timers(previous, updated, now)
         for pattern in to_resolve:
             self._resolve(group, pattern, now)
@@ -377,8 +449,8 @@ class ConsumerCoordinator:
             group = self.groups[group_id] = self._upgrade(group, now)
             return group
         if group.kind == "classic" and not group.members and not group.pending_join:
-            # An empty classic group converts freely. One that was a consumer group before this broker restarted
-            # (membership is not kept) answers its members as if their sessions had ended.
+            # An empty classic group converts freely. A member that names an epoch to it is not one of its
+            # members: it is answered as if its session had ended.
             group = self.groups[group_id] = ConsumerGroup(group_id)
             if create:
                 return group
@@ -635,8 +707,16 @@ class ConsumerCoordinator:
                 and m.member_epoch == m.revocation_epoch)]
             if late:
                 self.fence(group, late, now)
+                self._save(group.group_id)
                 changed = True
         return changed
+
+    def _save(self, group_id):
+        """Write what changed of the group to the log (the broker's table of groups does; a plain dict, as
+        tests give, keeps nothing)."""
+        save = getattr(self.groups, "save", None)
+        if save is not None:
+            save(group_id)
 
     # classic members, and groups moving between the protocols -----------------------------------------------------
 

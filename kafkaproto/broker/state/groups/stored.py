@@ -1,0 +1,217 @@
+"""What a group keeps across a restart: its metadata, as records in the offsets log beside its committed offsets,
+and the groups rebuilt from those records at start-up.
+
+Kafka's group coordinator keeps the same things in ``__consumer_offsets``, one record kind each, and loads them
+again when it starts, so that members whose clients go on heartbeating carry on without a rebalance. The kinds:
+
+- ``GroupMetadata`` (a classic group): protocol type, generation, protocol, leader, and each member with its id,
+  static instance id, client id and host, session and rebalance timeouts, protocols and assignment. As in Kafka it
+  is written when a generation becomes stable (the leader's SyncGroup), when a static member takes its old self's
+  place in a stable group, and when the group empties; a crash during a rebalance brings back the last stable
+  generation, whose members then join again as they would have.
+- ``ConsumerGroupMetadata`` (a KIP-848 group): the group epoch and the hash of its subscribed topics' metadata
+  (and the order of its members).
+- ``ConsumerGroupMemberMetadata``, per member: instance and rack ids, client id and host, subscribed names and
+  regular expression, server assignor, rebalance timeout, and for a member of the classic protocol its session
+  timeout, protocols and subscription version.
+- ``ConsumerGroupTargetAssignmentMetadata``: the assignment epoch; ``ConsumerGroupTargetAssignmentMember``, per
+  member: its target partitions.
+- ``ConsumerGroupCurrentMemberAssignment``, per member: member and previous epochs, reconciliation state, the
+  partitions it holds (each with the epoch it was given at) and those it must give up.
+- ``ConsumerGroupRegularExpression``, per regular expression: the topics it resolved to.
+
+Keys and values are JSON, as the offsets' are: a key is an object ``{"record": kind, "group": id}`` (with
+``"member"`` or ``"regex"`` for the per-member and per-expression kinds), so it never reads as an offset's key (a
+list); a value holds the record's fields, and a null value (a tombstone) removes the record. A group's records are
+compared with what is stored and only the difference is written, in one batch: a heartbeat that changes nothing
+writes nothing, so the log grows with membership changes, not with time. A group deleted or forgotten leaves
+tombstones for every record it had.
+
+At start-up every member's session (and a KIP-848 member's revocation deadline) starts afresh, as Kafka
+reschedules loaded members; what waits on a request (a parked JoinGroup, say) is not kept.
+"""
+
+import base64
+
+from ....uuid import Uuid
+from .classic import ClassicGroup, KeptGeneration, KeptMember
+from .consumer import UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
+
+CLASSIC = "GroupMetadata"
+GROUP_EPOCH = "ConsumerGroupMetadata"
+MEMBER = "ConsumerGroupMemberMetadata"
+TARGET_EPOCH = "ConsumerGroupTargetAssignmentMetadata"
+TARGET = "ConsumerGroupTargetAssignmentMember"
+CURRENT = "ConsumerGroupCurrentMemberAssignment"
+REGEX = "ConsumerGroupRegularExpression"
+_BY_MEMBER = (MEMBER, TARGET, CURRENT)
+
+
+# ---- keys -----------------------------------------------------------------------------------------------------
+
+def json_key(group_id, key):
+    """The log's key of one of a group's records; key is (kind, member id or regex or None)."""
+    kind, sub = key
+    out = {"record": kind, "group": group_id}
+    if kind in _BY_MEMBER:
+        out["member"] = sub
+    elif kind == REGEX:
+        out["regex"] = sub
+    return out
+
+
+def split_key(value):
+    """(group id, (kind, member id or regex or None)) of a key read from the log; ValueError if it is not one."""
+    try:
+        return value["group"], (value["record"], value.get("member", value.get("regex")))
+    except (KeyError, TypeError):
+        raise ValueError(f"not a group metadata key: {value!r}") from None
+
+
+# ---- what a group keeps -----------------------------------------------------------------------------------------
+
+def _b64(data):
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _bytes(text):
+    return base64.b64decode(text)
+
+
+def _protocols(protocols):
+    return [[name, _b64(metadata)] for name, metadata in protocols]
+
+
+def _classic_value(kept):
+    return {"protocol_type": kept.protocol_type, "generation": kept.generation, "protocol": kept.protocol_name,
+            "leader": kept.leader, "members": [
+                {"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+                 "client_host": m.client_host, "session_timeout_ms": m.session_timeout_ms,
+                 "rebalance_timeout_ms": m.rebalance_timeout_ms, "protocol_type": m.protocol_type,
+                 "protocols": _protocols(m.protocols), "assignment": _b64(m.assignment)}
+                for m in kept.members]}
+
+
+# Topics (and a member's partitions) stay in the order the broker holds them: where Kafka iterates a Java HashMap,
+# that order decides ties (assignors.java_order), so the group loaded again must hold them in the same order.
+
+def _partitions(by_topic):
+    """{topic id: set of partitions} as [[topic id, [partitions]]]."""
+    return [[str(t), sorted(parts)] for t, parts in by_topic.items()]
+
+
+def _epochs(by_topic):
+    """{topic id: {partition: epoch}} as [[topic id, [[partition, epoch]]]]."""
+    return [[str(t), [[p, e] for p, e in parts.items()]] for t, parts in by_topic.items()]
+
+
+def _consumer_records(group):
+    # The members' order is kept too (Kafka's records have no such field): where a Java HashMap's order would
+    # leave a tie to insertion order, this broker breaks it by the order members joined in.
+    records = {(GROUP_EPOCH, None): {"epoch": group.group_epoch, "metadata_hash": group.metadata_hash,
+                                     "member_order": list(group.members)}}
+    for regex, topics in group.regexes.items():
+        records[(REGEX, regex)] = {"topics": sorted(topics)}
+    for member in group.members.values():
+        classic = None
+        if member.classic is not None:
+            session_ms, protocols, version = member.classic
+            classic = {"session_timeout_ms": session_ms, "supported_protocols": _protocols(protocols),
+                       "subscription_version": version}
+        records[(MEMBER, member.member_id)] = {
+            "instance_id": member.instance_id, "rack_id": member.rack_id, "client_id": member.client_id,
+            "client_host": member.client_host, "subscribed_topic_names": list(member.subscribed_names),
+            "subscribed_topic_regex": member.regex, "server_assignor": member.assignor,
+            "rebalance_timeout_ms": member.rebalance_timeout_ms, "classic_member_metadata": classic}
+    records[(TARGET_EPOCH, None)] = {"assignment_epoch": group.assignment_epoch}
+    for member_id, target in group.target.items():
+        records[(TARGET, member_id)] = {"topic_partitions": _partitions(target)}
+    for member in group.members.values():
+        records[(CURRENT, member.member_id)] = {
+            "member_epoch": member.member_epoch, "previous_member_epoch": member.previous_epoch,
+            "state": member.state, "assigned_partitions": _epochs(member.assigned),
+            "partitions_pending_revocation": _epochs(member.pending)}
+    return records
+
+
+def records_of(group):
+    """{(kind, member id or regex or None): value}: what the group keeps now (nothing for None, a group gone)."""
+    if group is None:
+        return {}
+    if group.kind == "consumer":
+        return _consumer_records(group)
+    return {} if group.kept is None else {(CLASSIC, None): _classic_value(group.kept)}
+
+
+def changes(group_id, stored, group):
+    """The records to write so that the log holds what group keeps, given what it holds (stored): [(log key,
+    value or None for a tombstone)], empty when nothing changed."""
+    now = records_of(group)
+    out = [(json_key(group_id, key), None) for key in stored if key not in now]
+    out += [(json_key(group_id, key), value) for key, value in now.items() if stored.get(key) != value]
+    return out
+
+
+# ---- groups again, from their records ---------------------------------------------------------------------------
+
+def load(group_id, records, config, now):
+    """The group the records describe, or None; now: the monotonic second its members' sessions start from."""
+    if (GROUP_EPOCH, None) in records:
+        return _load_consumer(group_id, records, config, now * 1000)
+    value = records.get((CLASSIC, None))
+    if value is None:
+        return None
+    kept = KeptGeneration(value["generation"], value["protocol_type"], value["protocol"], value["leader"], tuple(
+        KeptMember(m["member_id"], m["instance_id"], m["client_id"], m["client_host"], m["session_timeout_ms"],
+                   m["rebalance_timeout_ms"], m["protocol_type"],
+                   tuple((name, _bytes(data)) for name, data in m["protocols"]), _bytes(m["assignment"]))
+        for m in value["members"]))
+    return ClassicGroup.loaded(group_id, config, kept, now)
+
+
+def _topic_sets(items):
+    return {Uuid.from_string(t): set(parts) for t, parts in items}
+
+
+def _topic_epochs(items):
+    return {Uuid.from_string(t): {p: e for p, e in parts} for t, parts in items}
+
+
+def _load_consumer(group_id, records, config, now_ms):
+    group = ConsumerGroup(group_id)
+    meta = records[(GROUP_EPOCH, None)]
+    group.group_epoch, group.metadata_hash = meta["epoch"], meta["metadata_hash"]
+    group.assignment_epoch = records.get((TARGET_EPOCH, None), {}).get("assignment_epoch", group.assignment_epoch)
+    group.assignment_time_ms = 0  # the next assignment may be made at once, as in a new coordinator
+    for (kind, sub), value in records.items():
+        if kind == REGEX:
+            group.regexes[sub] = frozenset(value["topics"])  # resolved again at the next heartbeat that asks
+        elif kind == TARGET:
+            group.target[sub] = _topic_sets(value["topic_partitions"])
+    order = {member_id: i for i, member_id in enumerate(meta.get("member_order", ()))}
+    listed = [(member_id, value) for (kind, member_id), value in records.items() if kind == MEMBER]
+    for member_id, value in sorted(listed, key=lambda item: order.get(item[0], len(order))):
+        member = ConsumerMember(member_id)
+        member.instance_id, member.rack_id = value["instance_id"], value["rack_id"]
+        member.client_id, member.client_host = value["client_id"], value["client_host"]
+        member.subscribed_names = tuple(value["subscribed_topic_names"])
+        member.regex, member.assignor = value["subscribed_topic_regex"], value["server_assignor"]
+        member.rebalance_timeout_ms = value["rebalance_timeout_ms"]
+        classic = value["classic_member_metadata"]
+        if classic is not None:
+            member.classic = (classic["session_timeout_ms"],
+                              [(name, _bytes(data)) for name, data in classic["supported_protocols"]],
+                              classic["subscription_version"])
+        current = records.get((CURRENT, member_id))
+        if current is not None:
+            member.member_epoch, member.previous_epoch = current["member_epoch"], current["previous_member_epoch"]
+            member.state = current["state"]
+            member.assigned = _topic_epochs(current["assigned_partitions"])
+            member.pending = _topic_epochs(current["partitions_pending_revocation"])
+        session_ms = member.classic[0] if member.classic is not None else config["group.consumer.session.timeout.ms"]
+        member.session_deadline = now_ms + session_ms
+        if member.state == UNREVOKED_PARTITIONS:
+            member.revocation_deadline = now_ms + max(member.rebalance_timeout_ms, 0)
+            member.revocation_epoch = member.member_epoch
+        group.put(member)
+    return group

@@ -1,0 +1,240 @@
+"""Topic names the broker refuses beyond the legal characters: the names of its own logs (__cluster_metadata,
+__consumer_offsets, __transaction_state), whose directories a topic of that name would have, and names that collide
+with an existing topic's once '.' and '_' are made alike. They are refused with Apache Kafka's codes and messages
+(tests/test_broker_differential.py compares them with Kafka 3.9.2 and 4.3.1) by CreateTopics and by Metadata's
+auto-creation, and no topic of such a name can reach a log's directory, even one an older version recorded."""
+
+import logging
+import os
+
+import pytest
+
+from kafkaproto import errors, records
+from kafkaproto.broker import Broker
+from kafkaproto.broker.state.cluster import METADATA_DIR, RESERVED_TOPICS, TopicNameRefused, partition_dir_name
+from kafkaproto.broker.state.log import parse_batches
+from kafkaproto.messages import CreateTopicsRequest, MetadataRequest
+from kafkaproto.metadata import (PartitionRecord, TopicRecord, UserScramCredentialRecord, decode_record,
+                                 encode_record)
+from kafkaproto.uuid import Uuid
+
+from test_broker_handlers import batch, call, create, fetch, make_state, produce
+
+pytestmark = pytest.mark.above_the_codecs
+
+OWN_LOGS = ["__cluster_metadata", "__consumer_offsets", "__transaction_state"]
+
+
+def create_many(state, names, version=7, validate_only=False):
+    """[(name, error name, message)] of one CreateTopics request, in the order of the answer."""
+    body = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1,
+                                                                          replication_factor=1) for name in names],
+                               timeout_ms=1000, validate_only=validate_only)
+    return [(t.name, errors.by_code(t.error_code).name, t.error_message)
+            for t in call(state, body, version).topics]
+
+
+def metadata(state, names, auto=True, version=12):
+    body = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name) for name in names],
+                           allow_auto_topic_creation=auto)
+    return [(t.name, errors.by_code(t.error_code).name, t.is_internal, len(t.partitions))
+            for t in call(state, body, version).topics]
+
+
+def scram_record(user):
+    """A metadata record that, replayed, would give user a SCRAM-SHA-256 password."""
+    return encode_record(UserScramCredentialRecord(name=user, mechanism=1, salt=b"s" * 16, stored_key=b"k" * 32,
+                                                   server_key=b"v" * 32, iterations=4096))
+
+
+def metadata_records(log_dir):
+    path = os.path.join(log_dir, METADATA_DIR, f"{0:020d}.log")
+    with open(path, "rb") as f:
+        return [decode_record(r.value)[0] for b in records.iter_batches(f.read()) for r in b]
+
+
+def test_kafka_python_cannot_produce_to_the_broker_s_own_logs(tmp_path):
+    """kafka-python's send() to each of the names: the topic is not created (Metadata answers
+    UNKNOWN_TOPIC_OR_PARTITION until the client gives up), nothing reaches the log of that name, the broker starts
+    again on its data, and the SCRAM record sent as a value gives no one a password."""
+    kafka = pytest.importorskip("kafka")
+    data = tmp_path / "data"
+    with Broker(log_dir=data) as broker:  # auto.create.topics.enable is on, as in Kafka
+        producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all", max_block_ms=3000)
+        outcomes = {}
+        for name in OWN_LOGS:
+            try:
+                outcomes[name] = producer.send(name, scram_record(f"intruder-{name}")).get(10)
+            except Exception as e:  # whatever the client raises: not acknowledged
+                outcomes[name] = e
+        producer.close()
+        # The broker serves on: a topic of a legal name is still made on first use.
+        producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
+        producer.send("orders", b"one").get(10)
+        producer.close()
+    acknowledged = {name: outcome for name, outcome in outcomes.items() if not isinstance(outcome, Exception)}
+    assert not acknowledged, f"acknowledged writes to the broker's own logs: {acknowledged}"
+    assert all(isinstance(outcome, kafka.errors.KafkaTimeoutError) for outcome in outcomes.values()), outcomes
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == sorted(OWN_LOGS_DIRS + ["orders-0"])
+    kinds = [type(r).__name__ for r in metadata_records(data)]
+    assert "UserScramCredentialRecord" not in kinds and kinds.count("TopicRecord") == 1
+    with Broker(log_dir=data) as broker:  # starts again
+        consumer = kafka.KafkaConsumer("orders", bootstrap_servers=broker.bootstrap_servers,
+                                       auto_offset_reset="earliest", consumer_timeout_ms=10000)
+        assert [m.value for m in consumer] == [b"one"]
+        consumer.close()
+    state = make_state(data)
+    try:
+        assert set(state.cluster.topics) == {"orders"}
+        assert state.cluster.scram == {} and state.credentials.scram == {}
+    finally:
+        state.close()
+
+
+OWN_LOGS_DIRS = [f"{name}-0" for name in OWN_LOGS]
+
+
+def test_create_topics_refuses_them_as_kafka_does(state):
+    assert create_many(state, OWN_LOGS) == [
+        ("__consumer_offsets", "TOPIC_ALREADY_EXISTS", "Topic '__consumer_offsets' already exists."),
+        ("__transaction_state", "TOPIC_ALREADY_EXISTS", "Topic '__transaction_state' already exists."),
+        # dropped before the others are looked at, and answered after them
+        ("__cluster_metadata", "INVALID_REQUEST", "Creation of internal topic __cluster_metadata is prohibited.")]
+    for version in (2, 5):
+        assert create_many(state, ["__cluster_metadata"], version, validate_only=True) == [
+            ("__cluster_metadata", "INVALID_REQUEST", "Creation of internal topic __cluster_metadata is prohibited.")]
+    assert create_many(state, ["__consumer.offsets", "__transaction.state", "__cluster.metadata"],
+                       validate_only=True) == [
+        ("__consumer.offsets", "INVALID_TOPIC_EXCEPTION",
+         "Topic '__consumer.offsets' collides with existing topic: __consumer_offsets"),
+        ("__transaction.state", "INVALID_TOPIC_EXCEPTION",
+         "Topic '__transaction.state' collides with existing topic: __transaction_state"),
+        ("__cluster.metadata", "NONE", None)]  # no topic is called __cluster_metadata
+    assert set(state.cluster.topics) == set()
+
+
+def test_names_that_collide_once_dot_and_underscore_are_alike(state):
+    assert [e for _, e, _ in create_many(state, ["c1.x", "c2_y", "c3-z"])] == ["NONE"] * 3
+    assert create_many(state, ["c1_x", "c2.y", "c1.x", "c2_y", "c3-z"]) == [
+        ("c1_x", "INVALID_TOPIC_EXCEPTION", "Topic 'c1_x' collides with existing topic: c1.x"),
+        ("c2.y", "INVALID_TOPIC_EXCEPTION", "Topic 'c2.y' collides with existing topic: c2_y"),
+        ("c1.x", "TOPIC_ALREADY_EXISTS", "Topic 'c1.x' already exists."),  # existing wins over colliding
+        ("c2_y", "TOPIC_ALREADY_EXISTS", "Topic 'c2_y' already exists."),
+        ("c3-z", "TOPIC_ALREADY_EXISTS", "Topic 'c3-z' already exists.")]
+    # The topics of one request are checked against those before it: two of them may collide with each other.
+    assert create_many(state, ["c4.q", "c4_q"]) == [("c4.q", "NONE", None), ("c4_q", "NONE", None)]
+    assert create_many(state, ["c4_q_", "c4.q"], validate_only=True)[1][1] == "TOPIC_ALREADY_EXISTS"
+    # A deleted topic's name no longer collides.
+    state.delete_topic(state.cluster.topics["c1.x"])
+    assert create_many(state, ["c1_x"]) == [("c1_x", "NONE", None)]
+    assert set(state.cluster.topics) == {"c1_x", "c2_y", "c3-z", "c4.q", "c4_q"}
+
+
+def test_a_name_given_twice_is_answered_once_after_the_others(state):
+    assert create_many(state, ["d1", "__cluster_metadata", "d1", "d2", "d3", "d3"]) == [
+        ("d2", "NONE", None),
+        ("d1", "INVALID_REQUEST", "Duplicate topic name."),  # a Java HashSet's order: d1's bucket is before d3's
+        ("d3", "INVALID_REQUEST", "Duplicate topic name."),
+        ("__cluster_metadata", "INVALID_REQUEST", "Creation of internal topic __cluster_metadata is prohibited.")]
+    assert set(state.cluster.topics) == {"d2"}  # neither copy of d1 or d3 is made
+
+
+def test_metadata_does_not_create_them(tmp_path):
+    state = make_state(tmp_path)  # auto.create.topics.enable=true, Kafka's default
+    try:
+        create(state, "m1.x")
+        assert metadata(state, OWN_LOGS + ["m1_x", "__consumer.offsets"]) == [
+            ("__cluster_metadata", "UNKNOWN_TOPIC_OR_PARTITION", False, 0),
+            ("__consumer_offsets", "UNKNOWN_TOPIC_OR_PARTITION", True, 0),  # Kafka flags its internal topics' names
+            ("__transaction_state", "UNKNOWN_TOPIC_OR_PARTITION", True, 0),
+            ("m1_x", "UNKNOWN_TOPIC_OR_PARTITION", False, 0),
+            ("__consumer.offsets", "UNKNOWN_TOPIC_OR_PARTITION", False, 0)]
+        assert metadata(state, OWN_LOGS, auto=False, version=4)[1] == (
+            "__consumer_offsets", "UNKNOWN_TOPIC_OR_PARTITION", True, 0)
+        # Two colliding names of one request are both made, as Kafka's controller makes them.
+        assert metadata(state, ["m2.y", "m2_y", "__cluster.metadata"]) == [
+            ("m2.y", "NONE", False, 1), ("m2_y", "NONE", False, 1), ("__cluster.metadata", "NONE", False, 1)]
+        assert set(state.cluster.topics) == {"m1.x", "m2.y", "m2_y", "__cluster.metadata"}
+        assert produce(state, batch(b"x"), topic="__cluster_metadata").error_code == \
+            errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    finally:
+        state.close()
+
+
+def test_no_topic_of_those_names_reaches_a_log_directory(state, tmp_path):
+    for name in RESERVED_TOPICS:
+        with pytest.raises(TopicNameRefused, match="the broker's own logs"):
+            partition_dir_name(name, 0)
+        with pytest.raises(TopicNameRefused):  # the check below the handlers' own
+            state.cluster.create_topic(name, 1)
+    create(state, "t")
+    with pytest.raises(TopicNameRefused, match="already exists"):
+        state.cluster.create_topic("t", 1)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(OWN_LOGS_DIRS + ["t-0"])
+    assert partition_dir_name("__cluster_metadata-0", 0) == "__cluster_metadata-0-0"
+
+
+def test_a_topic_of_such_a_name_in_an_older_metadata_log_is_not_served(tmp_path, caplog):
+    """An older version let clients create __consumer_offsets: a metadata log that records it starts, without the
+    topic, and the offsets log stays the broker's own."""
+    state = make_state(tmp_path)
+    create(state, "t")
+    produce(state, batch(b"a"))
+    topic_id = Uuid.random()
+    state.cluster._commit([TopicRecord(name="__consumer_offsets", topic_id=topic_id),
+                           PartitionRecord(partition_id=0, topic_id=topic_id, replicas=[1], isr=[1], leader=1,
+                                           leader_epoch=0, partition_epoch=0)])
+    state.groups.commit("g", [(("t", 0), (1, 0, "", 0))])
+    state.close()
+    with caplog.at_level(logging.ERROR, logger="kafkaproto.broker"):
+        state = make_state(tmp_path)
+    try:
+        assert "holds a topic named __consumer_offsets" in caplog.text
+        assert set(state.cluster.topics) == {"t"} and topic_id not in state.cluster.by_id
+        assert metadata(state, ["__consumer_offsets"], auto=False)[0][1] == "UNKNOWN_TOPIC_OR_PARTITION"
+        assert produce(state, batch(b"x"), topic="__consumer_offsets").error_code == \
+            errors.INVALID_TOPIC_EXCEPTION.code
+        assert state.groups.committed("g")[("t", 0)][0] == 1
+        assert [r.value for r in records.read_records(fetch(state).responses[0].partitions[0].records)] == [b"a"]
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith("-stray")]
+    finally:
+        state.close()
+
+
+def test_records_that_are_not_the_broker_s_in_its_offsets_and_transaction_logs_are_skipped(tmp_path, caplog):
+    """What an older version let a client write into __consumer_offsets-0 and __transaction_state-0 (a record its
+    Produce appended there): the broker starts, and reads its own records around them."""
+    state = make_state(tmp_path)
+    state.groups.commit("g", [(("t", 0), (5, 0, "", 0))])
+    for plog in (state.groups.offsets.log, state.transactions.log):
+        data = records.RecordBatchBuilder()
+        data.append(None, b"not json", timestamp=0)
+        data.append(b"\xff", b"[1]", timestamp=0)
+        built = data.build()
+        plog.append(built, parse_batches(built))
+    state.groups.commit("g", [(("t", 1), (7, 0, "", 0))])
+    state.close()
+    with caplog.at_level(logging.ERROR, logger="kafkaproto.broker"):
+        state = make_state(tmp_path)
+    try:
+        assert {k: v[0] for k, v in state.groups.committed("g").items()} == {("t", 0): 5, ("t", 1): 7}
+        assert state.transactions.by_id == {}
+        assert caplog.text.count("skipped") == 4
+    finally:
+        state.close()
+
+
+@pytest.fixture
+def state(tmp_path):
+    state = make_state(tmp_path)
+    yield state
+    state.close()
+
+
+def test_produce_to_them_is_answered_as_kafka_answers(state):
+    """Kafka never lets a client append to an internal topic (INVALID_TOPIC_EXCEPTION); __cluster_metadata is no
+    topic to its clients (UNKNOWN_TOPIC_OR_PARTITION)."""
+    answers = {name: errors.by_code(produce(state, batch(b"x"), topic=name).error_code).name for name in OWN_LOGS}
+    assert answers == {"__cluster_metadata": "UNKNOWN_TOPIC_OR_PARTITION",
+                       "__consumer_offsets": "INVALID_TOPIC_EXCEPTION",
+                       "__transaction_state": "INVALID_TOPIC_EXCEPTION"}
