@@ -228,3 +228,14 @@ def test_help_states_the_exit_status(capsys):
     assert done.value.code == 0
     status = out[out.index("exit status:"):]
     assert "\n  0 " in status and "\n  1 " in status and "\n  2 " in status
+
+
+def test_admin_that_cannot_reach_its_broker_could_not_run(capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, out, err = run(capsys, "admin", "partitions", "--bootstrap-server", f"127.0.0.1:{port}", "--topic", "t")
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith("kafkaproto: error: ") and err.count("\n") == 1 and str(port) in err, err

@@ -46,9 +46,9 @@ def run(args):
                                                                        if mode is not None else ""))
                 return 0
             return delete_partitions(client, args.topic, args.count, args.delay_ms)
-    except AdminError as e:
-        print(f"kafkaproto admin: error: {e}", file=sys.stderr)
-        return 1
+    except AdminError as e:  # no answer to act on (unreachable, refused as a whole): could not run
+        print(f"kafkaproto: error: {e}", file=sys.stderr)
+        return 2
 
 
 def delete_partitions(client, topic, count, delay_ms):
@@ -74,7 +74,7 @@ def delete_partitions(client, topic, count, delay_ms):
                 print(f"{result.name} {p.partition_index}: {errors.by_code(p.error_code).name}: {p.error_message}")
             else:
                 print(f"{result.name} {p.partition_index}: {MODES.get(p.status_code, p.status_code)}")
-    return 1 if failed else 0
+    return 1 if failed else 0  # the broker said no to some partitions
 
 
 class Client:
