@@ -4,6 +4,12 @@ Credentials come from configuration, with Kafka's JAAS syntax (``user_alice="sec
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` or ``<mechanism>.sasl.jaas.config``), and for SCRAM
 also from the metadata log, where AlterUserScramCredentials keeps them. A SCRAM password is never kept: only
 its salt, iteration count, stored key and server key.
+
+A SCRAM exchange for a user that does not exist goes on as for one that does, with a made-up credential: the
+same salt at every attempt (derived from the user's name and a secret of this process), the default
+iteration count, and the same refusal at the end, so the answers do not tell which users exist. Making it up
+costs two HMACs, no PBKDF2: no exchange runs PBKDF2 (the only PBKDF2 runs are for the configured users, once,
+at start-up).
 """
 
 import base64
@@ -20,6 +26,9 @@ SCRAM_NAMES = {code: name for name, code in SCRAM_CODES.items()}
 HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
 MIN_ITERATIONS, MAX_ITERATIONS, DEFAULT_ITERATIONS = 4096, 16384, 4096
 JAAS_USER = re.compile(r'user_([^\s=]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# What unknown users' made-up SCRAM credentials are derived from: random for each process, so that they cannot be
+# told from real ones made with a random salt.
+_FAKE_SECRET = os.urandom(32)
 
 
 class AuthenticationError(Exception):
@@ -54,6 +63,15 @@ def make_credential(mechanism, password, iterations=DEFAULT_ITERATIONS, salt=Non
     salt = salt or os.urandom(32)
     salted = hashlib.pbkdf2_hmac(HASHES[mechanism]().name, password.encode(), salt, iterations)
     return credential_from_salted(mechanism, salted, salt, iterations)
+
+
+def fake_credential(mechanism, user):
+    """A made-up credential for a user that does not exist: the same at every attempt, shaped as make_credential
+    makes real ones (32 bytes of salt, the default iterations), derived by HMAC from the user's name and this
+    process's secret. ScramExchange refuses every proof against it."""
+    salt = hmac.new(_FAKE_SECRET, f"{mechanism}\0{user}".encode(), hashlib.sha256).digest()
+    return ScramCredential(salt, _hmac(mechanism, salt, b"Stored Key"), _hmac(mechanism, salt, b"Server Key"),
+                           DEFAULT_ITERATIONS)
 
 
 class Credentials:
@@ -104,6 +122,7 @@ class ScramExchange:
         self.user = None
         self.done = False
         self._client_first_bare = self._server_first = self._nonce = self._credential = None
+        self._known = False
 
     def step(self, token):
         """The server's reply to a client message; raises AuthenticationError."""
@@ -127,10 +146,12 @@ class ScramExchange:
         if authzid and authzid[2:] != user:
             raise AuthenticationError("Authentication failed: authorization id does not match the user")
         self.user = user
-        self._credential = self.credentials.scram.get((self.mechanism, user))
+        credential = self.credentials.scram.get((self.mechanism, user))
+        # An unknown user is answered as a known one, to the end (no user oracle), with a made-up credential.
+        self._known = credential is not None
+        self._credential = credential = credential or fake_credential(self.mechanism, user)
         self._client_first_bare = bare
         self._nonce = nonce + base64.b64encode(os.urandom(18)).decode()
-        credential = self._credential or make_credential(self.mechanism, os.urandom(16).hex())  # no user oracle
         self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
                               f"i={credential.iterations}")
         return self._server_first.encode()
@@ -140,16 +161,14 @@ class ScramExchange:
         attributes = _scram_attributes(without_proof)
         if attributes.get("r") != self._nonce or not proof:
             raise AuthenticationError("Invalid SCRAM client-final message: nonce mismatch")
-        if self._credential is None:
-            raise AuthenticationError("Authentication failed during authentication due to invalid credentials "
-                                      f"with SASL mechanism {self.mechanism}")
         message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = _hmac(self.mechanism, self._credential.stored_key, message)
         try:
             client_key = bytes(a ^ b for a, b in zip(base64.b64decode(proof), signature))
         except ValueError:
             raise AuthenticationError("Invalid SCRAM client proof") from None
-        if not hmac.compare_digest(HASHES[self.mechanism](client_key).digest(), self._credential.stored_key):
+        matches = hmac.compare_digest(HASHES[self.mechanism](client_key).digest(), self._credential.stored_key)
+        if not (matches and self._known):
             raise AuthenticationError("Authentication failed during authentication due to invalid credentials "
                                       f"with SASL mechanism {self.mechanism}")
         self.done = True

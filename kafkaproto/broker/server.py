@@ -5,10 +5,19 @@ frame buffer (framing, size limits, correlation ids, the ApiVersions fallback;
 a large request lands in a buffer of its own and goes to the log without
 another copy), hands each request to dispatch, and writes the response. As in
 Kafka, a connection's requests are handled one at a time, so its responses
-leave in order, while the next ones are read ahead up to a bound; a Fetch
-waiting for data holds only its own connection.
+leave in order: while one is answered, the connection reads at most one more
+(Kafka mutes the channel), so a pipelining client waits in its own socket
+buffer and costs the broker one frame. Requests read and ready but not yet
+started, over every connection, stop all reading at queued.max.requests. A Fetch
+waiting for data holds only its own connection, wakes only when one of its
+partitions takes a batch, and is dropped the moment its client hangs up.
 A connection that sends what cannot be read, stays idle past
-connections.max.idle.ms, or goes over max.connections is closed with a log line.
+connections.max.idle.ms (a TLS handshake too), or goes over max.connections or
+max.connections.per.ip (counted from accept(), handshakes included) is closed
+with a log line. A failed authentication is answered after
+connection.failed.authentication.delay.ms, then the connection is closed.
+The once-a-second housekeeping runs each of its steps on its own: one that
+fails is logged with its cause and the others go on, at this turn and the next.
 On SASL listeners a client gets nothing but ApiVersions and the SASL exchange
 until it has authenticated; TLS listeners wrap the same loop. On plain-text
 listeners a Fetch's record bytes go from the segment files to the socket with
@@ -31,21 +40,77 @@ from ..messages import ApiKey
 from ..exceptions import KafkaProtoError
 from ..protocol import FileRegion
 from ..registry import api
-from .config import Listener
+from .config import ConfigError, Listener
 from .dispatch import ANSWER_API_VERSIONS_V0, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
 from .state.cluster import remove_directories
+from .state.compaction import compact
 
 log = logging.getLogger("kafkaproto.broker")
 READ_SIZE = 1 << 16
-READ_AHEAD = 1 << 20  # bytes of whole requests read ahead of the one being answered
+# Kafka's defaults of the settings this module reads with _setting (when the configuration does not define them).
+KAFKA_DEFAULTS = {"max.connections.per.ip": 2**31 - 1, "queued.max.requests": 500,
+                  "connection.failed.authentication.delay.ms": 100}
+# At most one line per this many seconds about refused connections (a flood of them would flood the log).
+REFUSED_LOG_SECONDS = 10.0
 # What a client on a SASL listener may send before it has authenticated (anything else closes the connection).
 BEFORE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 HOUSEKEEPING_SECONDS = 1.0
 LISTEN_BACKLOG = 100
 # While accept() fails, the wait before the next try: doubling from the first to the last.
 ACCEPT_BACKOFF_SECONDS = (0.05, 1.0)
+
+
+class ListenError(OSError):
+    """A listener's address cannot be listened on: taken, not this machine's, or a port that needs privileges.
+    The message names the address and why, for the person starting the broker."""
+
+    def __init__(self, listener, error):
+        host = f"[{listener.host}]" if ":" in listener.host else listener.host
+        super().__init__(error.errno, f"cannot listen on {host}:{listener.port}: {_listen_reason(listener, error)}")
+        self.listener = listener
+
+    def __str__(self):
+        return self.strerror
+
+
+def _listen_reason(listener, error):
+    if isinstance(error, socket.gaierror):
+        return f"{listener.host!r} is not a host name or address known here ({error.strerror})"
+    if error.errno == errno.EADDRINUSE:
+        return ("address already in use (another broker or program listens there; stop it, or choose another "
+                "port, or port 0 for any free one)")
+    if error.errno == errno.EACCES:
+        return "permission denied (ports below 1024 need privileges)"
+    if error.errno == errno.EADDRNOTAVAIL:
+        return f"cannot assign the address ({listener.host} is not an address of this machine)"
+    return _reason(error)
+
+
+def _reason(error):
+    """An exception's message for a person: an OSError's description, lower-cased, with its file if it has one."""
+    if isinstance(error, OSError) and error.strerror:
+        text = error.strerror[:1].lower() + error.strerror[1:]
+        return f"{text}: {error.filename}" if error.filename else text
+    return str(error)
+
+
+def _setting(config, key):
+    """A broker setting by its Kafka key: the configuration's value, or Kafka's default (KAFKA_DEFAULTS) for a key
+    the configuration does not define (given anyway, it is read from the keys the configuration keeps as text)."""
+    try:
+        return config[key]
+    except KeyError:
+        default = KAFKA_DEFAULTS[key]
+        text = getattr(config, "extra", {}).get(key)
+        if text is None:
+            return default
+        try:
+            return type(default)(str(text).strip())
+        except ValueError:
+            log.warning("%s=%r is not a number; Kafka's default %r is used", key, text, default)
+            return default
 
 
 class Server:
@@ -61,30 +126,102 @@ class Server:
         # those idle past connections.max.idle.ms (a timer per read would cost a task per read)
         self._connections = {}
         self._idled = set()
+        # Connections from accept() until closed, TLS handshakes included: max.connections and, by address,
+        # max.connections.per.ip count these.
+        self._open_count = 0
+        self._per_ip = collections.Counter()
+        self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
+        self._queue = _RequestQueue(lambda: _setting(self.config, "queued.max.requests"))
         self._tasks = set()
         self._closing = False
-        self._change = asyncio.Event()
-        self._change_awaited = False  # whether a request waits on _change (most appends wake no one)
+        # Requests that wait (dispatch.Wait), each a future its connection's task awaits: those waiting on
+        # partitions by the partition's PartitionProducers (woken by its appends), the others in _anyone (woken
+        # by any change of the state).
+        self._watching = {}
+        self._anyone = set()
         self._housekeeping = None
+        self._uncleanable = set()  # partitions whose compaction failed: left as they are until a restart
         state.on_change = self._changed
 
     def _changed(self):
-        if self._change_awaited:
-            self._change_awaited = False
-            self._change.set()
-            self._change = asyncio.Event()
+        """The state changed (a group moved on, a transaction ended, data was appended): wake the requests that
+        wait on nothing in particular. A fetch waits on its partitions and is woken by their appends only."""
+        if self._anyone:
+            woken, self._anyone = self._anyone, set()
+            _wake(woken)
+
+    def _appended(self, producers):
+        """A partition took a batch (its PartitionProducers calls this): wake the fetches waiting on it."""
+        woken = self._watching.pop(producers, None)
+        if woken:
+            _wake(woken)
+
+    def _wake_all(self):
+        """Wake every waiting request (logs shrank, partitions went, the broker stops): each looks again."""
+        self._changed()
+        watching, self._watching = self._watching, {}
+        for woken in watching.values():
+            _wake(woken)
+
+    def _watch(self, woken, on):
+        """Register a waiting request's future: under each partition of on, or in _anyone if on is None; the keys
+        to give _unwatch."""
+        if on is None:
+            self._anyone.add(woken)
+            return None
+        keys = []
+        for partition in on:
+            producers = self.state.producers.get(partition)
+            if producers is None:
+                continue
+            producers.on_append = self._appended
+            self._watching.setdefault(producers, set()).add(woken)
+            keys.append(producers)
+        return keys
+
+    def _unwatch(self, woken, keys):
+        if keys is None:
+            self._anyone.discard(woken)
+            return
+        for producers in keys:
+            waiting = self._watching.get(producers)
+            if waiting is not None:
+                waiting.discard(woken)
+                if not waiting:
+                    del self._watching[producers]
 
     async def start(self):
+        """Listen on every listener, or on none: a listener that cannot be opened (ListenError) or set up
+        (ConfigError) closes those opened before it."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self):
         for listener in self.config.listeners:
-            context = tls_context(self.config, listener) if listener.protocol in ("SSL", "SASL_SSL") else None
+            try:
+                context = tls_context(self.config, listener) if listener.protocol in ("SSL", "SASL_SSL") else None
+            except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+                why = _reason(e)
+                files = [f"{key}={value}" for key in ("ssl.keystore.location", "ssl.truststore.location")
+                         if (value := listener_setting(self.config, listener, key))]
+                if isinstance(e, OSError) and not e.filename and files:
+                    why += f" ({', '.join(files)})"
+                raise ConfigError(why if why.startswith(f"listener {listener.name} ")
+                                  else f"listener {listener.name}: TLS cannot be set up: {why}") from None
             mechanisms = [m.strip().upper() for m in listener_setting(
                 self.config, listener, "sasl.enabled.mechanisms").split(",") if m.strip()]
             unknown = [m for m in mechanisms if m not in MECHANISMS]
             if unknown:
-                raise ValueError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
-                                 f"implemented (known: {', '.join(MECHANISMS)})")
+                raise ConfigError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
+                                  f"implemented (known: {', '.join(MECHANISMS)})")
             loop = asyncio.get_running_loop()
-            sockets = await _listen(listener.host, listener.port, self.config["socket.receive.buffer.bytes"])
+            try:
+                sockets = await _listen(listener.host, listener.port, self.config["socket.receive.buffer.bytes"])
+            except OSError as e:
+                raise ListenError(listener, e) from None
             for sock in sockets:
                 task = loop.create_task(self._accept(sock, listener, mechanisms, context))
                 self._listening.append((sock, task))
@@ -98,36 +235,88 @@ class Server:
         self.state.advertised = advertised
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
+    def _housekeeping_steps(self):
+        """(what it does, how often in seconds or None for every turn, the step) of the housekeeping, in order."""
+        config = self.config
+        return (
+            ("closing idle connections", None, self._close_idle),
+            ("removing deleted topics' files", None, self._remove_deleted),
+            ("retention", lambda: config["log.retention.check.interval.ms"] / 1000, self._retention),
+            ("expiring committed offsets", lambda: config["offsets.retention.check.interval.ms"] / 1000,
+             lambda: self.state.groups.expire_offsets(self.state.now_ms(),
+                                                      config["offsets.retention.minutes"] * 60000)),
+            ("deleting partitions", lambda: config["delete.topic.partition.check.interval.ms"] / 1000,
+             self._finish_partition_deletions),
+            ("compaction", lambda: config["log.cleaner.backoff.ms"] / 1000, self._compact),
+            ("group timers", None, lambda: self.state.groups.tick(time.monotonic())),
+            ("consumer group sessions", None, lambda: self.state.consumer_groups.expire(time.monotonic() * 1000)),
+            ("transaction timeouts", None, lambda: self.state.expire_transactions(time.monotonic())),
+        )
+
     async def _housekeep(self):
-        retention_due = cleaning_due = offsets_due = partitions_due = time.monotonic()
+        """Every HOUSEKEEPING_SECONDS, each step that is due. A step that fails is logged with its traceback and
+        tried again at its next turn; the steps after it run all the same."""
+        due = {}
+        steps = self._housekeeping_steps()
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
-            self._close_idle()
-            try:
-                due = self.state.cluster.take_due_deletes()
-                if due:  # off the event loop: removing a topic of gigabytes stalled every connection for 0.1 s
-                    await asyncio.to_thread(remove_directories, due)
-                if time.monotonic() >= retention_due:
-                    retention_due = time.monotonic() + self.config["log.retention.check.interval.ms"] / 1000
-                    if self.state.enforce_retention():
-                        self._changed()
-                if time.monotonic() >= offsets_due:
-                    offsets_due = time.monotonic() + self.config["offsets.retention.check.interval.ms"] / 1000
-                    self.state.groups.expire_offsets(self.state.now_ms(),
-                                                     self.config["offsets.retention.minutes"] * 60000)
-                if self.config["delete.topic.partition.enable"] and time.monotonic() >= partitions_due:
-                    partitions_due = time.monotonic() + self.config["delete.topic.partition.check.interval.ms"] / 1000
-                    if self.state.cluster.finish_partition_deletions(self.state.now_ms()):
-                        self._changed()
-                if time.monotonic() >= cleaning_due:
-                    cleaning_due = time.monotonic() + self.config["log.cleaner.backoff.ms"] / 1000
-                    self.state.compact()
+            changed = False
+            for name, every, step in steps:
                 now = time.monotonic()
-                if self.state.groups.tick(now) | self.state.consumer_groups.expire(now * 1000) | \
-                        self.state.expire_transactions(now):
-                    self._changed()
-            except OSError as e:
-                log.error("housekeeping: %s", e)
+                if every is not None:
+                    if now < due.get(name, now):
+                        continue
+                    try:
+                        due[name] = now + every()
+                    except Exception:  # a setting that cannot be read: the step runs at every turn
+                        log.exception("housekeeping: when %s is due cannot be told", name)
+                try:
+                    result = step()
+                    if asyncio.iscoroutine(result):
+                        result = await result
+                    changed |= result is True
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    log.error("housekeeping: %s failed (%s: %s); the other steps go on, and this one is tried "
+                              "again at its next turn", name, type(e).__name__, e, exc_info=True)
+            if changed:
+                self._changed()
+
+    async def _remove_deleted(self):
+        due = self.state.cluster.take_due_deletes()
+        if due:  # off the event loop: removing a topic of gigabytes stalled every connection for 0.1 s
+            await asyncio.to_thread(remove_directories, due)
+
+    def _retention(self):
+        if self.state.enforce_retention():
+            self._wake_all()  # logs start later: a fetch waiting there may now be out of range
+
+    def _finish_partition_deletions(self):
+        if self.config["delete.topic.partition.enable"] and \
+                self.state.cluster.finish_partition_deletions(self.state.now_ms()):
+            self._wake_all()
+
+    def _compact(self):
+        """Compact the partitions of topics with cleanup.policy=compact, each on its own: a partition whose
+        compaction fails (a batch that cannot be read, say) is logged with the cause once and left as it is until
+        a restart, as Kafka's log cleaner marks a partition uncleanable; the others are compacted all the same."""
+        state = self.state
+        now_ms = state.now_ms()
+        for topic in list(state.cluster.topics.values()):
+            config = state.cluster.topic_config(topic)
+            if "compact" not in config["cleanup.policy"]:
+                continue
+            for partition in topic.partitions:
+                if partition.log is None or partition in self._uncleanable:
+                    continue
+                try:
+                    compact(partition.log, now_ms, int(config["delete.retention.ms"]))
+                except Exception as e:
+                    self._uncleanable.add(partition)
+                    log.error("compaction of %s-%d failed (%s: %s); the partition is left uncompacted until the "
+                              "broker restarts, and the others are compacted", topic.name, partition.index,
+                              type(e).__name__, e, exc_info=True)
 
     def _close_idle(self):
         idle_before = asyncio.get_running_loop().time() - self.config["connections.max.idle.ms"] / 1000
@@ -142,7 +331,7 @@ class Server:
         backoff = failing_since = None
         while True:
             try:
-                conn, _ = await loop.sock_accept(sock)
+                conn, address = await loop.sock_accept(sock)
             except ConnectionAbortedError:
                 continue  # the client gave up before it was accepted
             except OSError as e:
@@ -161,23 +350,80 @@ class Server:
                 log.info("listener %s: accepting connections again after %.1f s", listener.name,
                          loop.time() - failing_since)
                 backoff = None
+            ip = address[0] if isinstance(address, tuple) else ""
+            if not self._admit(conn, ip):
+                continue
             _tune(conn, self.config["socket.send.buffer.bytes"])
-            task = loop.create_task(self._open(conn, listener, mechanisms, context))
+            task = loop.create_task(self._open(conn, ip, listener, mechanisms, context))
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._task_done)
 
-    async def _open(self, conn, listener, mechanisms, context):
-        """A _Stream over an accepted socket (after the TLS handshake, on a TLS listener), then serve it."""
+    def _admit(self, conn, ip):
+        """Count an accepted connection, or close it at once when it would go over max.connections or
+        max.connections.per.ip (Kafka's ConnectionQuotas; a TLS handshake counts from accept(), as in Kafka)."""
+        limit = self.config["max.connections"]
+        per_ip = _setting(self.config, "max.connections.per.ip")
+        if self._open_count >= limit:
+            reason = f"max.connections={limit} reached"
+        elif self._per_ip[ip] >= per_ip:
+            reason = f"max.connections.per.ip={per_ip} reached by {ip}"
+        else:
+            self._open_count += 1
+            self._per_ip[ip] += 1
+            return True
+        conn.close()
+        self._log_refused(reason)
+        return False
+
+    def _log_refused(self, reason):
+        """One line when connections start being refused for a reason, then at most one every
+        REFUSED_LOG_SECONDS with how many were refused meanwhile."""
+        now = time.monotonic()
+        seen = self._refused.get(reason)
+        if seen is None or now - seen[1] >= REFUSED_LOG_SECONDS:
+            more = f" ({seen[0]} more refused since the last line)" if seen is not None and seen[0] else ""
+            log.warning("connection refused: %s%s", reason, more)
+            self._refused[reason] = [0, now]
+        else:
+            seen[0] += 1
+
+    def _closed(self, ip):
+        self._open_count -= 1
+        self._per_ip[ip] -= 1
+        if self._per_ip[ip] <= 0:
+            del self._per_ip[ip]
+
+    def _task_done(self, task):
+        """A connection's task ended: what escaped it is logged (it would otherwise surface, if ever, as
+        "Task exception was never retrieved" when the task is collected)."""
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            error = task.exception()
+            log.error("a connection's task failed: %s: %s", type(error).__name__, error,
+                      exc_info=(type(error), error, error.__traceback__))
+
+    async def _open(self, conn, ip, listener, mechanisms, context):
+        """A _Stream over an accepted socket (after the TLS handshake, on a TLS listener), then serve it. The
+        handshake may take connections.max.idle.ms at most: a client that stalls in it is closed as an idle one."""
         loop = asyncio.get_running_loop()
-        connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
-        stream = _Stream(connection)
         try:
-            await loop.connect_accepted_socket(lambda: stream, conn, ssl=context)
-        except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError
-            log.info("connection from %s not started: %s", _peer(conn), e)
-            conn.close()
-            return
-        await self._serve(listener, mechanisms, connection, stream)
+            connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
+            stream = _Stream(connection, self._queue)
+            idle = self.config["connections.max.idle.ms"] / 1000
+            options = {"ssl": context, "ssl_handshake_timeout": idle} if context is not None else {}
+            try:
+                await loop.connect_accepted_socket(lambda: stream, conn, **options)
+            except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError
+                if isinstance(e, asyncio.TimeoutError) or "handshake is taking longer" in str(e):
+                    log.info("connection from %s closed after %.0f s idle in its TLS handshake "
+                             "(connections.max.idle.ms)", _peer(conn), idle)
+                else:
+                    log.info("connection from %s not started: %s", _peer(conn), e)
+                conn.close()
+                return
+            await self._serve(listener, mechanisms, connection, stream)
+        finally:
+            self._closed(ip)
 
     async def stop(self):
         for _, task in self._listening:
@@ -192,7 +438,7 @@ class Server:
         self._closing = True
         for stream in list(self._connections):
             stream.close()
-        self._changed()
+        self._wake_all()
         tasks = list(self._tasks)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=5)
@@ -203,13 +449,8 @@ class Server:
         peer = stream.get_extra_info("peername")
         where = f"{peer[0]}:{peer[1]}" if peer else "?"
         session = Session(listener, self.state.credentials, mechanisms, where)
-        if len(self._connections) >= self.config["max.connections"]:
-            log.warning("%s: refused, max.connections=%d reached", where, self.config["max.connections"])
-            stream.close()
-            return
         loop = asyncio.get_running_loop()
         self._connections[stream] = loop.time()
-        self._tasks.add(asyncio.current_task())
         idle = self.config["connections.max.idle.ms"] / 1000
         # Kafka shows a member's host as Java prints an InetAddress: "/127.0.0.1".
         client_host = "/" + where.rpartition(":")[0]
@@ -239,6 +480,7 @@ class Server:
                         stream.write(connection.send_raw(session.step(event.data)))
                     except AuthenticationError as e:
                         log.warning("%s: authentication failed (%s): %s", where, session.mechanism, e)
+                        await self._failed_authentication(stream)  # no answer to give: closed after the delay
                         return
                     if session.authenticated:
                         log.info("%s: authenticated as %s (%s)", where, session.principal, session.mechanism)
@@ -254,9 +496,11 @@ class Server:
                 ctx = Context(self.state, event.header, session=session, client_host=client_host,
                               regions=[] if sendfile else None)
                 try:
-                    response = await self._answer(ctx, event, where)
+                    response = await self._answer(ctx, event, where, stream)
                     if response is None:
                         return
+                    if session.failed:
+                        await self._failed_authentication(stream)
                     if event.expects_response:
                         try:
                             answer = connection.send_response(event, response, parts=bool(ctx.regions))
@@ -275,11 +519,21 @@ class Server:
                     return
         except (ConnectionError, OSError) as e:
             log.info("%s: connection lost: %s", where, e)
+        except Exception:  # this module's bug: logged whole, with the connection it ended
+            log.exception("%s: closing the connection after an unexpected error", where)
         finally:
             self._connections.pop(stream, None)
             self._idled.discard(stream)
-            self._tasks.discard(asyncio.current_task())
             stream.close()
+
+    async def _failed_authentication(self, stream):
+        """Wait connection.failed.authentication.delay.ms before the answer to a failed authentication (then the
+        connection is closed), as Kafka does: a client guessing passwords gets one guess per delay and
+        connection, and its connection counts against max.connections meanwhile. A client that hangs up ends
+        the wait."""
+        delay = _setting(self.config, "connection.failed.authentication.delay.ms") / 1000
+        if delay > 0:
+            await asyncio.wait((stream.lost,), timeout=delay)
 
     def _refuse(self, connection, stream, header, where):
         """Treat a request this broker does not serve as Kafka does (dispatch.unserved); False to close."""
@@ -291,8 +545,10 @@ class Server:
                     api(header.request_api_key).name, header.request_api_version)
         return False
 
-    async def _answer(self, ctx, event, where):
-        """The response to a request, or None to close the connection."""
+    async def _answer(self, ctx, event, where, stream):
+        """The response to a request, or None to close the connection. A request that waits (dispatch.Wait) is
+        asked again when what it waits on changes or its time is up; when its client hangs up meanwhile, it is
+        dropped at once (None), and its connection with it."""
         loop = asyncio.get_running_loop()
         deadline = None
         try:
@@ -303,14 +559,17 @@ class Server:
                 _release(ctx)  # what it read is read again when it is asked again
                 if deadline is None or ctx.final:  # a Wait after its time was up starts a new one
                     deadline = loop.time() + response.ms / 1000
+                woken = loop.create_future()
+                keys = self._watch(woken, response.on)
                 try:
-                    self._change_awaited = True
-                    await asyncio.wait_for(self._change.wait(), max(deadline - loop.time(), 0))
-                    ctx.final = False
-                except asyncio.TimeoutError:
-                    ctx.final = True
-                if self._closing:
+                    await asyncio.wait((woken, stream.lost), timeout=max(deadline - loop.time(), 0),
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    self._unwatch(woken, keys)
+                if self._closing or stream.lost.done():
                     return None
+                ctx.final = not woken.done()
+                woken.cancel()
         except Exception as e:  # a handler's bug: logged whole, and answered as Kafka answers an unexpected error
             log.exception("%s: %s v%d failed", where, type(event.body).__name__, event.version)
             return self._error_response(event, errors.UNKNOWN_SERVER_ERROR, where, str(e))
@@ -330,15 +589,50 @@ class Server:
         return None
 
 
+class _RequestQueue:
+    """Requests read and ready, over every connection, that their connection's task has not started yet (Kafka's
+    request queue, bounded by queued.max.requests). When it is full, every connection stops reading (as Kafka's
+    network threads do when the queue is full), and all read again once it is not. A request read while another
+    of its connection is answered (the one read beyond, see _Stream) is not ready and does not count: it waits
+    for its own connection, not for the broker."""
+
+    def __init__(self, limit):
+        self.limit = limit  # () -> the bound (a setting, read when needed)
+        self.size = 0
+        self.streams = set()  # the connections' streams
+        self.blocked = set()  # streams that stopped reading for the queue
+
+    @property
+    def full(self):
+        return self.size >= self.limit()
+
+    def added(self):
+        self.size += 1
+        if self.size == self.limit():
+            for stream in list(self.streams):
+                stream.update_reading()  # each stops reading, and is noted in blocked
+
+    def taken(self):
+        self.size -= 1
+        if self.blocked and not self.full:
+            blocked, self.blocked = self.blocked, set()
+            for stream in blocked:
+                stream.update_reading()
+
+
 class _Stream(asyncio.BufferedProtocol):
     """One connection's transport end: the client's bytes are received straight into its ServerConnection's
     frame buffer (a large request into a bytearray of its own, never copied on its way to the log), whole
     frames wait for the connection's task, and writes are paced as StreamWriter paces them (drain).
 
-    It reads ahead while a request is handled, up to READ_AHEAD bytes of waiting frames."""
+    As Kafka mutes a channel while its request is handled, it reads at most one whole request beyond the one
+    being answered: a pipelining client's next requests wait in the socket, not in the broker. (One read may
+    complete several small requests at once; reading stops until they are taken.) It reads nothing either while
+    the server's request queue is full (queued.max.requests)."""
 
-    def __init__(self, connection):
+    def __init__(self, connection, queue=None):
         self._connection = connection
+        self._queue = queue
         self.transport = None
         self._frames = collections.deque()
         self._waiting = 0  # bytes in _frames
@@ -347,9 +641,15 @@ class _Stream(asyncio.BufferedProtocol):
         self._wake = None  # the future the connection's task waits on for frames
         self._writable = None  # the future drain waits on while the transport's buffer is full
         self._spare = None
+        self._queued = False  # the next frame counts in the server's request queue (its task waits for it)
+        # Done when the connection is lost: a request waiting for data ends then, rather than at its time.
+        self.lost = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport):
         self.transport = transport
+        if self._queue is not None:
+            self._queue.streams.add(self)
+            self.update_reading()  # the queue may be full now
 
     def get_buffer(self, sizehint):
         if not self._ended:
@@ -372,21 +672,45 @@ class _Stream(asyncio.BufferedProtocol):
         if frames:
             self._frames.extend(frames)
             self._waiting += sum(map(len, frames))
-            if self._waiting >= READ_AHEAD:
-                self.transport.pause_reading()
+            if self._queue is not None and self._wake is not None and not self._queued:
+                self._queued = True  # ready for its task, which has not run yet
+                self._queue.added()
+            self.update_reading()
             self._wakeup()
+
+    def update_reading(self):
+        """Read while no whole request waits beyond the one the task is about to take, and the server's request
+        queue has room."""
+        transport = self.transport
+        if self._ended or transport is None or transport.is_closing():
+            return
+        beyond = len(self._frames) - (1 if self._wake is not None else 0)
+        full = self._queue is not None and self._queue.full
+        if beyond > 0 or full:
+            if full:
+                self._queue.blocked.add(self)  # to read again when the queue has room
+            if transport.is_reading():
+                transport.pause_reading()
+        elif not transport.is_reading():
+            transport.resume_reading()
 
     def eof_received(self):
         self._end(None)
         return False  # close: a Kafka client that stops sending is gone
 
     def connection_lost(self, exc):
+        if self._queue is not None:
+            self._queue.streams.discard(self)
+            self._queue.blocked.discard(self)
+            if self._queued:
+                self._queued = False
+                self._queue.taken()
         self._frames.clear()  # no one is left to read their answers
         self._waiting = 0
         self._end(exc)
-        writable, self._writable = self._writable, None
-        if writable is not None and not writable.done():
-            writable.set_exception(ConnectionResetError("connection lost"))
+        if not self.lost.done():
+            self.lost.set_result(None)
+        self.resume_writing()  # drain sees the loss
 
     def pause_writing(self):
         self._writable = asyncio.get_running_loop().create_future()
@@ -399,7 +723,7 @@ class _Stream(asyncio.BufferedProtocol):
     def _end(self, error):
         if not self._ended:
             self._ended, self._error = True, error
-            if not self.transport.is_closing():
+            if self.transport is not None and not self.transport.is_closing():
                 self.transport.pause_reading()
         self._wakeup()
 
@@ -417,25 +741,37 @@ class _Stream(asyncio.BufferedProtocol):
                     raise self._error
                 return None
             self._wake = asyncio.get_running_loop().create_future()
+            self.update_reading()  # the task takes the next request at once: read it
             await self._wake
         frame = self._frames.popleft()
         self._waiting -= len(frame)
-        if not self._frames and not self._ended and not self.transport.is_reading():
-            self.transport.resume_reading()
+        if self._queued:
+            self._queued = False
+            self._queue.taken()
+        self.update_reading()
         return frame
 
     def write(self, data):
         self.transport.write(data)
 
     async def drain(self):
-        if self._writable is not None:
-            await self._writable
+        writable = self._writable
+        if writable is not None:
+            await writable
+            if self.lost.done():
+                raise ConnectionResetError("the connection was lost while its answers waited to be sent")
 
     def get_extra_info(self, name):
         return self.transport.get_extra_info(name)
 
     def close(self):
         self.transport.close()
+
+
+def _wake(futures):
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
 
 
 async def _send_parts(stream, parts):
@@ -445,6 +781,8 @@ async def _send_parts(stream, parts):
     transport = stream.transport
     native = True
     for part in parts:
+        if transport.is_closing():  # the client hung up while its answer was being sent
+            raise ConnectionResetError("the connection closed while its answer was being sent")
         if type(part) is not FileRegion:
             stream.write(part)
             continue
@@ -465,6 +803,10 @@ async def _send_parts(stream, parts):
             except (NotImplementedError, asyncio.SendfileNotAvailableError):
                 native = False
                 stream.write(part.read()[sent:])
+            except RuntimeError as e:  # asyncio's word for a transport that closed meanwhile
+                if not transport.is_closing():
+                    raise
+                raise ConnectionResetError(f"the connection closed while its answer was being sent ({e})") from e
     return native
 
 

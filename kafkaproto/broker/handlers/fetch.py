@@ -67,9 +67,9 @@ def fetch(ctx, request):
     if isinstance(found, FetchResponse):
         return found
     session, scope = found
-    answers, total = _read(ctx, request, scope, by_id)
+    answers, total, read = _read(ctx, request, scope, by_id)
     if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
-        return Wait(request.max_wait_ms)
+        return Wait(request.max_wait_ms, on=read)  # asked again when one of these partitions takes a batch
     if session is None and epoch == INITIAL_EPOCH and ctx.version >= 7:
         session = ctx.state.fetch_sessions.create(by_id, scope)
         session_id = session.session_id if session is not None else 0
@@ -113,7 +113,8 @@ def _session(ctx, request, by_id, session_id, epoch):
 
 
 def _read(ctx, request, scope, by_id):
-    """[(CachedPartition, PartitionData)] for every partition in scope, and the bytes of records read."""
+    """[(CachedPartition, PartitionData)] for every partition in scope, the bytes of records read, and the
+    partitions read (a tuple: those whose appends may complete a fetch that waits)."""
     state = ctx.state
     read_committed = request.isolation_level == READ_COMMITTED
     budget = request.max_bytes
@@ -123,6 +124,7 @@ def _read(ctx, request, scope, by_id):
     # list of aborted transactions; one deleted while the fetch waits fails when its log is read instead: an
     # unknown partition (not an unknown topic ID), with no list.
     found = ctx.memo.get("found")
+    read = []
     for cached in scope.values():
         topic, error = state.topic(None if by_id else cached.topic, cached.topic if by_id else None)
         partition, perror = state.partition(topic, cached.index) if topic is not None else (None, error)
@@ -136,6 +138,7 @@ def _read(ctx, request, scope, by_id):
         if topic.name != cached.name and by_id:
             cached.name = topic.name
         plog = partition.log
+        read.append(partition)
         high = plog.log_end_offset
         stable = state.last_stable_offset(partition)
         if not plog.log_start_offset <= cached.fetch_offset <= high:
@@ -155,7 +158,7 @@ def _read(ctx, request, scope, by_id):
     if found is None:
         ctx.memo["found"] = {(cached.topic, cached.index) for cached, data in out if data.error_code == 0
                              or data.error_code == errors.OFFSET_OUT_OF_RANGE.code}
-    return out, total
+    return out, total, tuple(read)
 
 
 def _keep(answers, scope, incremental):

@@ -6,6 +6,12 @@ offset and not written again; a batch that does not follow the last one is
 OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is INVALID_PRODUCER_EPOCH; a new
 epoch starts again at sequence 0. The state is rebuilt from the log's batch
 headers on start (BrokerState), so it survives a restart.
+
+Every batch a partition takes passes through its PartitionProducers (control
+batches too), so this is also where the partition says it was appended to:
+``on_append``, when set, is called with the PartitionProducers after each
+batch, and the server wakes the fetches waiting on that partition (and only
+those). A producer is found by its id in a dict, however many there are.
 """
 
 from collections import deque
@@ -32,8 +38,11 @@ class ProducerEntry:
 class PartitionProducers:
     """The producers that wrote to one partition."""
 
+    __slots__ = ("entries", "on_append")
+
     def __init__(self):
         self.entries = {}  # producer id -> ProducerEntry
+        self.on_append = None  # called with self after each batch appended (the server's fetch wake-up)
 
     def check(self, batch):
         """(error, None) for a batch about to be appended, or (NONE, (first offset, max timestamp)) of the
@@ -57,6 +66,8 @@ class PartitionProducers:
 
     def appended(self, batch):
         """Remember a batch just written (or read back on start)."""
+        if self.on_append is not None:
+            self.on_append(self)
         if batch.producer_id < 0:
             return
         entry = self.entries.get(batch.producer_id)
