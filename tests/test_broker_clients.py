@@ -670,7 +670,7 @@ def test_a_compacted_topic_through_real_clients(tmp_path):
     with Broker({"log.cleaner.backoff.ms": "100"}, log_dir=tmp_path) as broker:
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
         admin.create_topics([NewTopic("settings", 1, 1, topic_configs={"cleanup.policy": "compact",
-                                                                       "segment.bytes": "2000"})])
+                                                                       "internal.segment.bytes": "2000"})])
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
         for round_ in range(20):
             for key in (b"colour", b"size", b"shape"):

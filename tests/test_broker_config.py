@@ -11,15 +11,20 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 import kafka_jvm
+from kafkaproto import errors, records
 from kafkaproto.broker import Broker, BrokerConfig, ConfigError
 from kafkaproto.broker.config import DIFFERENCES, INTEGER_BOUNDS, SETTINGS, TOPIC_CONFIGS, topic_config_error
 from kafkaproto.broker.embedded import serve
 from kafkaproto.broker.server import ListenError
+from kafkaproto.messages import (CreateTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+                                 ProduceRequest)
+from test_kafka_broker import RawClient
 
 pytestmark = pytest.mark.above_the_codecs
 
@@ -135,7 +140,7 @@ def test_every_wrong_setting_is_reported_at_once(tmp_path):
         BrokerConfig.load(path, {"message.max.bytes": "-1", "listeners": "PLAINTEXT://127.0.0.1:70000"})
     assert str(raised.value).splitlines() == [
         "5 settings are wrong:",
-        f"  {path}, line 1: log.segment.bytes=10: must be at least 14",
+        f"  {path}, line 1: log.segment.bytes=10: must be at least 1048576",
         f"  {path}, line 2: auto.create.topics.enable=yes: not true or false",
         f"  {path}, line 4: compression.type=gzip: only compression.type=producer is implemented here (the broker "
         "does not recompress)",
@@ -188,7 +193,8 @@ def test_a_rule_between_settings_names_both_and_their_sources():
     ("num.partitions", "3_000", "not an integer"),
     ("num.partitions", "2147483648", "out of range for an int (-2147483648 to 2147483647)"),
     ("log.retention.bytes", "9223372036854775808", "out of range for a long"),
-    ("log.segment.bytes", "13", "must be at least 14"),
+    ("log.segment.bytes", "1048575", "must be at least 1048576"),
+    ("log.segment.bytes", "14", "must be at least 1048576"),
     ("message.max.bytes", "-1", "must be at least 0"),
     ("socket.request.max.bytes", "0", "must be at least 1"),
     ("node.id", "-1", "must be at least 0"),
@@ -240,7 +246,7 @@ def test_a_wrong_value_is_refused_with_why(key, value, why):
     ("group.consumer.migration.policy", "UPGRADE", "UPGRADE"),  # Kafka compares it ignoring case
     ("log.cleanup.policy", "compact, delete", "compact, delete"),
     ("log.cleanup.policy", "", ""),  # no policy: kept forever
-    ("log.segment.bytes", "14", 14),
+    ("log.segment.bytes", "1048576", 1048576),
     ("message.max.bytes", "0", 0),
     ("log.retention.ms", "-5", -5),  # any negative: unlimited
     ("log.retention.ms", "9223372036854775807", 2**63 - 1),
@@ -264,7 +270,10 @@ def test_every_setting_has_a_type_and_a_default_within_its_own_rules():
 
 
 @pytest.mark.parametrize("name, value, why", [
-    ("segment.bytes", "13", "segment.bytes=13: must be at least 14"),
+    ("segment.bytes", "1048575", "segment.bytes=1048575: must be at least 1048576"),
+    ("segment.bytes", "1", "segment.bytes=1: must be at least 1048576"),
+    ("internal.segment.bytes", "abc", "internal.segment.bytes=abc: not an integer"),
+    ("internal.segment.bytes", "2147483648", "out of range for an int"),
     ("retention.ms", "-2", "retention.ms=-2: must be at least -1"),
     ("max.message.bytes", "x", "max.message.bytes=x: not an integer"),
     ("compression.type", "GZIP", "compression.type=GZIP: not one of"),
@@ -275,6 +284,11 @@ def test_every_setting_has_a_type_and_a_default_within_its_own_rules():
 def test_topic_configs_are_checked_as_kafka_checks_them(name, value, why):
     assert why in topic_config_error(name, value)
     assert topic_config_error(name, None) is None  # back to the default
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "1", "200", " 200 ", "+7", "2147483647"])
+def test_internal_segment_bytes_takes_any_int_as_kafka_does(value):
+    assert topic_config_error("internal.segment.bytes", value) is None
 
 
 # ---- the command line starts and stops as the README says -----------------------------------------------------
@@ -465,7 +479,7 @@ def test_what_kafka_refuses_in_a_broker_configuration_is_refused(kafka_probe):
             return e.problems[0]
         return None
 
-    assert differences(kafka_probe, "broker", SETTINGS, ours) == ([], {"log.segment.bytes"})
+    assert differences(kafka_probe, "broker", SETTINGS, ours) == ([], set())
 
 
 def test_what_kafka_refuses_in_a_topic_config_is_refused(kafka_probe):
@@ -478,7 +492,7 @@ def test_what_kafka_refuses_in_a_topic_config_is_refused(kafka_probe):
             return e
         return None
 
-    assert differences(kafka_probe, "topic", TOPIC_CONFIGS, ours) == ([], {"segment.bytes"})
+    assert differences(kafka_probe, "topic", TOPIC_CONFIGS, ours) == ([], set())
 
 
 def test_rules_between_settings_agree_with_kafka(kafka_probe):
@@ -553,3 +567,185 @@ def test_listeners_and_directories_agree_with_kafka(kafka_probe, key, value):
         assert refused is not None, kafka
     else:
         assert refused is None or not refused.kafka, (kafka, str(refused))
+
+
+# ---- segment sizes: at least 1 MiB, as in Kafka 4, and internal.segment.bytes for smaller ones -----------------
+
+def test_a_log_segment_bytes_under_1_mib_stops_the_broker_at_start(tmp_path):
+    done = broker_command("--override", "log.segment.bytes=1048575", "--override", f"log.dirs={tmp_path / 'data'}",
+                          cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        2, "kafkaproto broker: --override log.segment.bytes=1048575: must be at least 1048576\n")
+    assert not (tmp_path / "data").exists()
+    with pytest.raises(ConfigError, match=r"^Broker\(\): log.segment.bytes=1048575: must be at least 1048576$"):
+        Broker({"log.segment.bytes": "1048575"}).start()
+    with Broker({"log.segment.bytes": "1048576"}) as broker:
+        assert broker.port
+
+
+SEGMENT_KEYS = ("segment.bytes", "internal.segment.bytes")
+CT, IAC, DC = CreateTopicsRequest, IncrementalAlterConfigsRequest, DescribeConfigsRequest
+# Kafka's answers while a topic just made (or a config just changed) reaches its broker.
+NOT_YET = {errors.UNKNOWN_TOPIC_OR_PARTITION.code, errors.NOT_LEADER_OR_FOLLOWER.code,
+           errors.LEADER_NOT_AVAILABLE.code}
+
+
+class Wire:
+    """CreateTopics, IncrementalAlterConfigs, DescribeConfigs and Produce to one broker (this one or Kafka, whose
+    partition directories are under data_dir), answered as plain values the two are compared by."""
+
+    def __init__(self, port, data_dir):
+        self.client = RawClient(port)
+        self.data_dir = Path(data_dir)
+
+    def create(self, name, validate_only=False, **configs):
+        """(error code, {segment config: (value, source)} as the answer lists them)."""
+        body = CT(topics=[CT.CreatableTopic(name=name, num_partitions=1, replication_factor=1, configs=[
+            CT.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])], timeout_ms=10000,
+            validate_only=validate_only)
+        topic = self.client.call(body, 7).body.topics[0]
+        return topic.error_code, {c.name: (c.value, c.config_source) for c in topic.configs if c.name in SEGMENT_KEYS}
+
+    def alter(self, name, key, value):
+        """The error code of setting key on topic name (value None: deleting it)."""
+        body = IAC(resources=[IAC.AlterConfigsResource(resource_type=2, resource_name=name, configs=[
+            IAC.AlterableConfig(name=key, config_operation=0 if value is not None else 1, value=value)])],
+            validate_only=False)
+        return self.client.call(body, 1).body.responses[0].error_code
+
+    def describe(self, name, keys=None, until=lambda found: True):
+        """(error code, {segment config: (value, source, type, synonyms)}), asked again until until(found) holds or
+        10 s have gone (a change reaches Kafka's broker a moment after the controller took it). Synonyms are shown
+        for internal.segment.bytes only: this broker names the default of segment.bytes by the topic key."""
+        deadline = time.monotonic() + 10
+        while True:
+            body = DC(resources=[DC.DescribeConfigsResource(resource_type=2, resource_name=name,
+                                                            configuration_keys=keys)],
+                      include_synonyms=True, include_documentation=False)
+            result = self.client.call(body, 4).body.results[0]
+            found = result.error_code, {
+                c.name: (c.value, c.config_source, c.config_type,
+                         [(y.name, y.value, y.source) for y in c.synonyms] if c.name.startswith("internal") else None)
+                for c in result.configs if c.name in SEGMENT_KEYS}
+            if until(found) or time.monotonic() > deadline:
+                return found
+
+    def produce(self, name, count):
+        """Produce count batches of one 100-byte record each; the number of segment files the partition then has."""
+        for i in range(count):
+            builder = records.RecordBatchBuilder()
+            builder.append(b"k", b"x" * 100, timestamp=1_700_000_000_000 + i)
+            body = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+                ProduceRequest.TopicProduceData(name=name, partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+            deadline = time.monotonic() + 30
+            while True:
+                error = self.client.call(body, 9).body.responses[0].partition_responses[0].error_code
+                if error not in NOT_YET or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert error == 0, (name, i, error)
+        return len(list((self.data_dir / f"{name}-0").glob("*.log")))
+
+    def close(self):
+        self.client.close()
+
+
+def segment_answers(wire):
+    """What a broker answers about segment sizes, as the tests below expect it (Kafka 4.3.1 answered the same)."""
+    run = uuid.uuid4().hex[:8]  # Kafka's broker lives for the whole test run: names of this run's own
+    small = {}
+    for value in ("1", "14", "1048575"):
+        small[value] = (wire.create(f"small-{value}-{run}", validate_only=True, **{"segment.bytes": value}),
+                        wire.create(f"small-{value}-{run}", **{"segment.bytes": value}),
+                        wire.describe(f"small-{value}-{run}")[0])
+    plain = f"plain-{run}"
+    created = wire.create(plain)
+    alters = {value: wire.alter(plain, "segment.bytes", value) for value in ("1", "14", "1048575", "1048576")}
+    return small, created, alters, wire.describe(plain, until=lambda found: "1048576" in str(found))
+
+
+EXPECTED_SEGMENT_ANSWERS = (
+    {value: ((errors.INVALID_CONFIG.code, {}), (errors.INVALID_CONFIG.code, {}),
+             errors.UNKNOWN_TOPIC_OR_PARTITION.code) for value in ("1", "14", "1048575")},
+    (0, {"segment.bytes": ("1073741824", 5)}),
+    {"1": errors.INVALID_CONFIG.code, "14": errors.INVALID_CONFIG.code, "1048575": errors.INVALID_CONFIG.code,
+     "1048576": 0},
+    (0, {"segment.bytes": ("1048576", 1, 3, None)}),
+)
+
+
+def internal_segment_answers(wire):
+    """What a broker answers about internal.segment.bytes, and how its segments roll."""
+    run = uuid.uuid4().hex[:8]
+    tiny, both, plain = f"tiny-{run}", f"both-{run}", f"plain-{run}"
+    checked = {value: wire.create(f"check-{run}", validate_only=True, **{"internal.segment.bytes": value})[0]
+               for value in ("-5", "0", " 200 ", "abc", "", "2147483648")}
+    made = [wire.create(tiny, **{"internal.segment.bytes": "200"}),
+            wire.create(both, **{"internal.segment.bytes": "400", "segment.bytes": "1048576"}),
+            wire.create(plain)]
+    described = [wire.describe(tiny), wire.describe(both), wire.describe(plain),
+                 wire.describe(plain, keys=["internal.segment.bytes"])]
+    # A 100-byte record's batch is 169 bytes: alone in each 200-byte segment, two to each 400-byte one.
+    segments = [wire.produce(tiny, 4), wire.produce(both, 4)]
+    altered = [wire.alter(plain, "internal.segment.bytes", "250"),
+               wire.describe(plain, until=lambda found: "internal.segment.bytes" in found[1]),
+               wire.alter(plain, "internal.segment.bytes", "abc"),
+               wire.alter(plain, "internal.segment.bytes", None),
+               wire.describe(plain, until=lambda found: "internal.segment.bytes" not in found[1])]
+    return checked, made, described, segments, altered
+
+
+DEFAULT_SEGMENT = ("1073741824", 5, 3, None)
+EXPECTED_INTERNAL_ANSWERS = (
+    {"-5": 0, "0": 0, " 200 ": 0, "abc": errors.INVALID_CONFIG.code, "": errors.INVALID_CONFIG.code,
+     "2147483648": errors.INVALID_CONFIG.code},
+    [(0, {"internal.segment.bytes": ("200", 1), "segment.bytes": ("1073741824", 5)}),
+     (0, {"internal.segment.bytes": ("400", 1), "segment.bytes": ("1048576", 1)}),
+     (0, {"segment.bytes": ("1073741824", 5)})],
+    [(0, {"internal.segment.bytes": ("200", 1, 3, [("internal.segment.bytes", "200", 1)]),
+          "segment.bytes": DEFAULT_SEGMENT}),
+     (0, {"internal.segment.bytes": ("400", 1, 3, [("internal.segment.bytes", "400", 1)]),
+          "segment.bytes": ("1048576", 1, 3, None)}),
+     (0, {"segment.bytes": DEFAULT_SEGMENT}),
+     (0, {})],  # asked for by name where it is not set: not listed
+    [4, 2],
+    [0, (0, {"internal.segment.bytes": ("250", 1, 3, [("internal.segment.bytes", "250", 1)]),
+             "segment.bytes": DEFAULT_SEGMENT}),
+     errors.INVALID_CONFIG.code, 0, (0, {"segment.bytes": DEFAULT_SEGMENT})],
+)
+
+
+def test_segment_bytes_under_1_mib_is_refused_by_create_topics_and_incremental_alter_configs(tmp_path):
+    with Broker(log_dir=tmp_path) as broker:
+        wire = Wire(broker.port, tmp_path)
+        try:
+            assert segment_answers(wire) == EXPECTED_SEGMENT_ANSWERS
+        finally:
+            wire.close()
+
+
+def test_internal_segment_bytes_is_taken_listed_and_rolls_segments(tmp_path):
+    with Broker(log_dir=tmp_path) as broker:
+        wire = Wire(broker.port, tmp_path)
+        try:
+            assert internal_segment_answers(wire) == EXPECTED_INTERNAL_ANSWERS
+            # A topic's change reaches its open logs: 250-byte segments, then the 1 GiB default again.
+            assert wire.create("later")[0] == 0 and wire.produce("later", 1) == 1
+            assert wire.alter("later", "internal.segment.bytes", "250") == 0
+            assert wire.produce("later", 3) == 4
+            assert wire.alter("later", "internal.segment.bytes", None) == 0
+            assert wire.produce("later", 3) == 4  # 1 GiB again: all three join the last segment
+        finally:
+            wire.close()
+
+
+@pytest.mark.xdist_group("kafka-broker")  # with the other tests of the live Kafka, which then starts once
+def test_kafka_answers_the_same_about_segment_sizes(kafka_brokers):
+    kafka = kafka_brokers(KAFKA)
+    wire = Wire(kafka.port, kafka.workdir / "data")
+    try:
+        assert segment_answers(wire) == EXPECTED_SEGMENT_ANSWERS
+        assert internal_segment_answers(wire) == EXPECTED_INTERNAL_ANSWERS
+    finally:
+        wire.close()

@@ -349,8 +349,8 @@ def test_a_torn_tail_is_cut_after_an_unclean_stop(tmp_path, caplog):
 
 
 def test_segments_roll_and_reads_cross_them(tmp_path):
-    state = make_state(tmp_path, **{"log.segment.bytes": "300"})
-    create(state, "t")
+    state = make_state(tmp_path)
+    create(state, "t", **{"internal.segment.bytes": "300"})  # Kafka's segment.bytes is at least 1 MiB
     for i in range(10):
         produce(state, batch(b"%03d" % i * 30))
     segments = sorted(p.name for p in (tmp_path / "t-0").glob("*.log"))
@@ -364,7 +364,7 @@ def test_segments_roll_and_reads_cross_them(tmp_path):
         offset += len(batch_values)
     assert got == [b"%03d" % i * 30 for i in range(10)]
     state.close()
-    state = make_state(tmp_path, **{"log.segment.bytes": "300"})
+    state = make_state(tmp_path)
     assert fetch(state, offset=9).responses[0].partitions[0].high_watermark == 10
     state.close()
 
@@ -503,8 +503,8 @@ def test_broker_configs_and_dynamic_topic_defaults(state):
 
 
 def test_retention_deletes_whole_old_segments(tmp_path):
-    state = make_state(tmp_path, **{"log.segment.bytes": "200"})
-    create(state, "t")
+    state = make_state(tmp_path)
+    create(state, "t", **{"internal.segment.bytes": "200"})
     for i in range(6):
         builder = records.RecordBatchBuilder()
         builder.append(None, b"x" * 100, timestamp=1000 + i)
@@ -519,7 +519,7 @@ def test_retention_deletes_whole_old_segments(tmp_path):
     alter(state, 2, "t", ("retention.bytes", 1, None), ("retention.ms", 0, "1000"))
     assert state.enforce_retention(now_ms=10_000) == 2 and len(log.segments) == 1  # the active one stays
     state.close()
-    state = make_state(tmp_path, **{"log.segment.bytes": "200"})
+    state = make_state(tmp_path)
     assert state.cluster.topics["t"].partitions[0].log.log_start_offset == 5
     state.close()
 
@@ -560,7 +560,7 @@ def everything(state, topic="t"):
 
 def test_compaction_keeps_the_latest_record_of_each_key(tmp_path):
     state = make_state(tmp_path)
-    create(state, "t", **{"cleanup.policy": "compact", "segment.bytes": "150"})
+    create(state, "t", **{"cleanup.policy": "compact", "internal.segment.bytes": "150"})
     produce(state, keyed((b"a", b"1"), (b"b", b"1")))
     produce(state, keyed((b"a", b"2")))
     produce(state, keyed((b"c", b"1"), (b"b", None)))  # b deleted
@@ -584,7 +584,7 @@ def test_compaction_keeps_the_latest_record_of_each_key(tmp_path):
 
 def test_compact_and_delete_both_apply_and_delete_alone_never_compacts(tmp_path):
     state = make_state(tmp_path)
-    create(state, "plain", **{"segment.bytes": "150"})
+    create(state, "plain", **{"internal.segment.bytes": "150"})
     for i in range(4):
         produce(state, keyed((b"k", b"%d" % i)), topic="plain")
     assert state.compact() == 0 and len(everything(state, "plain")) == 4

@@ -251,10 +251,10 @@ def open_descriptors(under):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
 def test_segment_files_stay_within_the_bound_and_partitions_at_rest_hold_none(tmp_path):
-    state = make_state(tmp_path, **{"kafkaproto.open.segment.files.max": "8", "log.segment.bytes": "200"})
+    state = make_state(tmp_path, **{"kafkaproto.open.segment.files.max": "8"})
     try:
         assert state.files.limit == 8
-        assert create(state, "t", partitions=40).error_code == 0
+        assert create(state, "t", partitions=40, **{"internal.segment.bytes": "200"}).error_code == 0
         for p in range(40):
             for i in range(3):  # 200-byte segments: each append after the first rolls a new one
                 assert produce(state, produce_batch(b"%d-%d" % (p, i)), partition=p).error_code == 0

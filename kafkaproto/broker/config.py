@@ -272,14 +272,11 @@ TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("compact", "delete")
 ONLY_CREATE_TIME = "only CreateTime timestamps are implemented here (Kafka also has LogAppendTime)"
 ONLY_PRODUCER = "only compression.type=producer is implemented here (the broker does not recompress)"
-# Where this broker takes what Kafka 4.3 refuses, on purpose: {key: why}.
-DIFFERENCES = {
-    "log.segment.bytes": "at least 14 bytes (Kafka 3's minimum, one record's overhead), where Kafka 4 asks for "
-                         "1 MiB and its tests reach smaller segments through internal.segment.bytes: small "
-                         "segments are how retention and compaction are tried on a broker you own",
-    "segment.bytes": "as log.segment.bytes",
-}
-MIN_SEGMENT_BYTES = 14
+# Where this broker takes what Kafka 4.3 refuses, on purpose: {key: why}. None at present.
+DIFFERENCES = {}
+# Kafka 4's least log.segment.bytes and segment.bytes (1 MiB). Smaller segments, for tests, are had as Kafka's own
+# tests have them: a topic's internal.segment.bytes (see segment_size).
+MIN_SEGMENT_BYTES = 1 << 20
 
 SETTINGS = {
     "node.id": Setting("int", 1, doc="this broker's id; also the controller's and every coordinator's",
@@ -394,6 +391,9 @@ LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
 # Per-topic configs, as Kafka 4.3's LogConfig defines them (the broker's defaults come from SETTINGS and TOPIC_ONLY).
 TOPIC_CONFIGS = {
     "segment.bytes": Setting("int", at_least=MIN_SEGMENT_BYTES),
+    # Kafka's test-only size: any int (no range, no default), and when a topic sets it, its segments roll at it
+    # instead of segment.bytes. Listed by DescribeConfigs only where it is set; no broker setting is behind it.
+    "internal.segment.bytes": Setting("int", doc="segment size for tests, over segment.bytes when set"),
     "index.interval.bytes": Setting("int", at_least=0),
     "retention.ms": Setting("long", at_least=-1),
     "retention.bytes": Setting("long"),
@@ -430,6 +430,13 @@ def topic_config_error(name, value):
     except Invalid as e:
         return f"{name}={_shown(value)}: {e}"
     return None
+
+
+def segment_size(config):
+    """The size a partition's segments roll at, from its topic's effective configs: internal.segment.bytes when
+    set, else segment.bytes (Kafka's LogConfig.segmentSize())."""
+    internal = config.get("internal.segment.bytes")
+    return int(str(internal).strip()) if internal is not None else int(config["segment.bytes"])
 
 
 # Per-topic configs with no broker-wide setting behind them.

@@ -3,6 +3,7 @@
 Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) or all brokers (3), from
 server.properties or an override (4), a default (5). configuration_keys null asks for every config.
 Documentation is not given (null), as Kafka answers a request that does not ask for it.
+A topic's internal.segment.bytes is listed only where it is set, as Kafka lists it.
 """
 
 from ... import errors
@@ -39,7 +40,8 @@ def _topic(ctx, request, resource):
         if request.include_synonyms:
             if name in topic.configs:
                 synonyms.append((name, topic.configs[name], TOPIC_SOURCE))
-            synonyms.append((name, defaults.get(name), DEFAULT))
+            if name in defaults:  # internal.segment.bytes has no default behind it
+                synonyms.append((name, defaults[name], DEFAULT))
         out.append(_entry(ctx, name, value, source, TOPIC_CONFIG_TYPES.get(name, "STRING"), synonyms))
     return errors.NONE, None, out
 
