@@ -728,7 +728,7 @@ def test_housekeeping_survives_a_partition_it_cannot_compact(tmp_path, caplog):
     with Running(tmp_path, overrides) as broker:
         client = RawClient(broker.port)
         for name in ("bad", "good"):  # "bad" first: the housekeeping meets it first
-            create_topic(client, name, cleanup_policy="delete", internal_segment_bytes="100")
+            create_topic(client, name, cleanup_policy="delete", internal_segment_bytes="200")
             for i in range(4):
                 assert produce(client, name, 0, *[(b"key %d" % k, b"%s %d" % (name.encode(), i)) for k in range(3)]) \
                     == 0
@@ -756,3 +756,17 @@ def test_housekeeping_survives_a_partition_it_cannot_compact(tmp_path, caplog):
         client.close()
     failed = [r for r in caplog.records if "compaction of bad-0 failed" in r.getMessage()]
     assert len(failed) == 1 and failed[0].exc_info, caplog.text
+
+
+def test_a_negative_idle_time_never_closes_idle_connections(tmp_path):
+    """connections.max.idle.ms=-1 is Kafka's "never": a silent connection stays open through housekeeping."""
+    with Running(tmp_path, {"connections.max.idle.ms": "-1"}) as broker:
+        idle = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+        try:
+            assert not closed_by_broker([idle], 2.5)
+            client = RawClient(broker.port)
+            answer = client.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+            assert answer.body.error_code == 0
+            client.close()
+        finally:
+            idle.close()

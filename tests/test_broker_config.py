@@ -229,7 +229,6 @@ def test_a_rule_between_settings_names_both_and_their_sources():
     ("advertised.listeners", "SSL://example.com:9093", "names listener SSL, which listeners does not have"),
     ("connections.max.idle.ms", "100", "must be more than connection.failed.authentication.delay.ms=100 (the "
                                        "default)"),
-    ("connections.max.idle.ms", "-1", "a negative time (Kafka: never close idle connections) is not implemented"),
     ("max.connections.per.ip", "0", "may be 0 only when max.connections.per.ip.overrides lets some addresses in"),
     ("queued.max.requests", "0", "must be at least 1"),
     ("listener.name.ssl.ssl.client.auth", "sometimes", "not one of: required, requested, none"),

@@ -246,3 +246,20 @@ def test_a_bomb_to_a_compacted_topic_gets_an_answer_on_the_wire():
                 assert part.error_code == error.code
         finally:
             client.close()
+
+
+def test_an_append_larger_than_a_segment_is_refused(tmp_path):
+    """Kafka's log refuses batches larger than the topic's segment size (internal.segment.bytes or segment.bytes)
+    with RECORD_LIST_TOO_LARGE, so no append can make a segment per record."""
+    from test_broker_handlers import batch, create, make_state, produce
+
+    state = make_state(tmp_path)
+    try:
+        assert create(state, "tiny", **{"internal.segment.bytes": "100"}).error_code == 0
+        data = batch(b"x" * 200)
+        answer = produce(state, data, topic="tiny")
+        assert errors.by_code(answer.error_code) is errors.RECORD_LIST_TOO_LARGE and answer.log_start_offset == -1
+        assert create(state, "roomy", **{"internal.segment.bytes": str(len(data))}).error_code == 0
+        assert produce(state, data, topic="roomy").error_code == 0
+    finally:
+        state.close()

@@ -615,10 +615,8 @@ class BrokerConfig:
                 refuse("max.connections.per.ip", "may be 0 only when max.connections.per.ip.overrides lets some "
                        "addresses in")
         idle = get("connections.max.idle.ms")
-        if "connections.max.idle.ms" not in bad and idle < 0:  # Kafka reads it as no limit
-            refuse("connections.max.idle.ms", "a negative time (Kafka: never close idle connections) is not "
-                   "implemented here; give the time in ms (600000, say)", kafka=False)
-        else:  # so that the answer to a failed authentication is not cut off
+        if "connections.max.idle.ms" in bad or idle >= 0:  # negative: idle connections are never closed
+            # so that the answer to a failed authentication is not cut off
             compare("connections.max.idle.ms", "more than", "connection.failed.authentication.delay.ms")
 
     def __getitem__(self, key):

@@ -319,6 +319,8 @@ class Server:
                               type(e).__name__, e, exc_info=True)
 
     def _close_idle(self):
+        if self.config["connections.max.idle.ms"] < 0:  # Kafka's "never"
+            return
         idle_before = asyncio.get_running_loop().time() - self.config["connections.max.idle.ms"] / 1000
         for stream, last_read in list(self._connections.items()):
             if last_read is not None and last_read < idle_before:
@@ -410,7 +412,8 @@ class Server:
             connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
             stream = _Stream(connection, self._queue)
             idle = self.config["connections.max.idle.ms"] / 1000
-            options = {"ssl": context, "ssl_handshake_timeout": idle} if context is not None else {}
+            # a negative idle time never closes an idle connection; a handshake then has asyncio's 60 s
+            options = {"ssl": context, "ssl_handshake_timeout": idle if idle > 0 else None} if context else {}
             try:
                 await loop.connect_accepted_socket(lambda: stream, conn, **options)
             except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError

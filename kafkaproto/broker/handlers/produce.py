@@ -37,6 +37,7 @@ from ... import errors
 from ...exceptions import RecordsError
 from ...records import produced_batches
 from ...messages import ApiKey, ProduceResponse
+from ..config import segment_size
 from ..dispatch import handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
@@ -128,6 +129,10 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         error = _transaction_error(state, transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
+    if len(data) > segment_size(config):  # Kafka's log takes no append larger than one segment
+        return _result(index, errors.RECORD_LIST_TOO_LARGE,
+                       message=f"{len(data)} bytes of batches are more than a segment of this topic holds "
+                               f"({segment_size(config)})")
     producers = state.producers[partition]
     duplicate = None
     for batch in batches:
