@@ -48,6 +48,8 @@ from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsR
 from kafkaproto.uuid import Uuid
 
 import kafka_jvm
+import raw_batches
+from raw_batches import field as pv_field, record as pv_record, zigzag as pv_zigzag
 from test_kafka_broker import RawClient
 
 # Under pytest -n these tests share one worker, so that its two Kafka brokers start once; the broker is the same
@@ -1202,58 +1204,13 @@ def test_reserved_and_colliding_topic_names(sides):
 # record_errors (whose texts are each broker's own), and what each stored must read back the same.
 
 
-def pv_zigzag(v):
-    u = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def pv_field(value):
-    return pv_zigzag(-1) if value is None else pv_zigzag(len(value)) + value
-
-
-def pv_record(key=b"k", value=b"v", headers=(), ts_delta=0, offset_delta=0, body=None, size=None):
-    if body is None:
-        body = (b"\0" + pv_zigzag(ts_delta) + pv_zigzag(offset_delta) + pv_field(key) + pv_field(value)
-                + pv_zigzag(len(headers)) + b"".join(pv_field(k) + pv_field(v) for k, v in headers))
-    return pv_zigzag(len(body) if size is None else size) + body
-
-
-def pv_batch(recs, count=None, last_delta=None, codec=0, ts_shift=0, attributes=None, max_ts=None, base_offset=0,
-             producer_id=-1, sequence=-1, payload=None):
-    """A batch with a good CRC over whatever its header and records say, stamped with the clock's time now."""
-    import struct
-
-    from crc32c import crc32c
-    from kafkaproto.records import _compression
-    body = b"".join(recs)
-    if payload is None:
-        payload = body if codec in (0, 5, 6, 7) else _compression.compress(codec, body)
-    count = len(recs) if count is None else count
-    base_ts = int(time.time() * 1000) + ts_shift
-    out = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 49 + len(payload), -1, 2, 0,
-                                codec if attributes is None else attributes,
-                                count - 1 if last_delta is None else last_delta, base_ts,
-                                base_ts if max_ts is None else max_ts, producer_id, 0, sequence, count) + payload)
-    out[17:21] = struct.pack(">I", crc32c(bytes(out[21:])))
-    return bytes(out)
+def pv_batch(recs, ts_shift=0, **options):
+    """A batch (raw_batches.batch) stamped with the clock's time now, give or take ts_shift ms."""
+    return raw_batches.batch(recs, base_ts=int(time.time() * 1000) + ts_shift, **options)
 
 
 def pv_zstd_bomb(size, key=b"k"):
-    """One record of size zero bytes, zstd-compressed as it streams."""
-    import cramjam
-    head = b"\0\0\0" + pv_field(key) + pv_zigzag(size)
-    stream = cramjam.zstd.Compressor(level=3)
-    stream.compress(pv_zigzag(len(head) + size + 1) + head)
-    chunk = b"\0" * (1 << 24)
-    for at in range(0, size, len(chunk)):
-        stream.compress(chunk[:min(len(chunk), size - at)])
-    stream.compress(b"\0")
-    return pv_batch([], count=1, codec=4, payload=bytes(stream.flush()) + bytes(stream.finish()))
+    return raw_batches.zstd_bomb(size, key, base_ts=int(time.time() * 1000))
 
 
 def pv_edited(data, at, value):

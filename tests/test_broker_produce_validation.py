@@ -4,17 +4,15 @@ record, the keys of compacted topics and the timestamps' distance from the broke
 codes, log start offsets, record_errors) are Kafka 4.3's; tests/test_broker_differential.py compares them with
 Kafka 3.9.2 and 4.3.1 case by case."""
 
-import struct
 import tracemalloc
 
-import cramjam
 import pytest
-from crc32c import crc32c
 
 from kafkaproto import errors, records
 from kafkaproto.broker import Broker
 from kafkaproto.messages import ProduceRequest
-from kafkaproto.records import _compression
+import raw_batches
+from raw_batches import field, record, zigzag
 from test_broker_handlers import call, create, fetch, make_state
 from test_kafka_broker import RawClient
 
@@ -32,38 +30,13 @@ def state(tmp_path):
     state.close()
 
 
-def zigzag(v):
-    u = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+def batch(recs, **options):
+    """A batch (raw_batches.batch) stamped at NOW, the time this module's broker reads."""
+    return raw_batches.batch(recs, **{"base_ts": NOW, **options})
 
 
-def field(value):
-    return zigzag(-1) if value is None else zigzag(len(value)) + value
-
-
-def record(key=b"k", value=b"v", ts_delta=0, offset_delta=0, body=None, size=None):
-    if body is None:
-        body = b"\0" + zigzag(ts_delta) + zigzag(offset_delta) + field(key) + field(value) + b"\0"
-    return zigzag(len(body) if size is None else size) + body
-
-
-def batch(recs, count=None, last_delta=None, codec=0, base_ts=NOW, base_offset=0, producer_id=-1, sequence=-1,
-          payload=None):
-    """A batch with a good CRC over whatever its header and records say."""
-    body = b"".join(recs)
-    if payload is None:
-        payload = body if codec in (0, 5, 6, 7) else _compression.compress(codec, body)
-    count = len(recs) if count is None else count
-    out = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 49 + len(payload), -1, 2, 0, codec,
-                                count - 1 if last_delta is None else last_delta, base_ts, base_ts, producer_id, 0,
-                                sequence, count) + payload)
-    out[17:21] = struct.pack(">I", crc32c(bytes(out[21:])))
-    return bytes(out)
+def zstd_bomb(size, key=b"k"):
+    return raw_batches.zstd_bomb(size, key, base_ts=NOW)
 
 
 KEYED = [record(key=b"k%d" % i, offset_delta=i) for i in range(3)]
@@ -198,18 +171,6 @@ def test_what_kafka_asks_of_producers(state):
     assert answer(state, batch(out_of_order, codec=3)) == ("UNKNOWN_SERVER_ERROR", 0, [])
     assert stored(state) == 0
     assert answer(state, batch(out_of_order)) == ("NONE", 0, [])
-
-
-def zstd_bomb(size, key=b"k"):
-    """One record whose value is size zero bytes, zstd-compressed as it streams (a few KiB for 100 MB)."""
-    head = b"\0\0\0" + field(key) + zigzag(size)
-    stream = cramjam.zstd.Compressor(level=3)
-    stream.compress(zigzag(len(head) + size + 1) + head)
-    chunk = b"\0" * (1 << 24)
-    for at in range(0, size, len(chunk)):
-        stream.compress(chunk[:min(len(chunk), size - at)])
-    stream.compress(b"\0")
-    return batch([], count=1, codec=4, payload=bytes(stream.flush()) + bytes(stream.finish()))
 
 
 def test_a_decompression_bomb_is_answered_within_the_cap(state):

@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from impls import IMPLS, impl_param, records
+from raw_batches import batch as _batch, field as _field, record as _record, recrc as _recrc
+from raw_batches import zigzag as _zigzag
 from kafkaproto.exceptions import RecordsError
 from kafkaproto.records import Compression, ControlType, TimestampType, arrow_schema, read_committed
 from kafkaproto.records import _compression
@@ -396,14 +398,6 @@ def test_produced_batches_name_each_fault_and_its_byte(impl):
     assert _produced(mod, one + one, size)[0] == "ok"
 
 
-def _recrc(data):
-    """Fix the CRC after editing what it covers (so that the count checks are reached)."""
-    from crc32c import crc32c
-    data = bytearray(data)
-    data[17:21] = struct.pack(">I", crc32c(bytes(data[21:])))
-    return bytes(data)
-
-
 @impl_param
 def test_produced_batches_refuse_record_counts_that_lie(impl):
     mod = records(impl)
@@ -432,45 +426,6 @@ def test_produced_batches_agree_across_implementations_on_mutations():
 
 
 # ---- produced_batches: the records inside, Kafka's rules for producers, and the kind of each fault -------------
-
-
-def _uvarint(u):
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def _zigzag(v):
-    return _uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
-
-
-def _field(value):
-    return _zigzag(-1) if value is None else _zigzag(len(value)) + value
-
-
-def _record(key=b"k", value=b"v", headers=(), ts_delta=0, offset_delta=0, body=None, size=None):
-    """One record as the wire has it, or any body under any length, for faults the builders cannot make."""
-    if body is None:
-        body = b"\0" + _zigzag(ts_delta) + _zigzag(offset_delta) + _field(key) + _field(value) + _zigzag(len(headers))
-        for name, hvalue in headers:
-            body += _field(name) + _field(hvalue)
-    return _zigzag(len(body) if size is None else size) + body
-
-
-def _batch(recs, count=None, last_delta=None, codec=0, base_ts=1_700_000_000_000, max_ts=None, attributes=None,
-           base_offset=0, producer_id=-1, sequence=-1, payload=None):
-    """A magic-2 batch around records as given, with a good CRC whatever its header says."""
-    body = b"".join(recs)
-    if payload is None:
-        payload = body if codec in (0, 5, 6, 7) else _compression.compress(codec, body)
-    count = len(recs) if count is None else count
-    header = struct.pack(">qiibIhiqqqhii", base_offset, 49 + len(payload), -1, 2, 0,
-                         codec if attributes is None else attributes, count - 1 if last_delta is None else last_delta,
-                         base_ts, base_ts if max_ts is None else max_ts, producer_id, 0, sequence, count)
-    return _recrc(header + payload)
 
 
 def _checked(mod, data, **options):
