@@ -328,6 +328,13 @@ class ServerConnection(_End):
         A size prefix that cannot be right raises ProtocolError once the frames before it are out."""
         return _frames(self._state.from_client, nbytes, True)
 
+    @property
+    def frame_error(self) -> ProtocolError | None:
+        """The bad size prefix that came after the frames buffer_updated last returned (the stream ends there),
+        or None. A reader that stops reading once it has frames checks it, rather than waiting for more bytes."""
+        error = self._state.from_client.error
+        return None if error is None else ProtocolError(str(error))
+
     def receive_frame(self, frame: Buffer) -> RequestReceived | SaslBytes:
         """The event in one frame from buffer_updated, raising as receive_data does."""
         return self._requests((frame,), self._refuse)[0]
@@ -432,14 +439,14 @@ def _reads_as_request(frame):
 
 
 def _api_versions_header(frame):
-    """The header of an ApiVersions request at a version above those known, read as Kafka reads it
-    (the header version of the newest known version); None for anything else."""
+    """The header of an ApiVersions request at a version this end lacks, read as Kafka reads it: with the
+    header version of the newest known version above them, and of the oldest below (a negative version);
+    None for anything else."""
     if len(frame) < 4 or int.from_bytes(frame[:2], "big", signed=True) != ApiKey.API_VERSIONS:
         return None
     info = api(ApiKey.API_VERSIONS)
-    if int.from_bytes(frame[2:4], "big", signed=True) < info.valid_versions.start:
-        return None
+    below = int.from_bytes(frame[2:4], "big", signed=True) < info.valid_versions.start
     try:
-        return RequestHeader.read_from(Reader(frame), info.request_header_versions[-1])
+        return RequestHeader.read_from(Reader(frame), info.request_header_versions[0 if below else -1])
     except KafkaProtoError:
         return None

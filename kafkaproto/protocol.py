@@ -440,6 +440,11 @@ class FrameBuffer:
         return frames
 
     @property
+    def error(self) -> FrameError | None:
+        """The bad size prefix found after the frames last handed out, which the next call raises."""
+        return self._error
+
+    @property
     def pending(self) -> int:
         """Bytes held that do not yet make a whole frame."""
         if self._large is not None:
@@ -451,8 +456,8 @@ def split_frames(data: Buffer, max_frame: int = DEFAULT_MAX_FRAME) -> list[bytes
     """Every frame payload in a complete byte string; trailing partial data is an error."""
     buf = FrameBuffer(max_frame)
     frames = buf.feed(data)
-    if buf._error is not None:
-        raise buf._error
+    if buf.error is not None:
+        raise buf.error
     if buf.pending:
         raise FrameError(f"{buf.pending} bytes at the end do not make a whole frame")
     return frames

@@ -1398,3 +1398,71 @@ def test_produce_where_this_broker_refuses_what_kafka_takes(sides):
     k, o = (side.call(ahead, 9)[0].responses[0].partition_responses[0] for side in sides)
     assert o.error_code == errors.INVALID_TIMESTAMP.code
     assert k.error_code == (errors.NONE if kafka.version.startswith("3.") else errors.INVALID_TIMESTAMP).code
+
+
+def connection_outcome(port, frames, asked):
+    """Send frames (raw bytes) on one connection, then an ApiVersions v0 probe, and read until the connection
+    closes or the probe is answered: [(api name, correlation id, normalised answer)] and then "closed" or
+    "open". asked maps each correlation id to (api key, the version its answer is read at)."""
+    probe = RequestHeader(request_api_key=ApiKey.API_VERSIONS, request_api_version=0, correlation_id=99,
+                          client_id="t")
+    asked = {**asked, 99: (ApiKey.API_VERSIONS, 0)}
+    seen, labels = [], Labels()
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        try:
+            sock.sendall(frames)
+            time.sleep(0.2)  # the probe comes after what went before has been read
+            sock.sendall(encode_request(probe, ApiVersionsRequest(), 0))
+        except OSError:
+            pass  # closed already: what was answered before is still read
+        while True:
+            try:
+                raw = _recv_exact(sock, int.from_bytes(_recv_exact(sock, 4), "big"))
+            except (ConnectionError, OSError):
+                return seen + ["closed"]
+            correlation_id = int.from_bytes(raw[:4], "big")
+            api_key, version = asked[correlation_id]
+            if correlation_id == 99:
+                return seen + ["open"]
+            body = decode_response(raw, api_key, version).body.to_dict()
+            if api_key == ApiKey.API_VERSIONS:  # which APIs each serves is compared elsewhere
+                body = body["error_code"]
+            seen.append((api(api_key).name, correlation_id, normalise(body, labels)))
+
+
+def test_hostile_frames_are_answered_as_kafka_answers_them(sides):
+    """Frames a hostile or broken client sends, each on a connection of its own: what each broker answers, and
+    whether it then closes the connection (an ApiVersions probe after them tells an open one)."""
+    def framed(body, version, correlation_id):
+        header = RequestHeader(request_api_key=body.api_key, request_api_version=version,
+                               correlation_id=correlation_id, client_id="t")
+        return encode_request(header, body, version)
+
+    api_versions = framed(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 7)
+    failing_acks_0 = ProduceRequest(acks=0, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name=f"diff-no-such-{uuid.uuid4().hex[:8]}", partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=batch(b"v"))])])
+    sasl = api(ApiKey.SASL_AUTHENTICATE).request(auth_bytes=b"x")
+    cases = [  # (what, bytes, {correlation id: (api key, version of its answer)})
+        ("a size prefix of -1 after a whole frame", api_versions + (-1).to_bytes(4, "big", signed=True),
+         {7: (ApiKey.API_VERSIONS, 3)}),
+        ("a size prefix past socket.request.max.bytes after a whole frame",
+         api_versions + (2**31 - 1).to_bytes(4, "big"), {7: (ApiKey.API_VERSIONS, 3)}),
+        ("a failing Produce with acks=0", framed(failing_acks_0, 9, 1), {}),
+        ("SaslAuthenticate on a PLAINTEXT listener", framed(sasl, 1, 1), {1: (ApiKey.SASL_AUTHENTICATE, 1)}),
+        ("ApiVersions at version -1", api_versions[:6] + (-1).to_bytes(2, "big", signed=True) + api_versions[8:],
+         {7: (ApiKey.API_VERSIONS, 0)}),
+    ]
+    for version in (10, 11):
+        for name, topic_id in ((None, Uuid.random()), (None, Uuid.ZERO), ("diff-hostile", Uuid.random())):
+            body = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name, topic_id=topic_id),
+                                           MetadataRequest.MetadataRequestTopic(name="diff-other")],
+                                   allow_auto_topic_creation=False)
+            cases.append((f"Metadata v{version} of a topic named {name!r} with a topic id {topic_id}",
+                          framed(body, version, 3), {3: (ApiKey.METADATA, version)}))
+    found = []
+    for what, frames, asked in cases:
+        outcomes = [connection_outcome(side.port, frames, asked) for side in sides]
+        if outcomes[0] != outcomes[1]:
+            found.append(f"{what}: Kafka {outcomes[0]!r}, this broker {outcomes[1]!r}")
+    assert not found, "hostile frames are treated differently:\n" + "\n".join(found)

@@ -74,6 +74,13 @@ class Wait(_Wait):
         return wait
 
 
+class Close(NamedTuple):
+    """Close the connection instead of answering, as Kafka does where a request has no way to carry its error
+    (a Produce with acks=0 that failed)."""
+
+    reason: str
+
+
 class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
@@ -141,5 +148,5 @@ def load_handlers():
     from . import handlers  # noqa: F401
 
 
-__all__ = ["ANSWER_API_VERSIONS_V0", "ApiKey", "CLOSE", "Context", "HANDLERS", "Handler", "NotHandled", "Wait",
+__all__ = ["ANSWER_API_VERSIONS_V0", "ApiKey", "CLOSE", "Close", "Context", "HANDLERS", "Handler", "NotHandled", "Wait",
            "advertised", "dispatch", "handler_for", "handles", "unserved"]

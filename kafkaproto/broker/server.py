@@ -41,7 +41,7 @@ from ..exceptions import KafkaProtoError
 from ..protocol import FileRegion
 from ..registry import api
 from .config import ConfigError, Listener
-from .dispatch import ANSWER_API_VERSIONS_V0, Context, Wait, dispatch, load_handlers, unserved
+from .dispatch import ANSWER_API_VERSIONS_V0, Close, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
 from .state.cluster import remove_directories
@@ -502,6 +502,9 @@ class Server:
                     response = await self._answer(ctx, event, where, stream)
                     if response is None:
                         return
+                    if isinstance(response, Close):
+                        log.info("%s: closing the connection: %s", where, response.reason)
+                        return
                     if session.failed:
                         await self._failed_authentication(stream)
                     if event.expects_response:
@@ -674,6 +677,8 @@ class _Stream(asyncio.BufferedProtocol):
             return
         if frames:
             self._frames.extend(frames)
+            if self._connection.frame_error is not None:  # these are the last: the stream ends after them
+                self._end(self._connection.frame_error)
             self._waiting += sum(map(len, frames))
             if self._queue is not None and self._wake is not None and not self._queued:
                 self._queued = True  # ready for its task, which has not run yet

@@ -55,6 +55,14 @@ def metadata(ctx, request):
     response = api(ApiKey.METADATA).response
     modes = bool(getattr(request, "include_partition_modes", False)) and state.config["delete.topic.partition.enable"]
     wanted = request.topics
+    if wanted and ctx.version < 12 and any(item.name is None or item.topic_id.int for item in wanted):
+        # Versions before 12 name topics by name only (v10 and v11 carry an id field that must be zero). Kafka
+        # fails the whole request INVALID_REQUEST, and its error answer lists every topic asked for ("" for a
+        # null name, and the id it was asked by) with that error and nothing else.
+        return response(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=[
+            response.MetadataResponseTopic(error_code=errors.INVALID_REQUEST.code, name=item.name or "",
+                                           topic_id=item.topic_id, is_internal=False, partitions=[])
+            for item in wanted])
     if wanted is None or (ctx.version == 0 and not wanted):
         topics = [describe_topic(state, t, response, modes) for t in state.cluster.topics.values()]
     else:

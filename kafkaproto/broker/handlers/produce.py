@@ -38,7 +38,7 @@ from ...exceptions import RecordsError
 from ...records import produced_batches
 from ...messages import ApiKey, ProduceResponse
 from ..config import segment_size
-from ..dispatch import handles
+from ..dispatch import Close, handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
@@ -176,6 +176,18 @@ def _transaction_error(state, transactional_id, topic, index, batches, version):
 
 @handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)
 def produce(ctx, request):
+    response = _produce(ctx, request)
+    if request.acks == 0:
+        # No answer is sent with acks 0, so a failure is told the one way Kafka has: the connection is closed,
+        # and the producer refreshes its metadata when it reconnects.
+        failed = {errors.by_code(p.error_code).name for t in response.responses for p in t.partition_responses
+                  if p.error_code != errors.NONE.code}
+        if failed:
+            return Close(f"a Produce with acks=0 failed ({', '.join(sorted(failed))})")
+    return response
+
+
+def _produce(ctx, request):
     state = ctx.state
     if request.acks not in (-1, 0, 1):
         error = errors.INVALID_REQUIRED_ACKS

@@ -1,7 +1,8 @@
 """SaslAuthenticate: one round of the SASL exchange a v1 SaslHandshake began.
 
 A failed round is SASL_AUTHENTICATION_FAILED with the reason, logged, and the
-connection is closed after the answer, as Kafka does.
+connection is closed after the answer, as Kafka does. Sent when no exchange is
+due, it is ILLEGAL_SASL_STATE.
 """
 
 import logging
@@ -18,7 +19,9 @@ log = logging.getLogger("kafkaproto.broker")
 def sasl_authenticate(ctx, request):
     session = ctx.session
     if session is None or session.handshake_version != 1 or session.authenticated:
-        if session is not None:
+        # Once authenticated (on any listener: a PLAINTEXT one is from the start), Kafka's request handler
+        # answers this and the connection goes on; during a SASL exchange its authenticator fails it.
+        if session is not None and not session.authenticated:
             session.failed = True
         return SaslAuthenticateResponse(error_code=errors.ILLEGAL_SASL_STATE.code,
                                         error_message="SaslAuthenticate is not expected now", auth_bytes=b"")
