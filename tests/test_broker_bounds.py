@@ -39,7 +39,7 @@ from kafkaproto import decode_response, encode_request, errors, records
 from kafkaproto.broker import Broker, security, server
 from kafkaproto.broker.config import BrokerConfig
 from kafkaproto.broker.embedded import serve
-from kafkaproto.broker.state.groups import Waiter
+from kafkaproto.broker.state.groups import Waiter, clock_ms
 from kafkaproto.messages import (ApiVersionsRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest,
                                  FetchRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListGroupsRequest, ProduceRequest,
@@ -545,8 +545,7 @@ def test_group_requests_cost_the_same_with_8000_groups(tmp_path):
 
         def many():  # 8,000 groups, each with a member whose timers run
             for i in range(8000):
-                group = broker.state.groups.group(f"other-{i}", create=True)
-                group.join(time.monotonic(), join_of("", version=3), Waiter())
+                broker.state.groups.join(clock_ms(), f"other-{i}", join_of("", version=3), Waiter())
 
         broker.on_loop(many)
         with_many = heartbeat_ms(client, "mine", member_id, generation)

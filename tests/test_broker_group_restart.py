@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kafkaproto import errors
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import Wait
-from kafkaproto.broker.state.groups import OFFSETS_DIR
+from kafkaproto.broker.state.groups import OFFSETS_DIR, clock_ms
 from kafkaproto.broker.state.groups.embedded import write_assignment
 from kafkaproto.connection import ClientConnection
 from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest,
@@ -146,13 +146,13 @@ def test_sessions_start_afresh_at_the_restart(tmp_path):
     loaded = time.monotonic()
     try:
         group = state.groups.group("g")
-        state.groups.tick(started + 9.9)  # the session timeout is 10 s, counted from the load
+        state.groups.tick((started + 9.9) * 1000)  # the session timeout is 10 s, counted from the load
         assert len(group.members) == 2 and group.state == "Stable"
-        state.consumer_groups.expire((started + 44.9) * 1000)  # group.consumer.session.timeout.ms: 45 s
-        assert list(state.groups.group("kg").members) == ["k"]
-        state.groups.tick(loaded + 10.1)
+        state.groups.tick((loaded + 10.1) * 1000)
         assert not group.members and group.state == "Empty"
-        state.consumer_groups.expire((loaded + 45.1) * 1000)
+        state.groups.tick((started + 44.9) * 1000)  # group.consumer.session.timeout.ms: 45 s
+        assert list(state.groups.group("kg").members) == ["k"]
+        state.groups.tick((loaded + 45.1) * 1000)
         assert not state.groups.group("kg").members
     finally:
         state.close()
@@ -176,7 +176,7 @@ def test_heartbeats_write_nothing_membership_changes_do(tmp_path):
         for _ in range(50):
             assert beat(state, "g", leader, generation) == 0 and beat(state, "g", follower, generation) == 0
             assert a.beat().error_code == 0
-            state.groups.tick(time.monotonic())
+            state.groups.tick(clock_ms())
         assert log_size(state) == with_consumer
         b = Member(state, "b", group="kg")
         b.beat()

@@ -11,7 +11,7 @@ from kafkaproto.messages import (ApiKey, DeleteGroupsRequest, DescribeGroupsRequ
                                  OffsetFetchRequest, RequestHeader, SyncGroupRequest)
 from kafkaproto.uuid import Uuid
 
-from kafkaproto.broker.state.groups import ClassicGroup, JoinRequest, Waiter
+from kafkaproto.broker.state.groups import ClassicGroup, JoinRequest, Waiter, clock_ms
 
 from test_broker_handlers import create, make_state
 
@@ -168,8 +168,8 @@ def test_session_timeouts_drop_members(state):
     _, first = join(state, 9)
     call(state, sync_request(group_id="g", generation_id=1,
                                  member_id=first.member_id, assignments=[]), 5)
-    assert not state.groups.tick(time.monotonic() + 9)
-    assert state.groups.tick(time.monotonic() + 11)
+    assert not state.groups.tick(clock_ms() + 9000)
+    assert state.groups.tick(clock_ms() + 11000)
     group = state.groups.group("g")
     assert not group.members and group.state == "Empty" and group.generation == 2
 
@@ -248,15 +248,15 @@ def join_of(member_id, instance_id=None, protocols=SUB, session_ms=10000, rebala
 
 
 class Clocked:
-    """A classic group and the time (seconds) it has been moved to."""
+    """A classic group and the time it has been moved to (milliseconds, as the coordinator counts)."""
 
     def __init__(self, delay_ms=0, max_size=2147483647):
         self.group = ClassicGroup("g", {"group.initial.rebalance.delay.ms": delay_ms, "group.max.size": max_size})
-        self.now = 100.0
+        self.now = 100_000.0
 
     def at(self, seconds):
         """Move to now + seconds, firing what falls due on the way."""
-        self.now += seconds
+        self.now += seconds * 1000
         while self.group.fire_next(self.now):
             pass
         return self

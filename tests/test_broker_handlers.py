@@ -15,6 +15,7 @@ from kafkaproto.broker import BrokerConfig
 from kafkaproto.broker.dispatch import (ANSWER_API_VERSIONS_V0, CLOSE, HANDLERS, Context, NotHandled, Wait,
                                         advertised, dispatch, load_handlers, unserved)
 from kafkaproto.broker.state import BrokerState
+from kafkaproto.broker.state.clock import clock_ms
 from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
 from kafkaproto.broker.config import Listener
 from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
@@ -290,12 +291,12 @@ def test_deleted_topic_directories_wait_log_segment_delete_delay_ms(tmp_path):
     state = make_state(tmp_path, **{"log.segment.delete.delay.ms": "5000"})
     topic_id = create(state, "t").topic_id
     produce(state, batch(b"x"))
-    started = time.monotonic()
+    started = clock_ms()
     body = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(topic_id=topic_id)], timeout_ms=1000)
     assert call(state, body, 6).responses[0].error_code == 0
-    remove_directories(state.cluster.take_due_deletes(now=started + 4))
+    remove_directories(state.cluster.take_due_deletes(now=started + 4000))
     assert [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
-    remove_directories(state.cluster.take_due_deletes(now=time.monotonic() + 5))
+    remove_directories(state.cluster.take_due_deletes(now=clock_ms() + 5000))
     assert not [name for name in os.listdir(tmp_path) if name.endswith("-delete")]
     state.close()
 

@@ -44,8 +44,9 @@ from .config import ConfigError, Listener
 from .dispatch import ANSWER_API_VERSIONS_V0, Close, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
+from .state import CHANGED, WAKE_ALL
+from .state.clock import clock_ms
 from .state.cluster import remove_directories
-from .state.compaction import compact
 
 log = logging.getLogger("kafkaproto.broker")
 READ_SIZE = 1 << 16
@@ -140,7 +141,6 @@ class Server:
         self._watching = {}
         self._anyone = set()
         self._housekeeping = None
-        self._uncleanable = set()  # partitions whose compaction failed: left as they are until a restart
         state.on_change = self._changed
 
     def _changed(self):
@@ -235,88 +235,27 @@ class Server:
         self.state.advertised = advertised
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
-    def _housekeeping_steps(self):
-        """(what it does, how often in seconds or None for every turn, the step) of the housekeeping, in order."""
-        config = self.config
-        return (
-            ("closing idle connections", None, self._close_idle),
-            ("removing deleted topics' files", None, self._remove_deleted),
-            ("retention", lambda: config["log.retention.check.interval.ms"] / 1000, self._retention),
-            ("expiring committed offsets", lambda: config["offsets.retention.check.interval.ms"] / 1000,
-             lambda: self.state.groups.expire_offsets(self.state.now_ms(),
-                                                      config["offsets.retention.minutes"] * 60000)),
-            ("deleting partitions", lambda: config["delete.topic.partition.check.interval.ms"] / 1000,
-             self._finish_partition_deletions),
-            ("compaction", lambda: config["log.cleaner.backoff.ms"] / 1000, self._compact),
-            ("group timers", None, lambda: self.state.groups.tick(time.monotonic())),
-            ("consumer group sessions", None, lambda: self.state.consumer_groups.expire(time.monotonic() * 1000)),
-            ("transaction timeouts", None, lambda: self.state.expire_transactions(time.monotonic())),
-        )
-
     async def _housekeep(self):
-        """Every HOUSEKEEPING_SECONDS, each step that is due. A step that fails is logged with its traceback and
-        tried again at its next turn; the steps after it run all the same."""
-        due = {}
-        steps = self._housekeeping_steps()
+        """Once every HOUSEKEEPING_SECONDS: close idle connections, then the state's housekeeping
+        (BrokerState.tick), whose directory removals run on a thread (removing a topic of gigabytes on the event
+        loop stalled every connection for 0.1 s). What fails is logged, and tried again at the next turn."""
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
-            changed = False
-            for name, every, step in steps:
-                now = time.monotonic()
-                if every is not None:
-                    if now < due.get(name, now):
-                        continue
-                    try:
-                        due[name] = now + every()
-                    except Exception:  # a setting that cannot be read: the step runs at every turn
-                        log.exception("housekeeping: when %s is due cannot be told", name)
-                try:
-                    result = step()
-                    if asyncio.iscoroutine(result):
-                        result = await result
-                    changed |= result is True
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    log.error("housekeeping: %s failed (%s: %s); the other steps go on, and this one is tried "
-                              "again at its next turn", name, type(e).__name__, e, exc_info=True)
-            if changed:
-                self._changed()
-
-    async def _remove_deleted(self):
-        due = self.state.cluster.take_due_deletes()
-        if due:  # off the event loop: removing a topic of gigabytes stalled every connection for 0.1 s
-            await asyncio.to_thread(remove_directories, due)
-
-    def _retention(self):
-        if self.state.enforce_retention():
-            self._wake_all()  # logs start later: a fetch waiting there may now be out of range
-
-    def _finish_partition_deletions(self):
-        if self.config["delete.topic.partition.enable"] and \
-                self.state.cluster.finish_partition_deletions(self.state.now_ms()):
-            self._wake_all()
-
-    def _compact(self):
-        """Compact the partitions of topics with cleanup.policy=compact, each on its own: a partition whose
-        compaction fails (a batch that cannot be read, say) is logged with the cause once and left as it is until
-        a restart, as Kafka's log cleaner marks a partition uncleanable; the others are compacted all the same."""
-        state = self.state
-        now_ms = state.now_ms()
-        for topic in list(state.cluster.topics.values()):
-            config = state.cluster.topic_config(topic)
-            if "compact" not in config["cleanup.policy"]:
+            try:
+                self._close_idle()
+                done = self.state.tick(clock_ms())
+                if done.remove:
+                    await asyncio.to_thread(remove_directories, done.remove)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # BrokerState.tick supervises its own steps: this is the server's part
+                log.error("housekeeping failed (%s: %s); tried again at its next turn", type(e).__name__, e,
+                          exc_info=True)
                 continue
-            for partition in topic.partitions:
-                if partition.log is None or partition in self._uncleanable:
-                    continue
-                try:
-                    compact(partition.log, now_ms, int(config["delete.retention.ms"]))
-                except Exception as e:
-                    self._uncleanable.add(partition)
-                    log.error("compaction of %s-%d failed (%s: %s); the partition is left uncompacted until the "
-                              "broker restarts, and the others are compacted", topic.name, partition.index,
-                              type(e).__name__, e, exc_info=True)
+            if WAKE_ALL in done.wake:
+                self._wake_all()  # logs start later: a fetch waiting there may now be out of range
+            elif CHANGED in done.wake:
+                self._changed()
 
     def _close_idle(self):
         if self.config["connections.max.idle.ms"] < 0:  # Kafka's "never"

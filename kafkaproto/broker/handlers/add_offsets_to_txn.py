@@ -1,11 +1,11 @@
 """AddOffsetsToTxn: the transaction will commit offsets for a consumer group (sent before TxnOffsetCommit)."""
 
-import time
 
 from ... import errors
 from ...messages import AddOffsetsToTxnResponse, ApiKey
 from ..dispatch import handles
-from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
+from ..state.transactions import PREPARE_ABORT, PREPARE_COMMIT
+from ..state.clock import clock_ms
 from ._transactions import transaction
 
 
@@ -19,9 +19,7 @@ def add_offsets_to_txn(ctx, request):
     elif txn is not None and not request.group_id:
         error = errors.INVALID_GROUP_ID
     if error is errors.NONE:
-        if txn.state != ONGOING:
-            txn.state = ONGOING
-            txn.started = time.monotonic()
+        txn.begin(clock_ms())
         txn.groups.add(request.group_id)
         state.transactions.save(txn)
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error.code)

@@ -5,12 +5,12 @@ A partition that does not exist fails the whole request: it gets
 UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in Kafka.
 """
 
-import time
 
 from ... import errors
 from ...messages import AddPartitionsToTxnResponse, ApiKey
 from ..dispatch import handles
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
+from ..state.clock import clock_ms
 from ._transactions import transaction
 
 R = AddPartitionsToTxnResponse
@@ -33,9 +33,7 @@ def _add(state, version, transactional_id, producer_id, epoch, topics, verify_on
     if missing:
         return errors.NONE, {key: errors.UNKNOWN_TOPIC_OR_PARTITION if key in missing
                              else errors.OPERATION_NOT_ATTEMPTED for key in wanted}
-    if txn.state != ONGOING:
-        txn.state = ONGOING
-        txn.started = time.monotonic()
+    txn.begin(clock_ms())
     txn.partitions.update(wanted)
     state.transactions.save(txn)
     return errors.NONE, {key: errors.NONE for key in wanted}

@@ -24,14 +24,14 @@ def _assignment(cluster, partitions):
 
 @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=range(0, 2))
 def consumer_group_describe(ctx, request):
-    coordinator = ctx.state.consumer_groups
+    coordinator = ctx.state.groups
     # As Kafka does, the ids that cannot name a group are answered first, then the groups.
     described = [R.DescribedGroup(group_id="", error_code=errors.INVALID_GROUP_ID.code,
                                   authorized_operations=UNKNOWN_OPERATIONS)
                  for group_id in request.group_ids if not group_id]
     for group_id in filter(None, request.group_ids):
         try:
-            group = coordinator.group(group_id)
+            group = coordinator.consumer_group(group_id)
         except GroupError as e:
             described.append(R.DescribedGroup(group_id=group_id, error_code=e.error.code, error_message=e.message,
                                               authorized_operations=UNKNOWN_OPERATIONS))
@@ -46,6 +46,7 @@ def consumer_group_describe(ctx, request):
             for m in group.members.values()]
         described.append(R.DescribedGroup(
             group_id=group_id, error_code=errors.NONE.code, group_state=group.state, group_epoch=group.group_epoch,
-            assignment_epoch=group.assignment_epoch, assignor_name=group.preferred_assignor(coordinator.assignors[0]),
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=group.preferred_assignor(coordinator.consumer.assignors[0]),
             members=members, authorized_operations=UNKNOWN_OPERATIONS))
     return R(throttle_time_ms=0, groups=described)

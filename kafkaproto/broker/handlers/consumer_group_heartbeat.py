@@ -1,18 +1,18 @@
 """ConsumerGroupHeartbeat (KIP-848): join, stay in and leave a consumer group whose partitions the broker assigns.
 
-The coordinator (state.consumer_groups) decides; this module turns its
-answer, or its error with Kafka's message, into the response. The
-assignment is sent only when the member must be told it. What the heartbeat
-changed of the group (epochs, assignments, members) is written to the offsets
-log before the answer (Groups.save), so it survives a restart.
+The group coordinator decides (GroupCoordinator.consumer_heartbeat, with the
+rules of state/groups/consumer.py); this module turns its answer, or its error
+with Kafka's message, into the response. The assignment is sent only when
+the member must be told it. What the heartbeat changed of the group (epochs,
+assignments, members) is written to the offsets log before the answer, so it
+survives a restart.
 """
-
-import time
 
 from ...messages import ApiKey, ConsumerGroupHeartbeatResponse
 from ..dispatch import handles
 from ..state.groups.assignors import topic_order
 from ..state.groups.consumer import GroupError
+from ._groups import advance
 
 R = ConsumerGroupHeartbeatResponse
 
@@ -20,13 +20,11 @@ R = ConsumerGroupHeartbeatResponse
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=range(0, 2))
 def consumer_group_heartbeat(ctx, request):
     try:
-        beat = ctx.state.consumer_groups.heartbeat(request, ctx.version, ctx.header.client_id or "",
-                                                   ctx.client_host, time.monotonic() * 1000)
+        beat = ctx.state.groups.consumer_heartbeat(advance(ctx.state), request, ctx.version,
+                                                   ctx.header.client_id or "", ctx.client_host)
     except GroupError as e:
-        ctx.state.groups.save(request.group_id)  # a refused heartbeat may have moved the group on before
         return R(throttle_time_ms=0, error_code=e.error.code, error_message=e.message, member_id=None,
                  member_epoch=0, heartbeat_interval_ms=0)
-    ctx.state.groups.save(request.group_id)  # the new epoch and assignment are written before they are answered
     ctx.state.changed()
     assignment = None
     if beat.assignment is not None:

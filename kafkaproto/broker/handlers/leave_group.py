@@ -1,6 +1,6 @@
 """LeaveGroup: members leave (v3+: several at once, by member id or by static instance id alone).
 
-Each member is answered on its own (state/groups/classic.py); a group that
+Each member is answered on its own (GroupCoordinator.leave); a group that
 does not exist answers UNKNOWN_MEMBER_ID for each. Before v3 one member
 leaves and the answer is its error, at the top level, as Kafka converts it.
 """
@@ -18,17 +18,8 @@ def leave_group(ctx, request):
                else [(m.member_id, m.group_instance_id) for m in request.members])
     if not request.group_id:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.INVALID_GROUP_ID.code, members=[])
-    group = ctx.state.groups.group(request.group_id)
-    if group is None:
-        results = [errors.UNKNOWN_MEMBER_ID] * len(leaving)
-    elif group.kind == "consumer":
-        results = ctx.state.consumer_groups.classic_leave(group, now * 1000, leaving)
-        ctx.state.groups.save(request.group_id)
-        ctx.state.changed()
-    else:
-        results = group.leave(now, leaving)
-        ctx.state.groups.save(request.group_id)
-        ctx.state.changed()
+    results = ctx.state.groups.leave(now, request.group_id, leaving)
+    ctx.state.changed()
     if ctx.version < 3:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=results[0].code)
     return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.NONE.code, members=[

@@ -13,7 +13,7 @@ def list_groups(ctx, request):
     states = {s.strip().lower() for s in request.states_filter} if ctx.version >= 4 else set()
     types = {t.strip().lower() for t in request.types_filter} if ctx.version >= 5 else set()
     listed = []
-    for group_id, group in sorted(ctx.state.groups.groups.items()):
+    for group_id, group in ctx.state.groups.listed():
         if states and group.state.lower() not in states or types and group.kind not in types:
             continue
         listed.append(ListGroupsResponse.ListedGroup(

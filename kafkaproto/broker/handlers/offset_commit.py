@@ -1,6 +1,7 @@
 """OffsetCommit: a group's consumed positions, with their leader epoch (v6+) and metadata, kept durably.
 
-Who may commit is the group's rule (ClassicGroup.validate_commit): a member
+Who may commit is the group's rule (GroupCoordinator.commit_error; for a
+classic group ClassicGroup.validate_commit): a member
 of the current generation, in any state but CompletingRebalance; with
 generation -1 and no member id (a consumer outside group management), while
 the group is empty. A group that does not exist takes such a commit and is
@@ -18,23 +19,13 @@ from ._groups import advance
 MAX_METADATA = 4096  # Kafka's offset.metadata.max.bytes
 
 
-def _check_member(ctx, request, now):
-    group = ctx.state.groups.group(request.group_id)  # "" too: Kafka 3.9 and 4.3 take it as any other id
-    generation = request.generation_id_or_member_epoch
-    if group is None:
-        if generation < 0:
-            return errors.NONE
-        return errors.GROUP_ID_NOT_FOUND if ctx.version >= 9 else errors.ILLEGAL_GENERATION
-    if group.kind == "consumer":
-        return ctx.state.consumer_groups.commit_error(group, request, ctx.version)
-    return group.validate_commit(now, request.member_id, request.group_instance_id if ctx.version >= 7 else None,
-                                 generation)
-
-
 @handles(ApiKey.OFFSET_COMMIT, versions=range(2, 11))
 def offset_commit(ctx, request):
     state = ctx.state
-    error = _check_member(ctx, request, advance(state))
+    # "" too is a group id: Kafka 3.9 and 4.3 take it as any other
+    error = state.groups.commit_error(advance(state), request.group_id, request, ctx.version,
+                                      request.generation_id_or_member_epoch, request.member_id,
+                                      request.group_instance_id if ctx.version >= 7 else None)
     by_id = ctx.version >= 10
     now = state.now_ms()
     topics = []

@@ -8,7 +8,6 @@ from ... import errors
 from ...messages import ApiKey, OffsetFetchResponse
 from ...uuid import Uuid
 from ..dispatch import handles
-from ..state.groups.consumer import GroupError
 
 R = OffsetFetchResponse
 
@@ -34,18 +33,6 @@ def _committed(ctx, group_id, wanted, partition_class):
     return out
 
 
-def _member_error(ctx, asked):
-    """From v9 a consumer-protocol member names itself and its epoch, which must be current."""
-    group = ctx.state.groups.group(asked.group_id)
-    if ctx.version < 9 or group is None or group.kind != "consumer":
-        return errors.NONE
-    try:
-        ctx.state.consumer_groups.check_fetch(group, asked.member_id, asked.member_epoch)
-    except GroupError as e:
-        return e.error
-    return errors.NONE
-
-
 @handles(ApiKey.OFFSET_FETCH, versions=range(1, 11))
 def offset_fetch(ctx, request):
     state = ctx.state
@@ -57,7 +44,9 @@ def offset_fetch(ctx, request):
     by_id = ctx.version >= 10
     groups = []
     for group in request.groups:
-        error = _member_error(ctx, group)
+        # from v9 a consumer-protocol member names itself and its epoch, which must be current
+        error = state.groups.fetch_error(group.group_id, group.member_id, group.member_epoch) \
+            if ctx.version >= 9 else errors.NONE
         if error is not errors.NONE:
             groups.append(R.OffsetFetchResponseGroup(group_id=group.group_id, topics=[], error_code=error.code))
             continue

@@ -31,7 +31,6 @@ are advertised, as Kafka 4 does for old librdkafka's sake (KAFKA-18659), but
 not served: such a request closes the connection, as it does on Kafka 4.
 """
 
-import time
 
 from ... import errors
 from ...exceptions import RecordsError
@@ -42,6 +41,7 @@ from ..dispatch import Close, handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
+from ..state.clock import clock_ms
 
 IMPLICIT_ADD = 12  # the first Produce version whose transactional batches add their partition (KIP-890)
 ZSTD_VERSION = 7  # the first Produce version that may carry zstd (KIP-110)
@@ -166,9 +166,7 @@ def _transaction_error(state, transactional_id, topic, index, batches, version):
         return errors.TRANSACTION_ABORTABLE if version == IMPLICIT_ADD - 1 else errors.INVALID_TXN_STATE
     if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
         return errors.CONCURRENT_TRANSACTIONS
-    if txn.state != ONGOING:
-        txn.state = ONGOING
-        txn.started = time.monotonic()
+    txn.begin(clock_ms())
     txn.partitions.add((topic, index))
     state.transactions.save(txn)
     return errors.NONE

@@ -7,13 +7,13 @@ state (ClassicGroup.validate_commit); a generation named to a group that does
 not exist is ILLEGAL_GENERATION.
 """
 
-import time
 
 from ... import errors
 from ...messages import ApiKey, TxnOffsetCommitResponse
 from ...uuid import Uuid
 from ..dispatch import handles
 from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
+from ..state.clock import clock_ms
 from ._groups import advance
 from ._transactions import transaction
 
@@ -24,14 +24,9 @@ IMPLICIT_ADD = 5  # the first version whose group joins the transaction without 
 def _member_error(ctx, request):
     if ctx.version < 3:
         return errors.NONE
-    group = ctx.state.groups.group(request.group_id)
-    generation = request.generation_id_or_member_epoch
-    if group is None:
-        return errors.NONE if generation < 0 else errors.ILLEGAL_GENERATION
-    if group.kind == "consumer":
-        return ctx.state.consumer_groups.commit_error(group, request, ctx.version, transactional=True)
-    return group.validate_commit(advance(ctx.state), request.member_id, request.group_instance_id, generation,
-                                 transactional=True)
+    return ctx.state.groups.commit_error(advance(ctx.state), request.group_id, request, ctx.version,
+                                         request.generation_id_or_member_epoch, request.member_id,
+                                         request.group_instance_id, transactional=True)
 
 
 @handles(ApiKey.TXN_OFFSET_COMMIT, versions=range(0, 6))
@@ -62,9 +57,7 @@ def txn_offset_commit(ctx, request):
             rows.append(R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code.code))
         topics.append(R.TxnOffsetCommitResponseTopic(name=item.name, topic_id=Uuid.ZERO, partitions=rows))
     if pending:
-        if txn.state != ONGOING:  # v5: the group joins the transaction here
-            txn.state = ONGOING
-            txn.started = time.monotonic()
+        txn.begin(clock_ms())  # v5: the group joins the transaction here
         txn.groups.add(request.group_id)
         txn.offsets.setdefault(request.group_id, {}).update(pending)
         state.transactions.save(txn)

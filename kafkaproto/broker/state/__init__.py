@@ -1,26 +1,37 @@
-"""Everything the broker knows, split by domain: cluster metadata, partition logs, producers.
+"""Everything the broker knows, split by domain: cluster metadata, partition logs, producers, groups,
+transactions.
 
-Handlers read and change it; nothing here touches a socket.
+Handlers read and change it; nothing here touches a socket. Time moves on through ``tick(now)``, which runs
+the housekeeping due (the server calls it once a second and does what it returns).
 """
 
 import logging
 import re
 import time
+from typing import NamedTuple
 
 from ... import errors, registry
 from ..config import ConfigError
 from ..security import load_credentials
 from .cluster import Cluster
 from .compaction import compact
-from .groups.consumer import ConsumerCoordinator
 from .fetch_sessions import FetchSessions
-from .groups import Groups
+from .groups import GroupCoordinator
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
 from .transactions import (COMPLETE_ABORT, COMPLETE_COMMIT, MAX_EPOCH, ONGOING, PREPARE_ABORT, PREPARE_COMMIT,
                            PartitionTransactions, Transactions, control_marker, marker_batch)
 
 logger = logging.getLogger("kafkaproto.broker")  # not "log": that is the submodule
+WAKE_ALL, CHANGED = "wake all", "changed"
+
+
+class Tick(NamedTuple):
+    """What a housekeeping tick asks of the server: wake, a set of WAKE_ALL (every waiting request looks again)
+    and CHANGED (those waiting on changes do); remove, directories to remove (on a thread: a deleted topic's
+    files take the file system a while)."""
+    wake: set
+    remove: list
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
 
@@ -55,6 +66,7 @@ class BrokerState:
         self.partition_transactions = {}  # Partition -> PartitionTransactions
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
+        self._uncleanable = set()  # partitions whose compaction failed: left as they are until a restart
         # Every log's segment files share one bounded set of open descriptors.
         self.files = OpenFiles(config["kafkaproto.open.segment.files.max"])
         logger.info("segment files kept open: at most %d (kafkaproto.open.segment.files.max)", self.files.limit)
@@ -62,8 +74,7 @@ class BrokerState:
         self.credentials = load_credentials(config)  # from configuration; the metadata log's SCRAM ones win
         self.credentials.scram.update(self.cluster.scram)
         self.cluster.scram = self.credentials.scram
-        self.groups = Groups(config, config.log_dir, self.files)
-        self.consumer_groups = ConsumerCoordinator(self.groups.groups, self.cluster, config)
+        self.groups = GroupCoordinator(config, self.cluster, config.log_dir, self.files)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
         self.transactions = Transactions(config.log_dir, self.files)
         for topic in self.cluster.topics.values():
@@ -74,6 +85,8 @@ class BrokerState:
         for txn in list(self.transactions.by_id.values()):
             if txn.state in (ONGOING, PREPARE_ABORT, PREPARE_COMMIT):
                 self.end_transaction(txn, commit=txn.state == PREPARE_COMMIT)  # what a crash left half done
+        self._steps = self._housekeeping_steps()
+        self._due = {}  # housekeeping step -> when it is due next (state/clock.py)
 
     def _log_opened(self, partition):
         self.producers[partition] = PartitionProducers()
@@ -214,27 +227,80 @@ class BrokerState:
         return deleted
 
     def compact(self, now_ms=None):
-        """Compact the closed segments of topics with cleanup.policy=compact; the records removed."""
+        """Compact the closed segments of topics with cleanup.policy=compact, each partition on its own; the
+        records removed. A partition whose compaction fails (a batch that cannot be read, say) is logged with the
+        cause once and left as it is until a restart, as Kafka's log cleaner marks a partition uncleanable; the
+        others are compacted all the same."""
         now_ms = self.now_ms() if now_ms is None else now_ms
         removed = 0
-        for topic in self.cluster.topics.values():
+        for topic in list(self.cluster.topics.values()):
             config = self.cluster.topic_config(topic)
             if "compact" not in config["cleanup.policy"]:
                 continue
             for partition in topic.partitions:
-                if partition.log is not None:
+                if partition.log is None or partition in self._uncleanable:
+                    continue
+                try:
                     removed += compact(partition.log, now_ms, int(config["delete.retention.ms"]))
+                except Exception as e:
+                    self._uncleanable.add(partition)
+                    logger.error("compaction of %s-%d failed (%s: %s); the partition is left uncompacted until "
+                                 "the broker restarts, and the others are compacted", topic.name, partition.index,
+                                 type(e).__name__, e, exc_info=True)
         return removed
 
     def expire_transactions(self, now):
-        """Abort transactions open longer than their timeout; True when any was."""
-        expired = [t for t in self.transactions.by_id.values()
-                   if t.state == ONGOING and now - t.started > t.timeout_ms / 1000]
+        """Abort transactions open longer than their timeout (now: state/clock.py); True when any was."""
+        expired = [t for t in self.transactions.by_id.values() if t.timed_out(now)]
         for txn in expired:
             # The producer is fenced, as Kafka fences a timed-out one: one bump, the markers at the new epoch (what
             # transactions version 2, the version this broker finalizes, does for an abort it starts itself).
             self.end_transaction(txn, commit=False, bump=True)
         return bool(expired)
+
+    # ---- housekeeping ----------------------------------------------------------------------------------------
+
+    def _housekeeping_steps(self):
+        """(what it does, how often in ms or None for every tick, the step, what its truthy result asks) in
+        order: WAKE_ALL when every waiting request must look again (log starts moved), CHANGED when those that
+        wait on changes may be answerable."""
+        config = self.config
+        return (
+            # retention, offsets and deletions count in wall-clock time, as the records' timestamps do
+            ("retention", lambda: config["log.retention.check.interval.ms"], lambda now: self.enforce_retention(),
+             WAKE_ALL),
+            ("expiring committed offsets", lambda: config["offsets.retention.check.interval.ms"],
+             lambda now: self.groups.expire_offsets(self.now_ms(), config["offsets.retention.minutes"] * 60000),
+             None),
+            ("deleting partitions", lambda: config["delete.topic.partition.check.interval.ms"],
+             lambda now: config["delete.topic.partition.enable"] and
+             self.cluster.finish_partition_deletions(self.now_ms()), WAKE_ALL),
+            ("compaction", lambda: config["log.cleaner.backoff.ms"], lambda now: self.compact(), None),
+            ("group timers", None, self.groups.tick, CHANGED),
+            ("transaction timeouts", None, self.expire_transactions, CHANGED),
+        )
+
+    def tick(self, now):
+        """Run the housekeeping due by now (state/clock.py), each step at its own interval: retention, offsets'
+        expiry, partition deletions, compaction, group timers and transaction timeouts. A step that fails is
+        logged with its traceback and tried again at its next turn; the steps after it run all the same.
+        Returns a Tick: what the server must do (wake waiting requests, remove directories on a thread)."""
+        done = Tick(set(), self.cluster.take_due_deletes(now))
+        for name, every, step, asks in self._steps:
+            if every is not None:
+                if now < self._due.get(name, now):
+                    continue
+                try:
+                    self._due[name] = now + every()
+                except Exception:  # a setting that cannot be read: the step runs at every tick
+                    logger.exception("housekeeping: when %s is due cannot be told", name)
+            try:
+                if step(now) and asks is not None:
+                    done.wake.add(asks)
+            except Exception as e:
+                logger.error("housekeeping: %s failed (%s: %s); the other steps go on, and this one is tried "
+                             "again at its next turn", name, type(e).__name__, e, exc_info=True)
+        return done
 
     def changed(self):
         if self.on_change is not None:

@@ -49,6 +49,7 @@ from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, Remov
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..security import SCRAM_NAMES, ScramCredential
+from .clock import clock_ms
 from .groups.offsets import OFFSETS_DIR
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
 from .transactions import STATE_DIR
@@ -281,7 +282,7 @@ class Cluster:
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.configs = {}  # broker-level dynamic configs
         self._effective = {}  # Topic -> its effective configs, until a config changes (Produce reads them)
-        self.pending_deletes = []  # (monotonic time due, path) of renamed-away partition directories
+        self.pending_deletes = []  # (when due, on state/clock.py, path) of renamed-away partition directories
         self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
         clean = os.path.exists(self._clean_marker)
         if clean:
@@ -400,7 +401,7 @@ class Cluster:
             if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR):
                 continue  # the broker's own logs are never partitions
             if name.endswith("-delete"):
-                self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, path))
+                self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, path))
                 continue
             if name.endswith("-stray"):
                 if holds_no_records(path):  # what a killed creation left, set aside by an older version
@@ -436,7 +437,7 @@ class Cluster:
             log.info("%s: its topic (id %s) was deleted; renamed to %s, to be deleted", path, topic_id,
                      os.path.basename(gone))
             os.rename(path, gone)
-            self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, gone))
+            self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, gone))
         elif looks_like_partition(os.path.basename(path)) and holds_no_records(path):
             # A topic's creation makes its directories before it is recorded: the broker stopped in between, and
             # the creation was never answered.
@@ -512,7 +513,7 @@ class Cluster:
                 try:
                     gone = f"{path}.{_uuid.uuid4().hex}-delete"
                     os.rename(path, gone)
-                    self.pending_deletes.append((time.monotonic(), gone))
+                    self.pending_deletes.append((clock_ms(), gone))
                 except OSError as e:
                     log.error("%s: not renamed either (%s); set aside at the next start", path, e)
 
@@ -630,7 +631,7 @@ class Cluster:
         if os.path.isdir(path):
             gone = f"{path}.{_uuid.uuid4().hex}-delete"
             os.rename(path, gone)
-            self.pending_deletes.append((time.monotonic() + self.config.segment_delete_delay_ms / 1000, gone))
+            self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, gone))
         partition.log = None
         partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -664,7 +665,7 @@ class Cluster:
     def take_due_deletes(self, now=None):
         """The renamed-away directories whose delay is over, no longer pending; remove_directories removes them
         (the server does so on a thread: a large topic's files take the file system a while)."""
-        now = time.monotonic() if now is None else now
+        now = clock_ms() if now is None else now
         due = [path for when, path in self.pending_deletes if when <= now]
         self.pending_deletes = [(when, path) for when, path in self.pending_deletes if when > now]
         return due

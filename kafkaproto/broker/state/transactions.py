@@ -21,6 +21,7 @@ import os
 import time
 
 from ...records import RecordBatchBuilder, iter_batches
+from .clock import clock_ms
 from .log import PartitionLog, parse_batches
 
 log = logging.getLogger("kafkaproto.broker")
@@ -85,10 +86,20 @@ class Transaction:
         self.partitions = set()  # (topic, partition)
         self.groups = set()
         self.offsets = {}  # group -> {(topic, partition): (offset, leader epoch, metadata)}
-        self.started = 0.0  # monotonic seconds; for the timeout
+        self.started = 0.0  # when it began (state/clock.py): its timeout counts from then
         # (producer id, epoch) before the last bump at an end (transactions version 2): an EndTxn retried with it
         # is answered as the first one was
         self.last_producer = None
+
+    def begin(self, now):
+        """Ongoing from now, unless it is already: its timeout counts from the first partition or group it
+        took."""
+        if self.state != ONGOING:
+            self.state = ONGOING
+            self.started = now
+
+    def timed_out(self, now):
+        return self.state == ONGOING and now - self.started > self.timeout_ms
 
     def to_json(self):
         return {"pid": self.producer_id, "epoch": self.epoch, "timeout": self.timeout_ms, "state": self.state,
@@ -103,7 +114,7 @@ class Transaction:
         txn.partitions = {tuple(p) for p in value["partitions"]}
         txn.groups = set(value["groups"])
         txn.offsets = {g: {(t, p): tuple(v) for t, p, *v in rows} for g, rows in value["offsets"].items()}
-        txn.started = time.monotonic()
+        txn.started = clock_ms()  # a transaction loaded at start-up has its whole timeout again
         last = value.get("last")
         txn.last_producer = tuple(last) if last else None
         return txn

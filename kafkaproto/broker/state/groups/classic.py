@@ -11,7 +11,7 @@ Requests that must wait (a JoinGroup until the rebalance completes, a
 follower's SyncGroup until the leader's arrives) leave a Waiter with the
 group; the group fills in its result when it moves on, and the handler,
 asked again, answers with it. Time only passes through the ``now`` each
-call is given (monotonic seconds): ``tick(now)`` fires what fell due
+call is given (milliseconds of the coordinator's clock): ``tick(now)`` fires what fell due
 (session timeouts, rebalance timeouts, the initial rebalance delay, members
 that never sent SyncGroup), in order. Nothing here does I/O.
 
@@ -182,7 +182,7 @@ class ClassicGroup:
 
     def _reschedule_heartbeat(self, member, now, timeout_ms=None):
         self._heartbeat_due(member.member_id, now + (member.session_timeout_ms if timeout_ms is None
-                                                     else timeout_ms) / 1000)
+                                                     else timeout_ms))
 
     # ---- membership ---------------------------------------------------------------------------------------
 
@@ -313,7 +313,7 @@ class ClassicGroup:
                 return self._replace_static(now, request, old, member_id, waiter)
         elif request.require_known_member_id:
             self.pending_join.add(member_id)
-            self._heartbeat_due(member_id, now + request.session_timeout_ms / 1000)
+            self._heartbeat_due(member_id, now + request.session_timeout_ms)
             return waiter.complete(JoinResult(errors.MEMBER_ID_REQUIRED, member_id=member_id))
         self._add_member(now, request, member_id, waiter)
 
@@ -407,21 +407,21 @@ class ClassicGroup:
             # up to the rebalance timeout.
             delay = self.config["group.initial.rebalance.delay.ms"]
             remaining = max(self.rebalance_timeout_ms() - delay, 0)
-            self._schedule("join", now + delay / 1000,
+            self._schedule("join", now + delay,
                            lambda at: self._initial_delay_over(at, delay, remaining))
         self._transition(PREPARING)
         if not initial:
             if self.all_joined():
                 self._complete_join(now)
             else:
-                self._schedule("join", now + self.rebalance_timeout_ms() / 1000, self._complete_join)
+                self._schedule("join", now + self.rebalance_timeout_ms(), self._complete_join)
 
     def _initial_delay_over(self, now, delay, remaining):
         if self.new_member_added and remaining:
             self.new_member_added = False
             next_delay = min(self.config["group.initial.rebalance.delay.ms"], remaining)
             next_remaining = max(remaining - delay, 0)
-            self._schedule("join", now + next_delay / 1000,
+            self._schedule("join", now + next_delay,
                            lambda at: self._initial_delay_over(at, next_delay, next_remaining))
         else:
             self._complete_join(now)
@@ -452,7 +452,7 @@ class ClassicGroup:
             self._remove(member.member_id)
         if self.members and not self._elect_joined_leader():
             # Nobody rejoined (static members only): wait for their session timeouts to drop them.
-            self._schedule("join", now + self.rebalance_timeout_ms() / 1000, self._complete_join)
+            self._schedule("join", now + self.rebalance_timeout_ms(), self._complete_join)
             return
         self.generation += 1
         self.pending_sync.clear()
@@ -472,7 +472,7 @@ class ClassicGroup:
             member.is_new = False
             self.pending_sync.add(member.member_id)
         generation = self.generation
-        self._schedule("sync", now + self.rebalance_timeout_ms() / 1000,
+        self._schedule("sync", now + self.rebalance_timeout_ms(),
                        lambda at: self._sync_expired(at, generation))
 
     def _sync_expired(self, now, generation):

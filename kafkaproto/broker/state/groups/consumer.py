@@ -23,172 +23,28 @@ The rules are Apache Kafka 4.3's group coordinator's:
 What a group keeps (its epochs, members, targets and assignments) is written
 to the offsets log whenever it changes and loaded at start-up (stored.py), so
 members carry on across a restart at their epochs.
+
+The group and its members are in consumer_group.py, a member's steps toward
+its target in reconcile.py, classic members and moving between the protocols
+in migration.py; this module holds the coordinator's heartbeat, regex, assignment
+and offset-commit rules.
 """
 
 import hashlib
 import json
-from typing import NamedTuple
 
 import re2
 
 from .... import errors
 from ....uuid import Uuid
-from .assignors import ASSIGNORS, AssignorError, MemberSpec, java_order, string_hash
-from .classic import ClassicGroup, JoinResult, SyncResult
-from .classic import Member as ClassicMember
-from .embedded import MalformedProtocol, read_assignment, read_subscription, write_assignment
+from .assignors import ASSIGNORS, AssignorError, MemberSpec
+from .consumer_group import (UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember, GroupError, partition_sets,
+                             preferred_assignor)
+from .migration import ClassicMembers
+from .reconcile import owned_within, reconcile
 
-EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
-MEMBER_STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS = "stable", "unrevoked", "unreleased"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 REGEX_REFRESH_FLOOR_MS = 10_000
-
-
-class GroupError(Exception):
-    """An error answer: the error and its message."""
-
-    def __init__(self, error, message=None):
-        super().__init__(message or error.name)
-        self.error = error
-        self.message = message
-
-
-class ConsumerMember:
-    __slots__ = ("member_id", "instance_id", "rack_id", "member_epoch", "previous_epoch", "state",
-                 "rebalance_timeout_ms", "client_id", "client_host", "subscribed_names", "regex", "assignor",
-                 "assigned", "pending", "classic", "session_deadline", "revocation_deadline", "revocation_epoch")
-
-    def __init__(self, member_id):
-        self.member_id = member_id
-        self.instance_id = None
-        self.rack_id = None
-        self.member_epoch = 0
-        self.previous_epoch = -1
-        self.state = MEMBER_STABLE
-        self.rebalance_timeout_ms = -1
-        self.client_id = ""
-        self.client_host = ""
-        self.subscribed_names = ()  # distinct names, in the order first asked for
-        self.regex = ""
-        self.assignor = None
-        self.assigned = {}  # {topic id: {partition: the epoch it was assigned at}}
-        self.pending = {}  # partitions to give up, the same way
-        # A member of the classic protocol: (session timeout ms, [(protocol name, metadata)], subscription version)
-        self.classic = None
-        self.session_deadline = 0.0
-        self.revocation_deadline = None
-        self.revocation_epoch = None
-
-    def copy(self):
-        other = ConsumerMember.__new__(ConsumerMember)
-        for name in self.__slots__:
-            setattr(other, name, getattr(self, name))
-        other.assigned = {t: dict(p) for t, p in self.assigned.items()}
-        other.pending = {t: dict(p) for t, p in self.pending.items()}
-        return other
-
-    def set_epoch(self, epoch):
-        self.previous_epoch, self.member_epoch = self.member_epoch, epoch
-
-    def reconciled_to(self, epoch):
-        return self.member_epoch == epoch and self.state == MEMBER_STABLE
-
-    @property
-    def uses_classic_protocol(self):
-        return self.classic is not None
-
-
-def _partition_sets(assignment):
-    return {t: set(parts) for t, parts in assignment.items() if parts}
-
-
-class ConsumerGroup:
-    kind = "consumer"
-    protocol_type = "consumer"
-
-    def __init__(self, group_id):
-        self.group_id = group_id
-        self.group_epoch = 1  # Kafka 4.3 starts a group at epoch 1 with an empty assignment at epoch 1
-        self.assignment_epoch = 1
-        self.assignment_time_ms = 0  # when the target was last computed (0: compute at once)
-        self.metadata_hash = 0
-        self.members = {}  # member id -> ConsumerMember, in order of joining
-        self.static = {}  # instance id -> member id
-        self.target = {}  # member id -> {topic id: set of partitions}
-        self.owners = {}  # (topic id, partition) -> epoch of the member holding it (assigned or being revoked)
-        self.regexes = {}  # regex -> frozenset of topic names it resolved to
-        self.regex_refreshed_ms = None
-        self.regex_topics_seen = None  # the topic names the last resolution saw
-        self.hash_memo = None  # (what the metadata hash was computed from, the hash): see _metadata_hash
-
-    # What the Groups container asks of every kind of group: this kind's timers are ConsumerCoordinator.expire's.
-    pending_join = frozenset()
-
-    def next_deadline(self):
-        return None
-
-    def fire_next(self, now):
-        return False
-
-    @property
-    def state(self):
-        if not self.members:
-            return EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return ASSIGNING
-        if any(not m.reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return RECONCILING
-        return STABLE
-
-    def owner_epoch(self, topic_id, partition):
-        return self.owners.get((topic_id, partition), -1)
-
-    def put(self, member):
-        """Store a member's new state, and which partitions it holds at which epoch."""
-        old = self.members.get(member.member_id)
-        if old is not None:
-            for held in (old.assigned, old.pending):
-                for topic_id, parts in held.items():
-                    for p in parts:
-                        self.owners.pop((topic_id, p), None)
-        self.members[member.member_id] = member
-        if member.instance_id is not None:
-            self.static[member.instance_id] = member.member_id
-        for held in (member.assigned, member.pending):
-            for topic_id, parts in held.items():
-                for p in parts:
-                    self.owners[(topic_id, p)] = member.member_epoch
-
-    def drop(self, member_id):
-        member = self.members.get(member_id)
-        if member is None:
-            return None
-        for held in (member.assigned, member.pending):
-            for topic_id, parts in held.items():
-                for p in parts:
-                    self.owners.pop((topic_id, p), None)
-        del self.members[member_id]
-        self.target.pop(member_id, None)
-        if member.instance_id is not None and self.static.get(member.instance_id) == member_id:
-            del self.static[member.instance_id]
-        return member
-
-    def topics_of(self, member):
-        """The topic names a member subscribes to: by name, and through its regex once resolved."""
-        names = frozenset(member.subscribed_names)
-        if member.regex:
-            names |= self.regexes.get(member.regex, frozenset())
-        return names
-
-    def preferred_assignor(self, default):
-        return preferred_assignor(self.members.values(), default)
-
-    def deletable(self):
-        return errors.NONE if not self.members else errors.NON_EMPTY_GROUP
-
-    def regex_members(self, regex):
-        return sum(1 for m in self.members.values() if m.regex == regex)
-
 
 # --- what a request may ask ---------------------------------------------------------------------------------------
 
@@ -294,7 +150,7 @@ class Heartbeat:
         self.assignment = assignment  # {topic id: sorted partitions} or None
 
 
-class ConsumerCoordinator:
+class ConsumerCoordinator(ClassicMembers):
     """Consumer groups over a broker's state (its groups, topics and settings); no I/O. Times are milliseconds of
     one monotonic clock, given by the caller."""
 
@@ -432,7 +288,7 @@ class ConsumerCoordinator:
         full = (request.rebalance_timeout_ms != -1 and owned is not None
                 and (request.subscribed_topic_names is not None or regex is not None))
         send = (request.member_epoch == 0 or full
-                or _partition_sets(updated.assigned) != _partition_sets(previous.assigned))
+                or partition_sets(updated.assigned) != partition_sets(previous.assigned))
         return Heartbeat(updated.member_id, updated.member_epoch, self.config["group.consumer.heartbeat.interval.ms"],
                          {t: sorted(p) for t, p in updated.assigned.items()} if send else None)
 
@@ -465,7 +321,7 @@ class ConsumerCoordinator:
             raise GroupError(errors.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
                              f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). The "
                              "member must abandon all its partitions and rejoin.")
-        if epoch < member.member_epoch and (epoch != member.previous_epoch or not _owned_within(owned, member)):
+        if epoch < member.member_epoch and (epoch != member.previous_epoch or not owned_within(owned, member)):
             # One epoch back is tolerated: the response that moved the member on may have been lost.
             raise GroupError(errors.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
                              f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). The "
@@ -574,77 +430,14 @@ class ConsumerCoordinator:
         group.assignment_time_ms = now
 
     def _reconcile(self, group, member, target_epoch, target, subscription_changed, owned):
-        """Kafka's CurrentAssignmentBuilder: the member's next step toward its target."""
-        subscribed = self._topic_ids(group.topics_of(member))
-        if member.state == MEMBER_STABLE:
-            if member.member_epoch != target_epoch:
-                return self._next(group, member, target_epoch, target, subscribed, owned)
-            return self._drop_unsubscribed(member, subscribed, owned) if subscription_changed else member
-        if member.state == UNREVOKED_PARTITIONS:
-            if _still_owns(owned, member.pending):
-                return self._drop_unsubscribed(member, subscribed, owned) if subscription_changed else member
-            return self._next(group, member, target_epoch, target, subscribed, owned)
-        return self._next(group, member, target_epoch, target, subscribed, owned)
-
-    @staticmethod
-    def _next(group, member, target_epoch, target, subscribed, owned):
-        keep_all, revoke_all, give_all = {}, {}, {}
-        unreleased = False
-        for topic_id in set(target) | set(member.assigned):
-            wanted = target.get(topic_id, set()) if topic_id in subscribed else set()
-            current = member.assigned.get(topic_id, {})
-            keep = {p: e for p, e in current.items() if p in wanted}
-            revoke = {p: e for p, e in current.items() if p not in wanted}
-            give = set(wanted) - set(keep)
-            pending = member.pending.get(topic_id, {})
-            held = {p for p in give if group.owner_epoch(topic_id, p) != -1 and p not in pending}
-            unreleased |= bool(held)
-            give -= held
-            if keep:
-                keep_all[topic_id] = keep
-            if revoke:
-                revoke_all[topic_id] = revoke
-            if give:
-                give_all[topic_id] = give
-        member = member.copy()
-        if revoke_all and _still_owns(owned, revoke_all):
-            member.state = UNREVOKED_PARTITIONS
-            member.set_epoch(member.member_epoch)
-            member.assigned, member.pending = keep_all, revoke_all
-            return member
-        for topic_id, parts in give_all.items():
-            keep_all.setdefault(topic_id, {}).update((p, target_epoch) for p in parts)
-        member.state = UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE
-        member.set_epoch(target_epoch)
-        member.assigned, member.pending = keep_all, {}
-        return member
-
-    @staticmethod
-    def _drop_unsubscribed(member, subscribed, owned):
-        """The subscription changed: partitions of topics no longer subscribed go at once, target or not."""
-        if not subscribed and not member.pending:
-            assigned, pending = {}, member.assigned
-        else:
-            assigned = {t: p for t, p in member.assigned.items() if t in subscribed}
-            pending = {t: dict(p) for t, p in member.pending.items()}
-            for topic_id, parts in member.assigned.items():
-                if topic_id not in subscribed:
-                    pending.setdefault(topic_id, {}).update(parts)
-        if _partition_sets(assigned) == _partition_sets(member.assigned):
-            return member
-        member = member.copy()
-        if pending and _still_owns(owned, pending):
-            member.state = UNREVOKED_PARTITIONS
-            member.pending = pending
-        member.set_epoch(member.member_epoch)
-        member.assigned = assigned
-        return member
+        return reconcile(group, member, target_epoch, target, self._topic_ids(group.topics_of(member)),
+                         subscription_changed, owned)
 
     def _arm_timers(self, previous, member, now):
         member.session_deadline = now + self.config["group.consumer.session.timeout.ms"]
         if member.state == UNREVOKED_PARTITIONS:
             if previous.state != UNREVOKED_PARTITIONS or member.revocation_deadline is None or \
-                    _partition_sets(previous.pending) != _partition_sets(member.pending):
+                    partition_sets(previous.pending) != partition_sets(member.pending):
                 member.revocation_deadline = now + max(member.rebalance_timeout_ms, 0)
                 member.revocation_epoch = member.member_epoch
         else:
@@ -695,228 +488,13 @@ class ConsumerCoordinator:
         group.metadata_hash = self._metadata_hash(group, group.members.values())
         group.group_epoch += 1  # the assignment catches up at the next heartbeat (an empty group keeps its old one)
 
-    def expire(self, now):
-        """Fence members whose session expired or who kept partitions past their rebalance timeout; True when
-        anything changed."""
-        changed = False
-        for group in list(self.groups.values()):
-            if group.kind != "consumer":
-                continue
-            late = [m.member_id for m in group.members.values() if now > m.session_deadline or (
-                m.revocation_deadline is not None and now > m.revocation_deadline
-                and m.member_epoch == m.revocation_epoch)]
-            if late:
-                self.fence(group, late, now)
-                self._save(group.group_id)
-                changed = True
-        return changed
-
-    def _save(self, group_id):
-        """Write what changed of the group to the log (the broker's table of groups does; a plain dict, as
-        tests give, keeps nothing)."""
-        save = getattr(self.groups, "save", None)
-        if save is not None:
-            save(group_id)
-
-    # classic members, and groups moving between the protocols -----------------------------------------------------
-
-    def _may(self, direction):
-        policy = self.config["group.consumer.migration.policy"].lower()
-        return policy in ("bidirectional", direction)
-
-    def _upgrade(self, classic, now):
-        """A classic group whose members speak the consumer protocol becomes a consumer group when a KIP-848
-        member joins it: its generation is the group's epoch, each member keeps what it was assigned."""
-        group_id = classic.group_id
-
-        def refuse(why):
-            return GroupError(errors.GROUP_ID_NOT_FOUND,
-                              f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
-
-        if not self._may("upgrade"):
-            raise refuse("online upgrade is disabled")
-        if classic.protocol_type != "consumer":
-            raise refuse("the group does not use the consumer embedded protocol")
-        if len(classic.members) > self.config["group.consumer.max.size"]:
-            raise refuse("the group size exceeds the consumer group maximum size")
-        group = ConsumerGroup(group_id)
-        group.group_epoch = group.assignment_epoch = classic.generation  # the next assignment is made at once
-        for old in classic.members.values():
-            try:
-                subscription = read_subscription(old.metadata(classic.protocol_name))
-                assigned, user_data = read_assignment(old.assignment)
-            except MalformedProtocol:
-                raise refuse("the embedded consumer protocol is malformed") from None
-            if user_data:
-                raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer "
-                                 "group because an unsupported custom assignor is in use. Please refer to the "
-                                 "documentation or switch to a default assignor before re-attempting the upgrade.")
-            member = ConsumerMember(old.member_id)
-            member.instance_id, member.rack_id = old.instance_id, subscription.rack_id
-            member.member_epoch = member.previous_epoch = classic.generation
-            member.rebalance_timeout_ms = old.rebalance_timeout_ms
-            member.client_id, member.client_host = old.client_id, old.client_host
-            member.subscribed_names = tuple(dict.fromkeys(subscription.topics))
-            member.assigned = self._by_topic_id(assigned, classic.generation)
-            member.classic = (old.session_timeout_ms, list(old.protocols), subscription.version)
-            member.session_deadline = now + old.session_timeout_ms
-            group.put(member)
-            group.target[member.member_id] = {t: set(p) for t, p in member.assigned.items()}
-        group.metadata_hash = self._metadata_hash(group, group.members.values())
-        classic.abandon()
-        return group
-
-    def _by_topic_id(self, by_name, epoch):
-        out = {}
-        for name, parts in by_name.items():
-            topic = self.cluster.topics.get(name)
-            if topic is not None and parts:
-                out[topic.topic_id] = {p: epoch for p in parts}
-        return out
-
-    def _downgrade(self, group, now):
-        """The classic group that takes over the classic-protocol members a consumer group has left."""
-        members = []
-        for m in group.members.values():
-            session_ms, protocols, version = m.classic
-            members.append(ClassicMember(m.member_id, m.instance_id, m.client_id, m.client_host, session_ms,
-                                         m.rebalance_timeout_ms, "consumer", protocols,
-                                         write_assignment(version, self._by_name(m.assigned))))
-        return ClassicGroup.adopt(group.group_id, self.config, now / 1000, group.group_epoch, members)
-
-    def _by_name(self, assigned):
-        out = {}
-        for topic_id, parts in assigned.items():
-            topic = self.cluster.by_id.get(topic_id)
-            if topic is not None:
-                out[topic.name] = sorted(parts)
-        return out
-
-    def classic_join(self, group, now, request):
-        """A JoinGroup (classic protocol) to a consumer group with members: the member takes part in KIP-848's
-        assignment, and is answered at once with its epoch as the generation (it leads nothing; SyncGroup
-        brings the broker's assignment)."""
-        names = [name for name, _ in request.protocols]
-        if request.protocol_type != "consumer" or not names or not any(
-                all(n in {p for p, _ in m.classic[1]} for m in group.members.values() if m.uses_classic_protocol)
-                for n in names):
-            return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=request.member_id)
-        limit = self.config["group.consumer.max.size"]
-        if len(group.members) >= limit and request.member_id not in group.members:
-            return JoinResult(errors.GROUP_MAX_SIZE_REACHED, member_id=request.member_id)
-        member_id = request.member_id or str(Uuid.random())
-        if request.require_known_member_id and not request.member_id:
-            return JoinResult(errors.MEMBER_ID_REQUIRED, member_id=member_id)
-        if request.instance_id is not None:
-            existing_id = group.static.get(request.instance_id)
-            if existing_id is not None and existing_id != member_id:
-                replaced = group.members[existing_id].copy()
-                replaced.member_id = member_id
-                target = group.target.pop(existing_id, None)
-                group.drop(existing_id)
-                if target is not None:
-                    group.target[member_id] = target
-                group.put(replaced)
-        member = group.members.get(member_id)
-        if member is None:
-            if request.member_id and request.instance_id is None:
-                return JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=request.member_id)
-            member = ConsumerMember(member_id)
-        try:
-            subscription = read_subscription(request.protocols[0][1])
-        except MalformedProtocol:
-            return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
-        updated = member.copy()
-        updated.instance_id = request.instance_id
-        if subscription.rack_id is not None:
-            updated.rack_id = subscription.rack_id
-        updated.rebalance_timeout_ms = request.rebalance_timeout_ms
-        updated.client_id, updated.client_host = request.client_id, request.client_host
-        updated.subscribed_names = tuple(dict.fromkeys(subscription.topics))
-        updated.regex = ""
-        updated.classic = (request.session_timeout_ms, list(request.protocols), subscription.version)
-        names_changed = set(updated.subscribed_names) != set(member.subscribed_names)
-        others = [m for m in group.members.values() if m.member_id != member_id]
-        metadata_hash = self._metadata_hash(group, others + [updated])
-        if names_changed or metadata_hash != group.metadata_hash:
-            group.group_epoch += 1
-            group.metadata_hash = metadata_hash
-        if group.assignment_epoch < group.group_epoch and self._may_assign(group, now):
-            self._assign(group, {**group.members, member_id: updated}, now)
-        owned = [_Owned(self.cluster.topics[name].topic_id, parts) for name, parts in subscription.owned
-                 if name in self.cluster.topics]
-        updated = self._reconcile(group, updated, group.assignment_epoch, group.target.get(member_id, {}),
-                                  names_changed, owned)
-        updated.session_deadline = now + request.session_timeout_ms
-        group.put(updated)
-        return JoinResult(errors.NONE, member_id=member_id, generation=updated.member_epoch,
-                          protocol_type="consumer", protocol_name=names[0], leader="")
-
-    def _classic_member(self, group, member_id, instance_id):
-        if instance_id is not None:
-            known = group.static.get(instance_id)
-            if known is None:
-                raise GroupError(errors.UNKNOWN_MEMBER_ID)
-            if known != member_id:
-                raise GroupError(errors.FENCED_INSTANCE_ID)
-        member = group.members.get(member_id)
-        if member is None or not member.uses_classic_protocol:
-            raise GroupError(errors.UNKNOWN_MEMBER_ID)
-        return member
-
-    def classic_sync(self, group, now, member_id, instance_id, generation, protocol_type, protocol_name):
-        """SyncGroup from a classic member of a consumer group: the broker's assignment, in the consumer
-        protocol's bytes."""
-        try:
-            member = self._classic_member(group, member_id, instance_id)
-        except GroupError as e:
-            return SyncResult(e.error)
-        if generation != member.member_epoch:
-            return SyncResult(errors.ILLEGAL_GENERATION)
-        if (protocol_type is not None and protocol_type != "consumer") or (
-                protocol_name is not None and protocol_name not in {n for n, _ in member.classic[1]}):
-            return SyncResult(errors.INCONSISTENT_GROUP_PROTOCOL)
-        if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
-            return SyncResult(errors.REBALANCE_IN_PROGRESS)
-        member.session_deadline = now + member.classic[0]
-        return SyncResult(errors.NONE, protocol_type="consumer", protocol_name=protocol_name or member.classic[1][0][0],
-                          assignment=write_assignment(member.classic[2], self._by_name(member.assigned)))
-
-    def classic_heartbeat(self, group, now, member_id, instance_id, generation):
-        """Heartbeat from a classic member of a consumer group: REBALANCE_IN_PROGRESS when it must join again to
-        move toward its target."""
-        try:
-            member = self._classic_member(group, member_id, instance_id)
-        except GroupError as e:
-            return e.error
-        if generation != member.member_epoch:
-            return errors.ILLEGAL_GENERATION
-        member.session_deadline = now + member.classic[0]
-        target = group.target.get(member_id, {})
-        released = any(group.owner_epoch(t, p) == -1 for t, parts in target.items() for p in parts
-                       if p not in member.assigned.get(t, {}))
-        if member.member_epoch < group.group_epoch or member.state == UNREVOKED_PARTITIONS or (
-                member.state == UNRELEASED_PARTITIONS and released):
-            return errors.REBALANCE_IN_PROGRESS
-        return errors.NONE
-
-    def classic_leave(self, group, now, leaving):
-        """LeaveGroup to a consumer group, from classic members or an admin (by instance id): [error] in order."""
-        results, gone = [], []
-        for member_id, instance_id in leaving:
-            if instance_id is None:
-                error = errors.NONE if member_id in group.members else errors.UNKNOWN_MEMBER_ID
-                found = member_id
-            else:
-                found = group.static.get(instance_id)
-                error = errors.UNKNOWN_MEMBER_ID if found is None else (
-                    errors.FENCED_INSTANCE_ID if member_id and member_id != found else errors.NONE)
-            if error is errors.NONE:
-                gone.append(found)
-            results.append(error)
-        if gone:
-            self.fence(group, gone, now)
-        return results
+    def expire(self, group, now):
+        """Fence the group's members whose session ended or who kept partitions past their rebalance timeout;
+        True when any was."""
+        late = [m.member_id for m in group.members.values() if any(deadline <= now for deadline in m.deadlines())]
+        if late:
+            self.fence(group, late, now)
+        return bool(late)
 
     # offsets ------------------------------------------------------------------------------------------------------
 
@@ -979,37 +557,3 @@ class ConsumerCoordinator:
             error = errors.ILLEGAL_GENERATION if member.uses_classic_protocol else errors.STALE_MEMBER_EPOCH
             raise GroupError(error, f"The received member epoch {epoch} does not match the expected member epoch "
                                     f"{member.member_epoch}.")
-
-
-def preferred_assignor(members, default):
-    """The assignor most members name, else the default; a tie goes to the name first in Java's hash order of
-    the names, as Kafka's count map gives it."""
-    counts = {}
-    for member in members:
-        if member.assignor is not None:
-            counts[member.assignor] = counts.get(member.assignor, 0) + 1
-    return max(java_order(counts, string_hash), key=counts.get) if counts else default
-
-
-class _Owned(NamedTuple):
-    """What a classic member says it owns, in the shape of a heartbeat's TopicPartitions."""
-    topic_id: object
-    partitions: list
-
-
-def _owned_within(owned, member):
-    """Whether every partition the member says it owns is assigned to it (an unknown list is not)."""
-    if owned is None:
-        return False
-    for item in owned:
-        assigned = member.assigned.get(item.topic_id)
-        if assigned is None or any(p not in assigned for p in item.partitions):
-            return False
-    return True
-
-
-def _still_owns(owned, pending):
-    """Whether the member still reports owning any partition it must give up (an unknown list: assume so)."""
-    if owned is None:
-        return True
-    return any(p in pending.get(item.topic_id, {}) for item in owned for p in item.partitions)

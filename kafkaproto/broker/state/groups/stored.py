@@ -35,7 +35,7 @@ import base64
 
 from ....uuid import Uuid
 from .classic import ClassicGroup, KeptGeneration, KeptMember
-from .consumer import UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
+from .consumer_group import UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
 
 CLASSIC = "GroupMetadata"
 GROUP_EPOCH = "ConsumerGroupMetadata"
@@ -155,9 +155,9 @@ def changes(group_id, stored, group):
 # ---- groups again, from their records ---------------------------------------------------------------------------
 
 def load(group_id, records, config, now):
-    """The group the records describe, or None; now: the monotonic second its members' sessions start from."""
+    """The group the records describe, or None; now: when its members' sessions start (the coordinator's clock)."""
     if (GROUP_EPOCH, None) in records:
-        return _load_consumer(group_id, records, config, now * 1000)
+        return _load_consumer(group_id, records, config, now)
     value = records.get((CLASSIC, None))
     if value is None:
         return None
