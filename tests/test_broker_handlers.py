@@ -6,7 +6,6 @@ on real files.
 """
 
 import os
-import time
 
 import pytest
 

@@ -1,7 +1,6 @@
 """Transactions on the broker, without sockets: markers, the last stable offset, aborted ranges for
 read_committed, fencing, and what a restart does with a transaction a crash left open."""
 
-import time
 
 import pytest
 
@@ -214,8 +213,8 @@ def test_transactions_past_their_timeout_are_aborted(state):
     pid, epoch = init(state)
     add_partitions(state, pid, epoch)
     produce_txn(state, txn_batch(pid, epoch, 0, b"slow"))
-    assert not state.expire_transactions(clock_ms())
-    assert state.expire_transactions(clock_ms() + 61_000)
+    assert not state.transactions.expire(clock_ms())
+    assert state.transactions.expire(clock_ms() + 61_000)
     assert visible(fetch_committed(state)) == []
     assert end(state, pid, epoch, True) == errors.PRODUCER_FENCED.code
 
@@ -244,7 +243,7 @@ def test_version_2_ends_past_the_last_epoch_under_a_new_producer_id(state):
 def test_version_2_a_timed_out_transaction_is_fenced_by_one_bump(state):
     pid, epoch = init(state)
     assert produce_txn(state, txn_batch(pid, epoch, 0, b"slow"), version=12).error_code == 0
-    assert state.expire_transactions(clock_ms() + 61_000)
+    assert state.transactions.expire(clock_ms() + 61_000)
     markers = [b for b in records.iter_batches(fetch_committed(state).records) if b.is_control]
     assert [b.producer_epoch for b in markers] == [epoch + 1]
     # The producer's own abort, from the epoch it had, is a retry of the abort that happened: answered as done.

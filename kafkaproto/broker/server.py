@@ -171,7 +171,7 @@ class Server:
             return None
         keys = []
         for partition in on:
-            producers = self.state.producers.get(partition)
+            producers = partition.producers
             if producers is None:
                 continue
             producers.on_append = self._appended

@@ -1,17 +1,14 @@
 """AddPartitionsToTxn: partitions a transaction will write to (v0-3 from producers; v4+ several
 transactions at once, or verify_only to check that partitions already belong to one).
 
-A partition that does not exist fails the whole request: it gets
-UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in Kafka.
+The transaction coordinator decides (TransactionCoordinator.add_partitions):
+a partition that does not exist fails the whole request, as in Kafka.
 """
-
 
 from ... import errors
 from ...messages import AddPartitionsToTxnResponse, ApiKey
 from ..dispatch import handles
-from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 from ..state.clock import clock_ms
-from ._transactions import transaction
 
 R = AddPartitionsToTxnResponse
 
@@ -19,24 +16,9 @@ R = AddPartitionsToTxnResponse
 def _add(state, version, transactional_id, producer_id, epoch, topics, verify_only=False):
     """(top-level error, {(topic, partition): error})"""
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    txn, error = transaction(state, transactional_id, producer_id, epoch, version, fenced_since=2)
-    if txn is not None and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
-        error = errors.CONCURRENT_TRANSACTIONS
-    if error is not errors.NONE:
-        return error, {key: error for key in wanted}
-    if verify_only:
-        ok = txn.state == ONGOING
-        return errors.NONE, {key: errors.NONE if ok and key in txn.partitions else errors.INVALID_TXN_STATE
-                             for key in wanted}
-    missing = {key for key in wanted
-               if state.partition(state.cluster.topics.get(key[0]), key[1])[0] is None}
-    if missing:
-        return errors.NONE, {key: errors.UNKNOWN_TOPIC_OR_PARTITION if key in missing
-                             else errors.OPERATION_NOT_ATTEMPTED for key in wanted}
-    txn.begin(clock_ms())
-    txn.partitions.update(wanted)
-    state.transactions.save(txn)
-    return errors.NONE, {key: errors.NONE for key in wanted}
+    missing = {key for key in wanted if state.partition(state.cluster.topics.get(key[0]), key[1])[0] is None}
+    return state.transactions.add_partitions(clock_ms(), transactional_id, producer_id, epoch, version, wanted,
+                                             missing, verify_only)
 
 
 def _topic_results(results):

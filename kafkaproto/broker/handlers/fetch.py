@@ -152,7 +152,7 @@ def _read(ctx, request, scope, by_id):
         aborted = None
         if read_committed:
             aborted = [FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in
-                       state.partition_transactions[partition].aborted_between(cached.fetch_offset, upto)]
+                       partition.transactions.aborted_between(cached.fetch_offset, upto)]
         out.append((cached, _partition(cached.index, errors.NONE, high, plog.log_start_offset, data, stable,
                                        aborted)))
     if found is None:

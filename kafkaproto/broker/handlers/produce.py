@@ -40,10 +40,8 @@ from ..config import segment_size
 from ..dispatch import Close, handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
-from ..state.transactions import ONGOING, PREPARE_ABORT, PREPARE_COMMIT
 from ..state.clock import clock_ms
 
-IMPLICIT_ADD = 12  # the first Produce version whose transactional batches add their partition (KIP-890)
 ZSTD_VERSION = 7  # the first Produce version that may carry zstd (KIP-110)
 ZSTD = 4
 PartitionResult = ProduceResponse.PartitionProduceResponse
@@ -126,14 +124,14 @@ def produce_partition(state, topic, index, records, transactional_id, version):
     if attributes & CONTROL:
         return _result(index, errors.INVALID_RECORD, message="control batches are written by the broker only")
     if attributes & TRANSACTIONAL:
-        error = _transaction_error(state, transactional_id, topic.name, index, batches, version)
+        error = state.transactions.produce_error(clock_ms(), transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
     if len(data) > segment_size(config):  # Kafka's log takes no append larger than one segment
         return _result(index, errors.RECORD_LIST_TOO_LARGE,
                        message=f"{len(data)} bytes of batches are more than a segment of this topic holds "
                                f"({segment_size(config)})")
-    producers = state.producers[partition]
+    producers = partition.producers
     duplicate = None
     for batch in batches:
         error, duplicate = producers.check(batch)
@@ -148,28 +146,6 @@ def produce_partition(state, topic, index, records, transactional_id, version):
     except StorageError as e:  # the log is cut back to where the append began: nothing half made
         return _result(index, errors.KAFKA_STORAGE_ERROR, message=str(e))
     return _result(index, errors.NONE, offset, partition.log.log_start_offset)
-
-
-def _transaction_error(state, transactional_id, topic, index, batches, version):
-    """Transactional batches must come from the transaction's producer at its epoch. From v12 (transactions
-    version 2) the partition joins the transaction here, as Kafka's broker adds it with the coordinator; before,
-    it must have been added with AddPartitionsToTxn (TRANSACTION_ABORTABLE at v11, INVALID_TXN_STATE before)."""
-    txn = state.transactions.by_id.get(transactional_id) if transactional_id is not None else None
-    for batch in batches:
-        if txn is None or not batch.is_transactional or batch.producer_id != txn.producer_id:
-            return errors.INVALID_TXN_STATE if txn is not None else errors.INVALID_PRODUCER_ID_MAPPING
-        if batch.producer_epoch != txn.epoch and (batch.producer_epoch < txn.epoch or version >= IMPLICIT_ADD):
-            return errors.INVALID_PRODUCER_EPOCH
-    if (topic, index) in txn.partitions and txn.state == ONGOING:
-        return errors.NONE
-    if version < IMPLICIT_ADD:
-        return errors.TRANSACTION_ABORTABLE if version == IMPLICIT_ADD - 1 else errors.INVALID_TXN_STATE
-    if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
-        return errors.CONCURRENT_TRANSACTIONS
-    txn.begin(clock_ms())
-    txn.partitions.add((topic, index))
-    state.transactions.save(txn)
-    return errors.NONE
 
 
 @handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)

@@ -19,8 +19,8 @@ from .fetch_sessions import FetchSessions
 from .groups import GroupCoordinator
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
-from .transactions import (COMPLETE_ABORT, COMPLETE_COMMIT, MAX_EPOCH, ONGOING, PREPARE_ABORT, PREPARE_COMMIT,
-                           PartitionTransactions, Transactions, control_marker, marker_batch)
+from .transactions import (ABORT, COMMIT, PartitionTransactions, TransactionCoordinator, control_marker,
+                           marker_batch)
 
 logger = logging.getLogger("kafkaproto.broker")  # not "log": that is the submodule
 WAKE_ALL, CHANGED = "wake all", "changed"
@@ -62,8 +62,6 @@ class BrokerState:
                               "(examples/partition-deletion): build it with kafkaproto-codegen extend and load it "
                               "(kafkaproto.extensions=partition_deletion)")
         self.config = config
-        self.producers = {}  # Partition -> PartitionProducers
-        self.partition_transactions = {}  # Partition -> PartitionTransactions
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
         self._uncleanable = set()  # partitions whose compaction failed: left as they are until a restart
@@ -76,26 +74,26 @@ class BrokerState:
         self.cluster.scram = self.credentials.scram
         self.groups = GroupCoordinator(config, self.cluster, config.log_dir, self.files)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
-        self.transactions = Transactions(config.log_dir, self.files)
+        self.transactions = TransactionCoordinator(config, config.log_dir, self.files, markers=self._write_markers,
+                                                   commit_offsets=self._commit_transaction_offsets,
+                                                   allocate_producer_id=self.cluster.allocate_producer_id)
         for topic in self.cluster.topics.values():
             for partition in topic.partitions:
                 if partition.log is not None:
                     self._replay(partition)
         self.cluster.on_partition_log = self._log_opened
-        for txn in list(self.transactions.by_id.values()):
-            if txn.state in (ONGOING, PREPARE_ABORT, PREPARE_COMMIT):
-                self.end_transaction(txn, commit=txn.state == PREPARE_COMMIT)  # what a crash left half done
+        self.transactions.finish_interrupted()
         self._steps = self._housekeeping_steps()
         self._due = {}  # housekeeping step -> when it is due next (state/clock.py)
 
     def _log_opened(self, partition):
-        self.producers[partition] = PartitionProducers()
-        self.partition_transactions[partition] = PartitionTransactions()
+        partition.producers = PartitionProducers()
+        partition.transactions = PartitionTransactions()
 
     def _replay(self, partition):
         """Producer state and transactions of a partition, from its batch headers (and control records)."""
-        producers = self.producers[partition] = PartitionProducers()
-        txns = self.partition_transactions[partition] = PartitionTransactions()
+        producers = partition.producers = PartitionProducers()
+        txns = partition.transactions = PartitionTransactions()
         for segment in partition.log.segments:
             for batch in segment.batches():
                 producers.appended(batch)
@@ -160,8 +158,7 @@ class BrokerState:
     def append(self, partition, data, batches, marker=None):
         """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch); the first offset."""
         offset = partition.log.append(data, batches, partition.leader_epoch)
-        producers = self.producers[partition]
-        txns = self.partition_transactions[partition]
+        producers, txns = partition.producers, partition.transactions
         for batch in batches:
             producers.appended(batch)
             txns.observe(batch, marker)
@@ -169,33 +166,19 @@ class BrokerState:
         return offset
 
     def last_stable_offset(self, partition):
-        return self.partition_transactions[partition].last_stable_offset(partition.log.log_end_offset)
+        return partition.transactions.last_stable_offset(partition.log.log_end_offset)
 
-    def end_transaction(self, txn, commit, bump=False):
-        """Write the markers, commit the offsets (or not), and record the end. bump (transactions version 2): the
-        epoch goes up by one first and the markers carry the new one; past MAX_EPOCH the producer then gets a new
-        id at epoch 0, as in Kafka."""
-        if bump:
-            txn.last_producer = (txn.producer_id, txn.epoch)
-            txn.epoch += 1
-        txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
-        self.transactions.save(txn)
+    def _write_markers(self, txn, commit):
+        """A transaction's end: a commit or abort marker at its epoch in each of its partitions."""
         for name, index in sorted(txn.partitions):
-            topic = self.cluster.topics.get(name)
-            partition, _ = self.partition(topic, index)
+            partition, _ = self.partition(self.cluster.topics.get(name), index)
             if partition is None:
                 continue  # deleted meanwhile
             data = marker_batch(txn.producer_id, txn.epoch, commit)
-            self.append(partition, data, parse_batches(data), marker=1 if commit else 0)
-        if commit:
-            for group_id, offsets in txn.offsets.items():
-                self.groups.commit(group_id, [(key, (*value, self.now_ms())) for key, value in offsets.items()])
-        if txn.epoch > MAX_EPOCH:
-            txn.producer_id, txn.epoch = self.cluster.allocate_producer_id(), 0
-        txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
-        txn.partitions, txn.groups, txn.offsets = set(), set(), {}
-        self.transactions.save(txn)
-        self.changed()
+            self.append(partition, data, parse_batches(data), marker=COMMIT if commit else ABORT)
+
+    def _commit_transaction_offsets(self, group_id, offsets):
+        self.groups.commit(group_id, [(key, (*value, self.now_ms())) for key, value in offsets.items()])
 
     def enforce_retention(self, now_ms=None):
         """Delete whole old segments past retention.ms or beyond retention.bytes (never the active one), as
@@ -249,15 +232,6 @@ class BrokerState:
                                  type(e).__name__, e, exc_info=True)
         return removed
 
-    def expire_transactions(self, now):
-        """Abort transactions open longer than their timeout (now: state/clock.py); True when any was."""
-        expired = [t for t in self.transactions.by_id.values() if t.timed_out(now)]
-        for txn in expired:
-            # The producer is fenced, as Kafka fences a timed-out one: one bump, the markers at the new epoch (what
-            # transactions version 2, the version this broker finalizes, does for an abort it starts itself).
-            self.end_transaction(txn, commit=False, bump=True)
-        return bool(expired)
-
     # ---- housekeeping ----------------------------------------------------------------------------------------
 
     def _housekeeping_steps(self):
@@ -277,7 +251,7 @@ class BrokerState:
              self.cluster.finish_partition_deletions(self.now_ms()), WAKE_ALL),
             ("compaction", lambda: config["log.cleaner.backoff.ms"], lambda now: self.compact(), None),
             ("group timers", None, self.groups.tick, CHANGED),
-            ("transaction timeouts", None, self.expire_transactions, CHANGED),
+            ("transaction timeouts", None, self.transactions.expire, CHANGED),
         )
 
     def tick(self, now):
@@ -307,9 +281,6 @@ class BrokerState:
             self.on_change()
 
     def delete_topic(self, topic):
-        for partition in topic.partitions:
-            self.producers.pop(partition, None)
-            self.partition_transactions.pop(partition, None)
         self.cluster.delete_topic(topic)
         self.groups.forget_topic(topic.name)
 

@@ -76,9 +76,12 @@ READ_WRITE, READ_ONLY, NONE_MODE = 0, 1, -1
 
 
 class Partition:
-    """One partition this broker leads: its log, or why it cannot be served."""
+    """One partition this broker leads: its log (or why it cannot be served), and with the log its producers'
+    state (producers.PartitionProducers) and its open and aborted transactions
+    (transactions.PartitionTransactions), which BrokerState sets when the log opens."""
 
-    __slots__ = ("topic", "index", "log", "error", "leader_epoch", "mode", "delete_at_ms")
+    __slots__ = ("topic", "index", "log", "error", "leader_epoch", "mode", "delete_at_ms", "producers",
+                 "transactions")
 
     def __init__(self, topic, index):
         self.topic = topic
@@ -88,6 +91,8 @@ class Partition:
         self.leader_epoch = 0
         self.mode = READ_WRITE
         self.delete_at_ms = None  # when a ReadOnly partition turns None and its data goes
+        self.producers = None
+        self.transactions = None
 
 
 class Topic:

@@ -1,4 +1,5 @@
-"""Transactions: the coordinator's state per transactional id, and each partition's open and aborted ones.
+"""Transactions: the coordinator (TransactionCoordinator, one method per transaction API), its state per
+transactional id, and each partition's open and aborted transactions.
 
 The coordinator keeps, per transactional id, the producer id and epoch, the
 partitions and groups the transaction has touched, and the offsets it will
@@ -20,6 +21,7 @@ import logging
 import os
 import time
 
+from ... import errors
 from ...records import RecordBatchBuilder, iter_batches
 from .clock import clock_ms
 from .log import PartitionLog, parse_batches
@@ -31,6 +33,9 @@ PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
 COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
 STATE_DIR = "__transaction_state-0"
 ABORT, COMMIT = 0, 1  # control record types
+# The first versions of each request under transactions version 2 (KIP-890): a partition joins the
+# transaction with its first Produce, a group with its first TxnOffsetCommit, and EndTxn bumps the epoch.
+IMPLICIT_ADD_PARTITIONS, IMPLICIT_ADD_OFFSETS, END_BUMPS_EPOCH = 12, 5, 5
 
 
 class PartitionTransactions:
@@ -120,11 +125,25 @@ class Transaction:
         return txn
 
 
-class Transactions:
-    """Every transactional id's state, kept in log_dir."""
+def fenced(version, since):
+    """PRODUCER_FENCED for request versions that know it (KIP-588), INVALID_PRODUCER_EPOCH before."""
+    return errors.PRODUCER_FENCED if version >= since else errors.INVALID_PRODUCER_EPOCH
 
-    def __init__(self, log_dir, files=None):
+
+class TransactionCoordinator:
+    """Every transactional id's transaction, kept in its own log and replayed at start-up; one method per
+    transaction API, answering with Kafka's errors. Handlers read a request's fields, call one method and build
+    the answer.
+
+    What ending a transaction writes elsewhere goes through the broker's state, given at construction:
+    markers(txn, commit) appends a marker to each of the transaction's partitions, commit_offsets(group id,
+    offsets) applies the offsets it commits, and allocate_producer_id() gives an id never given before."""
+
+    def __init__(self, config, log_dir, files, *, markers, commit_offsets, allocate_producer_id):
+        self.config = config
         self.by_id = {}
+        self._markers, self._commit_offsets = markers, commit_offsets
+        self._allocate_producer_id = allocate_producer_id
         # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
         # says: this log is small beside the partitions, and read whole here anyway.
         self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
@@ -141,6 +160,13 @@ class Transactions:
                         log.error("%s: the record at offset %d is not a transaction's state (%s); skipped",
                                   self.log.directory, record.offset, e)
 
+    def finish_interrupted(self):
+        """End what a crash left half done, in the direction it was going: a transaction that was preparing to
+        commit commits; one open or preparing to abort aborts. Called once the partitions' logs are open."""
+        for txn in list(self.by_id.values()):
+            if txn.state in (ONGOING, PREPARE_ABORT, PREPARE_COMMIT):
+                self.end_transaction(txn, commit=txn.state == PREPARE_COMMIT)
+
     def save(self, txn):
         builder = RecordBatchBuilder()
         builder.append(txn.transactional_id.encode(), json.dumps(txn.to_json()).encode(),
@@ -148,11 +174,185 @@ class Transactions:
         data = builder.build()
         self.log.append(data, parse_batches(data))
 
-    def with_producer(self, producer_id):
-        for txn in self.by_id.values():
-            if txn.producer_id == producer_id:
-                return txn
-        return None
+    # ---- the requests ------------------------------------------------------------------------------------------
+
+    def current(self, transactional_id, producer_id, epoch, version, fenced_since):
+        """(Transaction, NONE) for a request from the transactional id's current producer, else (None, error);
+        fenced_since: the first version of the request that knows PRODUCER_FENCED."""
+        txn = self.by_id.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return None, errors.INVALID_PRODUCER_ID_MAPPING
+        if epoch != txn.epoch:
+            return None, fenced(version, fenced_since)
+        return txn, errors.NONE
+
+    def init_producer_id(self, transactional_id, timeout_ms, producer_id, epoch, version):
+        """InitProducerId with a transactional id: (error, producer id, epoch). The first call gets a new id;
+        each later one ends what the previous instance left open and bumps the epoch, fencing that instance;
+        past MAX_EPOCH a new id starts at epoch 0, as in Kafka."""
+        if not 0 < timeout_ms <= self.config["transaction.max.timeout.ms"]:
+            return errors.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        txn = self.by_id.get(transactional_id)
+        if txn is None:
+            txn = self.by_id[transactional_id] = Transaction(transactional_id, self._allocate_producer_id(), 0,
+                                                             timeout_ms)
+        else:
+            if producer_id >= 0 and (producer_id, epoch) != (txn.producer_id, txn.epoch):
+                return fenced(version, 4), -1, -1
+            if txn.state in (ONGOING, PREPARE_ABORT, PREPARE_COMMIT):
+                self.end_transaction(txn, commit=txn.state == PREPARE_COMMIT)
+            if txn.epoch >= MAX_EPOCH:
+                txn.producer_id, txn.epoch = self._allocate_producer_id(), 0
+            else:
+                txn.epoch += 1
+            txn.timeout_ms = timeout_ms
+        self.save(txn)
+        return errors.NONE, txn.producer_id, txn.epoch
+
+    def add_partitions(self, now, transactional_id, producer_id, epoch, version, wanted, missing,
+                       verify_only=False):
+        """AddPartitionsToTxn of wanted [(topic, partition)], of which missing do not exist: (error,
+        {(topic, partition): error}). A partition that does not exist fails the whole request: it gets
+        UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in Kafka. verify_only checks
+        that the partitions already belong to the open transaction."""
+        txn, error = self.current(transactional_id, producer_id, epoch, version, fenced_since=2)
+        if txn is not None and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            error = errors.CONCURRENT_TRANSACTIONS
+        if error is not errors.NONE:
+            return error, {key: error for key in wanted}
+        if verify_only:
+            ok = txn.state == ONGOING
+            return errors.NONE, {key: errors.NONE if ok and key in txn.partitions else errors.INVALID_TXN_STATE
+                                 for key in wanted}
+        if missing:
+            return errors.NONE, {key: errors.UNKNOWN_TOPIC_OR_PARTITION if key in missing
+                                 else errors.OPERATION_NOT_ATTEMPTED for key in wanted}
+        txn.begin(now)
+        txn.partitions.update(wanted)
+        self.save(txn)
+        return errors.NONE, {key: errors.NONE for key in wanted}
+
+    def add_offsets(self, now, transactional_id, producer_id, epoch, version, group_id):
+        """AddOffsetsToTxn: the transaction will commit offsets for group_id."""
+        txn, error = self.current(transactional_id, producer_id, epoch, version, fenced_since=2)
+        if txn is not None and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            error = errors.CONCURRENT_TRANSACTIONS
+        elif txn is not None and not group_id:
+            error = errors.INVALID_GROUP_ID
+        if error is errors.NONE:
+            txn.begin(now)
+            txn.groups.add(group_id)
+            self.save(txn)
+        return error
+
+    def offsets_error(self, transactional_id, producer_id, epoch, version, group_id):
+        """TxnOffsetCommit: (the transaction, NONE), or (None or it, the error for all its partitions). Up to v4
+        the group must have been added with AddOffsetsToTxn; from v5 it joins here (add_offsets_committed)."""
+        txn, error = self.current(transactional_id, producer_id, epoch, version, fenced_since=3)
+        if txn is not None and version >= IMPLICIT_ADD_OFFSETS and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            error = errors.CONCURRENT_TRANSACTIONS
+        elif txn is not None and version < IMPLICIT_ADD_OFFSETS and (txn.state != ONGOING
+                                                                    or group_id not in txn.groups):
+            error = errors.INVALID_TXN_STATE
+        return txn, error
+
+    def add_offsets_committed(self, now, txn, group_id, pending):
+        """The offsets a TxnOffsetCommit carries, {(topic, partition): (offset, leader epoch, metadata)},
+        applied when the transaction commits."""
+        txn.begin(now)  # v5: the group joins the transaction here
+        txn.groups.add(group_id)
+        txn.offsets.setdefault(group_id, {}).update(pending)
+        self.save(txn)
+
+    def produce_error(self, now, transactional_id, topic, index, batches, version):
+        """Transactional batches must come from the transaction's producer at its epoch. From Produce v12
+        (transactions version 2) the partition joins the transaction here, as Kafka's broker adds it with the
+        coordinator; before, it must have been added with AddPartitionsToTxn (TRANSACTION_ABORTABLE at v11,
+        INVALID_TXN_STATE before)."""
+        txn = self.by_id.get(transactional_id) if transactional_id is not None else None
+        for batch in batches:
+            if txn is None or not batch.is_transactional or batch.producer_id != txn.producer_id:
+                return errors.INVALID_TXN_STATE if txn is not None else errors.INVALID_PRODUCER_ID_MAPPING
+            if batch.producer_epoch != txn.epoch and (batch.producer_epoch < txn.epoch
+                                                      or version >= IMPLICIT_ADD_PARTITIONS):
+                return errors.INVALID_PRODUCER_EPOCH
+        if (topic, index) in txn.partitions and txn.state == ONGOING:
+            return errors.NONE
+        if version < IMPLICIT_ADD_PARTITIONS:
+            return errors.TRANSACTION_ABORTABLE if version == IMPLICIT_ADD_PARTITIONS - 1 else errors.INVALID_TXN_STATE
+        if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            return errors.CONCURRENT_TRANSACTIONS
+        txn.begin(now)
+        txn.partitions.add((topic, index))
+        self.save(txn)
+        return errors.NONE
+
+    def end(self, transactional_id, producer_id, epoch, commit, version):
+        """EndTxn: (error, the transaction whose producer id and epoch the answer carries, or None).
+
+        Up to v4 (transactions version 1) the request must carry the producer's current epoch; repeating the
+        same end (a retry) succeeds, the other end is INVALID_TXN_STATE. v5 (transactions version 2, KIP-890)
+        bumps the epoch at every end, commit or abort, and answers with the producer id and epoch to go on with.
+        A retry (the epoch before the bump, after the end went through) gets the same answer again; an abort
+        with nothing in the transaction still bumps the epoch; anything else from another epoch is
+        PRODUCER_FENCED. This follows Kafka 4.3's coordinator."""
+        if version < END_BUMPS_EPOCH:
+            txn, error = self.current(transactional_id, producer_id, epoch, version, fenced_since=2)
+            if txn is not None:
+                if txn.state == ONGOING:
+                    self.end_transaction(txn, commit)
+                elif txn.state != (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
+                    error = errors.INVALID_TXN_STATE
+            return error, None
+        txn = self.by_id.get(transactional_id)
+        producer = (producer_id, epoch)
+        if txn is None or producer_id not in (txn.producer_id, (txn.last_producer or (None,))[0]):
+            return errors.INVALID_PRODUCER_ID_MAPPING, None
+        current = producer == (txn.producer_id, txn.epoch)
+        retry = producer == txn.last_producer
+        if txn.state == ONGOING:
+            if not current:
+                return errors.PRODUCER_FENCED, None
+            self.end_transaction(txn, commit, bump=True)
+            return errors.NONE, txn
+        if txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and (current or retry and txn.state != EMPTY):
+            if current and not commit:  # an abort with nothing to abort: the epoch still goes up
+                self.end_transaction(txn, False, bump=True)
+                return errors.NONE, txn
+            if retry and txn.state == (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
+                return errors.NONE, txn
+            return errors.INVALID_TXN_STATE, None
+        return errors.PRODUCER_FENCED, None
+
+    # ---- ending --------------------------------------------------------------------------------------------
+
+    def end_transaction(self, txn, commit, bump=False):
+        """Record the prepare, write the markers, commit the offsets (or not), and record the end. bump
+        (transactions version 2): the epoch goes up by one first and the markers carry the new one; past
+        MAX_EPOCH the producer then gets a new id at epoch 0, as in Kafka."""
+        if bump:
+            txn.last_producer = (txn.producer_id, txn.epoch)
+            txn.epoch += 1
+        txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+        self.save(txn)
+        self._markers(txn, commit)
+        if commit:
+            for group_id, offsets in txn.offsets.items():
+                self._commit_offsets(group_id, offsets)
+        if txn.epoch > MAX_EPOCH:
+            txn.producer_id, txn.epoch = self._allocate_producer_id(), 0
+        txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        txn.partitions, txn.groups, txn.offsets = set(), set(), {}
+        self.save(txn)
+
+    def expire(self, now):
+        """Abort transactions open longer than their timeout; True when any was. The producer is fenced, as
+        Kafka fences a timed-out one: one bump, the markers at the new epoch (what transactions version 2, the
+        version this broker finalizes, does for an abort it starts itself)."""
+        expired = [t for t in self.by_id.values() if t.timed_out(now)]
+        for txn in expired:
+            self.end_transaction(txn, commit=False, bump=True)
+        return bool(expired)
 
     def close(self):
         self.log.close()
