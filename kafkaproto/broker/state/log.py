@@ -335,7 +335,6 @@ class PartitionLog:
         self.log_start_offset = self.segments[0].base_offset
         for i, segment in enumerate(self.segments):
             self._load(segment, recover=recover and i == len(self.segments) - 1)
-        self.appended = None  # called after each append (the server wakes waiting fetches)
 
     def _load(self, segment, recover):
         """Index the segment and find its end offset; on recovery, first cut a torn or corrupt tail. The last
@@ -441,8 +440,6 @@ class PartitionLog:
             batch.position += start
             segment.note(batch)
             segment.seen(batch)
-        if self.appended is not None:
-            self.appended()
         return first
 
     def roll(self, sync=False):
@@ -485,17 +482,6 @@ class PartitionLog:
                 return regions[-1]
             return segment.read(start, size)
         return b""
-
-    def batches_from(self, offset):
-        """Batch headers from the one holding offset to the end, across segments."""
-        first = True
-        for segment in self.segments:
-            if segment.next_offset <= offset:
-                continue
-            for batch in segment.batches(segment.position_of(offset) if first else 0):
-                if batch.last_offset >= offset:
-                    yield batch
-            first = False
 
     def offset_for_timestamp(self, timestamp):
         """(offset, timestamp) of the first record with a timestamp at or after timestamp; None if none."""
