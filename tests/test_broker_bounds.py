@@ -328,6 +328,22 @@ def test_max_connections_per_ip(tmp_path):
         other.close()
 
 
+def test_max_connections_per_ip_overrides(tmp_path):
+    """An address of its own limit (Kafka's max.connections.per.ip.overrides), here the only one let in: the
+    others get max.connections.per.ip=0."""
+    with Running(tmp_path, {"max.connections.per.ip": "0",
+                            "max.connections.per.ip.overrides": "127.0.0.1:2"}) as broker:
+        mine = [socket.create_connection(("127.0.0.1", broker.port), timeout=10) for _ in range(3)]
+        assert closed_by_broker(mine, 1.0) == {mine[2]}
+        other = socket.create_connection(("127.0.0.1", broker.port), timeout=10, source_address=("127.0.0.2", 0))
+        assert closed_by_broker([other], 1.0) == {other}
+        for sock in mine[:2]:
+            sock.sendall(frame(ApiVersionsRequest(), 0))
+            assert read_response(sock, ApiVersionsRequest.api_key, 0).body.error_code == 0
+            sock.close()
+        other.close()
+
+
 def test_queued_max_requests_bounds_the_requests_read_and_not_yet_started(tmp_path, monkeypatch):
     """While the broker is busy (its event loop blocked for a second here), 40 connections each send a request:
     with queued.max.requests=5, at most 5 are read before their handling starts (the others wait in their

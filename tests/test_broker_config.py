@@ -231,6 +231,8 @@ def test_a_rule_between_settings_names_both_and_their_sources():
                                        "default)"),
     ("max.connections.per.ip", "0", "may be 0 only when max.connections.per.ip.overrides lets some addresses in"),
     ("queued.max.requests", "0", "must be at least 1"),
+    ("max.connections.per.ip.overrides", "127.0.0.1", "'127.0.0.1' is not host:count"),
+    ("max.connections.per.ip.overrides", "127.0.0.1:many", "the count 'many' of '127.0.0.1' is not a number"),
     ("listener.name.ssl.ssl.client.auth", "sometimes", "not one of: required, requested, none"),
 ])
 def test_a_wrong_value_is_refused_with_why(key, value, why):
@@ -514,6 +516,9 @@ def test_rules_between_settings_agree_with_kafka(kafka_probe):
         {"connections.max.idle.ms": "100"}, {"connections.max.idle.ms": "101"},
         {"connections.max.idle.ms": "50", "connection.failed.authentication.delay.ms": "10"},
         {"connection.failed.authentication.delay.ms": "600000"}, {"max.connections.per.ip": "0"},
+        {"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "127.0.0.1:2"},
+        {"max.connections.per.ip.overrides": "127.0.0.1"}, {"max.connections.per.ip.overrides": "127.0.0.1:many"},
+        {"max.connections.per.ip.overrides": "localhost:5,[::1]:3"},
         {"group.min.session.timeout.ms": "20000", "group.max.session.timeout.ms": "10000"},
     ]
     for case in cases:

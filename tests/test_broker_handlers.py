@@ -650,3 +650,16 @@ def test_fetch_sessions_and_topic_ids(state):
     state.delete_topic(state.cluster.topics["t"])
     gone = session_fetch(state, by_id.session_id, 1, version=13)
     assert answered(gone) == [(str(topic_id), 0, 0, errors.UNKNOWN_TOPIC_ID.code)]
+
+
+def test_broker_configs_are_described_with_their_kafka_types(tmp_path):
+    """DescribeConfigs v3+ gives each broker config the type Kafka's ConfigDef gives it: LONG for the ms and
+    bytes settings Kafka defines as longs, not INT."""
+    state = make_state(tmp_path)
+    body = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=4, resource_name="1", configuration_keys=None)], include_synonyms=False,
+        include_documentation=False)
+    types = {c.name: c.config_type for c in call(state, body, 4).results[0].configs}
+    assert (types["log.retention.ms"], types["log.retention.check.interval.ms"], types["connections.max.idle.ms"],
+            types["num.partitions"], types["auto.create.topics.enable"], types["listeners"]) == (5, 5, 5, 3, 1, 7)
+    state.close()

@@ -253,6 +253,25 @@ def _check_protocol_map(text):
     parse_protocol_map(text)
 
 
+def parse_ip_overrides(text):
+    """{host: connections} of max.connections.per.ip.overrides ("host:count,..."; the last colon splits, so an
+    IPv6 address may be the host), as Kafka parses it; raises Invalid."""
+    out = {}
+    for item in split_list(text):
+        host, colon, count = item.rpartition(":")
+        if not colon or not host.strip():
+            raise Invalid(f"{item!r} is not host:count")
+        try:
+            out[host.strip().strip("[]")] = int(count.strip())
+        except ValueError:
+            raise Invalid(f"the count {count.strip()!r} of {host.strip()!r} is not a number") from None
+    return out
+
+
+def _check_ip_overrides(text):
+    parse_ip_overrides(text)
+
+
 def _check_replication_factor(value):
     if value != 1:
         raise Invalid("a single-node cluster keeps one replica of each partition, so it must be 1", kafka=False)
@@ -321,6 +340,7 @@ SETTINGS = {
     "connections.max.idle.ms": Setting("long", 600000),
     "max.connections": Setting("int", INT_MAX, at_least=0),
     "max.connections.per.ip": Setting("int", INT_MAX, at_least=0),
+    "max.connections.per.ip.overrides": Setting("string", "", check=_check_ip_overrides),
     "queued.max.requests": Setting("int", 500, at_least=1, doc="requests read and waiting to be handled, over "
                                    "every connection, past which the broker stops reading"),
     "connection.failed.authentication.delay.ms": Setting("int", 100, at_least=0, doc="how long the answer to a "
@@ -607,13 +627,10 @@ class BrokerConfig:
             if compare(high, "at least", low) and compare(key, "at least", low):
                 compare(key, "at most", high)
         compare("group.consumer.heartbeat.interval.ms", "less than", "group.consumer.session.timeout.ms")
-        if "max.connections.per.ip" not in bad and get("max.connections.per.ip") == 0:
-            if values.get("max.connections.per.ip.overrides", "").strip():
-                refuse("max.connections.per.ip", "0 with max.connections.per.ip.overrides is not implemented here "
-                       "(the overrides are not read)", kafka=False)
-            else:
-                refuse("max.connections.per.ip", "may be 0 only when max.connections.per.ip.overrides lets some "
-                       "addresses in")
+        if "max.connections.per.ip" not in bad and get("max.connections.per.ip") == 0 and \
+                "max.connections.per.ip.overrides" not in bad and not get("max.connections.per.ip.overrides").strip():
+            refuse("max.connections.per.ip", "may be 0 only when max.connections.per.ip.overrides lets some "
+                   "addresses in")
         idle = get("connections.max.idle.ms")
         if "connections.max.idle.ms" in bad or idle >= 0:  # negative: idle connections are never closed
             # so that the answer to a failed authentication is not cut off

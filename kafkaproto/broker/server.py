@@ -13,8 +13,8 @@ waiting for data holds only its own connection, wakes only when one of its
 partitions takes a batch, and is dropped the moment its client hangs up.
 A connection that sends what cannot be read, stays idle past
 connections.max.idle.ms (a TLS handshake too), or goes over max.connections or
-max.connections.per.ip (counted from accept(), handshakes included) is closed
-with a log line. A failed authentication is answered after
+max.connections.per.ip (or its address's max.connections.per.ip.overrides;
+counted from accept(), handshakes included) is closed with a log line. A failed authentication is answered after
 connection.failed.authentication.delay.ms, then the connection is closed.
 The once-a-second housekeeping runs each of its steps on its own: one that
 fails is logged with its cause and the others go on, at this turn and the next.
@@ -40,7 +40,7 @@ from ..messages import ApiKey
 from ..exceptions import KafkaProtoError
 from ..protocol import FileRegion
 from ..registry import api
-from .config import ConfigError, Listener
+from .config import ConfigError, Listener, parse_ip_overrides
 from .dispatch import ANSWER_API_VERSIONS_V0, Close, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
@@ -97,6 +97,25 @@ def _reason(error):
     return str(error)
 
 
+def _ip_overrides(config):
+    """{address: connections} from max.connections.per.ip.overrides, each host resolved to its addresses once, at
+    start, as Kafka resolves them; a host that does not resolve stops the start (ConfigError)."""
+    try:
+        text = config["max.connections.per.ip.overrides"]
+    except KeyError:
+        return {}
+    out = {}
+    for host, count in parse_ip_overrides(text).items():
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as e:
+            raise ConfigError(f"max.connections.per.ip.overrides: the host {host!r} cannot be resolved ({e})") \
+                from None
+        for info in infos:
+            out[info[4][0]] = count
+    return out
+
+
 def _setting(config, key):
     """A broker setting by its Kafka key: the configuration's value, or Kafka's default (KAFKA_DEFAULTS) for a key
     the configuration does not define (given anyway, it is read from the keys the configuration keeps as text)."""
@@ -131,6 +150,7 @@ class Server:
         # max.connections.per.ip count these.
         self._open_count = 0
         self._per_ip = collections.Counter()
+        self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
         self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
         self._queue = _RequestQueue(lambda: _setting(self.config, "queued.max.requests"))
         self._tasks = set()
@@ -303,7 +323,7 @@ class Server:
         """Count an accepted connection, or close it at once when it would go over max.connections or
         max.connections.per.ip (Kafka's ConnectionQuotas; a TLS handshake counts from accept(), as in Kafka)."""
         limit = self.config["max.connections"]
-        per_ip = _setting(self.config, "max.connections.per.ip")
+        per_ip = self._ip_overrides.get(ip, _setting(self.config, "max.connections.per.ip"))
         if self._open_count >= limit:
             reason = f"max.connections={limit} reached"
         elif self._per_ip[ip] >= per_ip:

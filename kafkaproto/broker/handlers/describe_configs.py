@@ -14,7 +14,6 @@ from ..dispatch import handles
 TOPIC, BROKER = 2, 4
 TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 3, 4, 5
 R = DescribeConfigsResponse
-BROKER_TYPES = {bool: "BOOLEAN", int: "INT", str: "STRING"}
 
 
 def _entry(ctx, name, value, source, kind, synonyms=()):
@@ -58,7 +57,7 @@ def _broker(ctx, request, resource):
         if name in state.cluster.configs:
             value, source = state.cluster.configs[name], DYNAMIC_BROKER
         setting = SETTINGS.get(name)
-        kind = BROKER_TYPES.get(setting.kind, "STRING") if setting else "STRING"
+        kind = setting.type.upper() if setting and setting.type.upper() in CONFIG_TYPE_CODES else "STRING"
         out.append(_entry(ctx, name, value, source, kind))
     return errors.NONE, None, out
 
