@@ -20,7 +20,8 @@ socket.request.max.bytes, open segment files, fetch sessions):
 - any request the broker serves, at any version, with values hypothesis makes up (tests/strategies.py);
 - connections: byte streams of whole frames, garbage, unknown API keys and versions, lying size prefixes,
   frames of exactly socket.request.max.bytes and over it, cut at random places and sent in pieces, ending with
-  a half-close, an abrupt close, or held open half-sent; floods past max.connections; pipelines over several
+  a half-close, an abrupt close, or held open half-sent; floods past max.connections (those over it wait, and
+  are served as others close); pipelines over several
   connections past queued.max.requests; clients that hang up while their fetch waits;
 - a restart: the broker stops cleanly and starts again on the same directory and port.
 
@@ -314,6 +315,20 @@ class Client:
 
     def close(self):
         self.sock.close()
+
+
+def answered_within(socks, seconds, ids):
+    """The sockets among socks whose ApiVersions v0 (correlation id: ids[socket]) is answered within seconds."""
+    answered, deadline = set(), time.monotonic() + seconds
+    while len(answered) < len(socks):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        readable, _, _ = select.select([s for s in socks if s not in answered], [], [], left)
+        for sock in readable:
+            check_answer(read_frame(sock), ApiKey.API_VERSIONS, 0, ids[sock])
+            answered.add(sock)
+    return answered
 
 
 def api_versions(port):
@@ -1480,15 +1495,9 @@ class HostileClients(RuleBasedStateMachine):
                 sock.close()
 
     def open_socket(self):
-        deadline = time.monotonic() + 5
-        while True:
-            sock = socket.create_connection(("127.0.0.1", self.port), timeout=ANSWER_SECONDS)
-            # a connection refused for max.connections is closed at once; the ones this machine closed a moment
-            # ago may not have been counted out yet
-            if not select.select([sock], [], [], 0.002)[0] or time.monotonic() > deadline:
-                return sock
-            sock.close()
-            time.sleep(0.05)
+        # Never closed at once: at max.connections a connection waits in the backlog until one closes (the ones
+        # this machine closed a moment ago may not have been counted out yet).
+        return socket.create_connection(("127.0.0.1", self.port), timeout=ANSWER_SECONDS)
 
     @precondition(lambda self: len(self.held) < HELD_MAX)
     @rule(metadata=st.booleans(), sent=indexes)
@@ -1522,23 +1531,30 @@ class HostileClients(RuleBasedStateMachine):
 
     @rule(extra=st.integers(1, 8))
     def flood(self, extra):
-        """More connections than max.connections at once: those over it closed at once, the others served."""
+        """More connections than max.connections at once, each sending ApiVersions: the broker takes only as many
+        as it has room for; the others wait in its backlog (as Kafka's acceptor makes them wait) and are each
+        answered once connections close."""
         socks = [socket.create_connection(("127.0.0.1", self.port), timeout=ANSWER_SECONDS)
                  for _ in range(MAX_CONNECTIONS + extra)]
         try:
+            ids = {sock: i for i, sock in enumerate(socks)}
+            for sock, i in ids.items():
+                sock.sendall(frame_of(ApiVersionsRequest(), 0, i))
             room = MAX_CONNECTIONS - len(self.held) - (self.client is not None)
-            deadline = time.monotonic() + 5
-            while True:  # the refused are closed as they are accepted
-                open_ = [s for s in socks if not select.select([s], [], [], 0)[0]]
-                if len(open_) <= room or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-            assert len(open_) <= room, (
-                f"{len(open_)} of {len(socks)} connections open beside {MAX_CONNECTIONS - room} others, with "
-                f"max.connections={MAX_CONNECTIONS}")
-            assert open_, "no connection of the flood was served"
-            open_[0].sendall(frame_of(ApiVersionsRequest(), 0, 5))
-            check_answer(read_frame(open_[0]), ApiKey.API_VERSIONS, 0, 5)
+            first = answered_within(socks, 1.0, ids)
+            assert first, "no connection of the flood was served"
+            assert len(first) <= room, (f"{len(first)} of {len(socks)} connections answered beside "
+                                        f"{MAX_CONNECTIONS - room} others, with max.connections={MAX_CONNECTIONS}")
+            waiting = [s for s in socks if s not in first]
+            for sock in first:  # each frees a slot for one that waits
+                sock.close()
+            deadline = time.monotonic() + 3 * ANSWER_SECONDS
+            while waiting and time.monotonic() < deadline:
+                served = answered_within(waiting, 0.5, ids)
+                for sock in served:
+                    sock.close()
+                waiting = [s for s in waiting if s not in served]
+            assert not waiting, f"{len(waiting)} connections that waited for max.connections were never served"
         finally:
             for sock in socks:
                 sock.close()

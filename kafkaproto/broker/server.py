@@ -12,9 +12,11 @@ started, over every connection, stop all reading at queued.max.requests. A Fetch
 waiting for data holds only its own connection, wakes only when one of its
 partitions takes a batch, and is dropped the moment its client hangs up.
 A connection that sends what cannot be read, stays idle past
-connections.max.idle.ms (a TLS handshake too), or goes over max.connections or
+connections.max.idle.ms (a TLS handshake too), or goes over
 max.connections.per.ip (or its address's max.connections.per.ip.overrides;
-counted from accept(), handshakes included) is closed with a log line. A failed authentication is answered after
+counted from accept(), handshakes included) is closed with a log line. At
+max.connections the broker accepts no more until one closes, as Kafka's
+acceptor waits: new connections wait in the kernel's backlog. A failed authentication is answered after
 connection.failed.authentication.delay.ms, then the connection is closed.
 The once-a-second housekeeping runs each of its steps on its own: one that
 fails is logged with its cause and the others go on, at this turn and the next.
@@ -150,6 +152,7 @@ class Server:
         # max.connections.per.ip count these.
         self._open_count = 0
         self._per_ip = collections.Counter()
+        self._slot = None  # while max.connections are open: the future the accept loops wait on for a slot
         self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
         self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
         self._queue = _RequestQueue(lambda: _setting(self.config, "queued.max.requests"))
@@ -291,6 +294,7 @@ class Server:
         loop = asyncio.get_running_loop()
         backoff = failing_since = None
         while True:
+            await self._connection_slot()
             try:
                 conn, address = await loop.sock_accept(sock)
             except ConnectionAbortedError:
@@ -319,9 +323,21 @@ class Server:
             self._tasks.add(task)
             task.add_done_callback(self._task_done)
 
+    async def _connection_slot(self):
+        """Return once fewer than max.connections are open. As Kafka's acceptor waits for a slot, new connections
+        meanwhile wait in the kernel's backlog (the client's connect() has succeeded; nothing is read), and
+        each is taken as one closes."""
+        while self._open_count >= self.config["max.connections"]:
+            if self._slot is None or self._slot.done():
+                self._slot = asyncio.get_running_loop().create_future()
+                self._log_refused(f"max.connections={self.config['max.connections']} reached; new connections "
+                                  "wait until one closes", "connections wait")
+            await self._slot
+
     def _admit(self, conn, ip):
-        """Count an accepted connection, or close it at once when it would go over max.connections or
-        max.connections.per.ip (Kafka's ConnectionQuotas; a TLS handshake counts from accept(), as in Kafka)."""
+        """Count an accepted connection, or close it at once when it would go over max.connections.per.ip (or,
+        when several listeners took one each for the last slot, max.connections): Kafka's ConnectionQuotas; a
+        TLS handshake counts from accept(), as in Kafka."""
         limit = self.config["max.connections"]
         per_ip = self._ip_overrides.get(ip, _setting(self.config, "max.connections.per.ip"))
         if self._open_count >= limit:
@@ -336,19 +352,21 @@ class Server:
         self._log_refused(reason)
         return False
 
-    def _log_refused(self, reason):
-        """One line when connections start being refused for a reason, then at most one every
-        REFUSED_LOG_SECONDS with how many were refused meanwhile."""
+    def _log_refused(self, reason, what="connection refused"):
+        """One line when connections start being refused (or made to wait) for a reason, then at most one every
+        REFUSED_LOG_SECONDS with how many were meanwhile."""
         now = time.monotonic()
         seen = self._refused.get(reason)
         if seen is None or now - seen[1] >= REFUSED_LOG_SECONDS:
-            more = f" ({seen[0]} more refused since the last line)" if seen is not None and seen[0] else ""
-            log.warning("connection refused: %s%s", reason, more)
+            more = f" ({seen[0]} more since the last line)" if seen is not None and seen[0] else ""
+            log.warning("%s: %s%s", what, reason, more)
             self._refused[reason] = [0, now]
         else:
             seen[0] += 1
 
     def _closed(self, ip):
+        if self._slot is not None and not self._slot.done():
+            self._slot.set_result(None)  # a connection waiting in the backlog may come in
         self._open_count -= 1
         self._per_ip[ip] -= 1
         if self._per_ip[ip] <= 0:
