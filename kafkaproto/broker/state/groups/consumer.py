@@ -38,7 +38,7 @@ import re2
 from .... import errors
 from ....uuid import Uuid
 from .assignors import ASSIGNORS, AssignorError, MemberSpec
-from .consumer_group import (UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember, GroupError, partition_sets,
+from .consumer_group import (UNREVOKED_PARTITIONS, ConsumerMember, GroupError, partition_sets,
                              preferred_assignor)
 from .migration import ClassicMembers
 from .reconcile import owned_within, reconcile
@@ -155,7 +155,7 @@ class ConsumerCoordinator(ClassicMembers):
     one monotonic clock, given by the caller."""
 
     def __init__(self, groups, cluster, config):
-        self.groups = groups  # the broker's group id -> group dict, shared with classic groups
+        self.groups = groups  # the group coordinator's table, only read here: it alone stores groups
         self.cluster = cluster
         self.config = config
 
@@ -222,7 +222,10 @@ class ConsumerCoordinator(ClassicMembers):
 
     # heartbeats ---------------------------------------------------------------------------------------------------
 
-    def heartbeat(self, request, version, client_id, client_host, now):
+    def heartbeat(self, request, version, client_id, client_host, now, join):
+        """A ConsumerGroupHeartbeat: a Heartbeat, or GroupError. join(group id, create, now) is the group
+        coordinator's: it finds the group to join, or makes one (create: the member joins with epoch 0),
+        converting a classic group when it may."""
         validate_heartbeat(request, version, self.assignors)
         if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self.leave(request, now)
@@ -230,7 +233,7 @@ class ConsumerCoordinator(ClassicMembers):
             if subscription_record_size(request, version, client_id, client_host) > \
                     self.config["message.max.bytes"]:
                 raise GroupError(errors.UNKNOWN_SERVER_ERROR)  # nothing is changed, as Kafka's failed write
-        group = self._group_to_join(request.group_id, request.member_epoch == 0, now)
+        group = join(request.group_id, request.member_epoch == 0, now)
         limit = self.config["group.consumer.max.size"]
         if len(group.members) >= limit and (not request.member_id or request.member_id not in group.members):
             raise GroupError(errors.GROUP_MAX_SIZE_REACHED,
@@ -291,27 +294,6 @@ class ConsumerCoordinator(ClassicMembers):
                 or partition_sets(updated.assigned) != partition_sets(previous.assigned))
         return Heartbeat(updated.member_id, updated.member_epoch, self.config["group.consumer.heartbeat.interval.ms"],
                          {t: sorted(p) for t, p in updated.assigned.items()} if send else None)
-
-    def _group_to_join(self, group_id, create, now):
-        group = self.groups.get(group_id)
-        if group is None:
-            if not create:
-                raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-            return group
-        if group.kind == "consumer":
-            return group
-        if group.kind == "classic" and group.members and create:
-            group = self.groups[group_id] = self._upgrade(group, now)
-            return group
-        if group.kind == "classic" and not group.members and not group.pending_join:
-            # An empty classic group converts freely. A member that names an epoch to it is not one of its
-            # members: it is answered as if its session had ended.
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-            if create:
-                return group
-            raise GroupError(errors.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member of that id any more.")
-        raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     @staticmethod
     def _check_epoch(member, epoch, owned):
@@ -479,7 +461,7 @@ class ConsumerCoordinator(ClassicMembers):
                 len(left) <= self.config["group.max.size"]:
             for member_id in member_ids:
                 group.drop(member_id)
-            self.groups[group.group_id] = self._downgrade(group, now)
+            group.replaced_by = self._downgrade(group, now)  # the group coordinator puts it in its place
             return
         for member_id in member_ids:
             group.drop(member_id)

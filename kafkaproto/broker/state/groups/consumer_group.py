@@ -96,6 +96,9 @@ class ConsumerGroup:
         self.regex_refreshed_ms = None
         self.regex_topics_seen = None  # the topic names the last resolution saw
         self.hash_memo = None  # (what the metadata hash was computed from, the hash): see _metadata_hash
+        # The classic group that takes this one's place when only classic members are left (migration.py); the
+        # group coordinator stores it.
+        self.replaced_by = None
 
     pending_join = frozenset()  # what the coordinator asks of every kind of group (a classic group's may not be)
 

@@ -34,7 +34,8 @@ import time
 from .... import errors
 from ..clock import clock_ms
 from .classic import EMPTY, STABLE, ClassicGroup, JoinResult, SyncResult
-from .consumer import ConsumerCoordinator, GroupError
+from .consumer import ConsumerCoordinator
+from .consumer_group import ConsumerGroup, GroupError
 from .embedded import MalformedProtocol, read_subscription
 from .offsets import OffsetStore
 from .stored import changes, load
@@ -163,6 +164,7 @@ class GroupCoordinator:
                 return self.consumer.classic_leave(group, now, leaving)
             return group.leave(now, leaving)
         finally:
+            self._put_replacement(group_id)
             self.save(group_id)
 
     # ---- KIP-848 ---------------------------------------------------------------------------------------------
@@ -171,10 +173,43 @@ class GroupCoordinator:
         """A ConsumerGroupHeartbeat: a consumer.Heartbeat, or GroupError. What it changed is written first,
         refused or not (a refused heartbeat may have moved the group on before it failed)."""
         try:
-            return self.consumer.heartbeat(request, version, client_id, client_host, now)
+            return self.consumer.heartbeat(request, version, client_id, client_host, now,
+                                           self._consumer_group_to_join)
         finally:
-            self.groups.touched.add(request.group_id)
+            self._put_replacement(request.group_id)
             self.save(request.group_id)
+
+    def _consumer_group_to_join(self, group_id, create, now):
+        """The KIP-848 group a heartbeat joins: made when create (a member at epoch 0) and none exists; a classic
+        group with members converted (KIP-848's upgrade, when the policy lets); an empty classic group replaced.
+        GroupError otherwise."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+            return group
+        if group.kind == "consumer":
+            return group
+        if group.members and create:
+            group = self.groups[group_id] = self.consumer.upgrade(group, now)
+            return group
+        if not group.members and not group.pending_join:
+            # An empty classic group converts freely. A member that names an epoch to it is not one of its
+            # members: it is answered as if its session had ended.
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+            if create:
+                return group
+            raise GroupError(errors.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member of that id any more.")
+        raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _put_replacement(self, group_id):
+        """Store the classic group that takes a consumer group's place once only classic members are left in it
+        (KIP-848's downgrade, decided by the consumer group's rules)."""
+        group = self.groups.get(group_id)
+        replacement = getattr(group, "replaced_by", None)
+        if replacement is not None:
+            self.groups[group_id] = replacement
 
     # ---- offsets -----------------------------------------------------------------------------------------------
 
@@ -254,6 +289,7 @@ class GroupCoordinator:
             try:
                 if group.kind == "consumer":
                     changed = self.consumer.expire(group, now)
+                    self._put_replacement(group_id)
                 else:
                     while group.fire_next(now):
                         changed = True

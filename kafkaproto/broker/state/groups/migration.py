@@ -25,7 +25,7 @@ class ClassicMembers:
         policy = self.config["group.consumer.migration.policy"].lower()
         return policy in ("bidirectional", direction)
 
-    def _upgrade(self, classic, now):
+    def upgrade(self, classic, now):
         """A classic group whose members speak the consumer protocol becomes a consumer group when a KIP-848
         member joins it: its generation is the group's epoch, each member keeps what it was assigned."""
         group_id = classic.group_id
