@@ -41,7 +41,25 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
 # Everything else reaches the twins through the implementation in use, and runs in both passes.
 
 
+def _check_groups_hold(config):
+    """Under pytest -n, tests marked xdist_group must run on one worker (one Kafka broker, one Spark session for
+    the run). pytest-xdist's loadgroup tells its controller a test's group by adding it to the test's node id
+    (Item._nodeid), which pytest 9.2 no longer reads: stop at once rather than start every shared service on
+    every worker."""
+    import inspect
+
+    from _pytest.nodes import Node
+
+    if config.getoption("dist", None) != "loadgroup" or hasattr(config, "workerinput"):
+        return
+    if "_nodeid" not in inspect.getsource(Node.nodeid.fget):
+        raise pytest.UsageError(f"pytest {pytest.__version__} does not let pytest-xdist keep tests of one "
+                                "xdist_group on one worker: install the test extra (pip install '.[test]'), which "
+                                "pins a pytest that does")
+
+
 def pytest_configure(config):
+    _check_groups_hold(config)
     config.addinivalue_line("markers", "above_the_codecs: tests code that runs the same over either codec "
                                        "implementation; the pure-Python pass after a compiled one leaves it out")
 
