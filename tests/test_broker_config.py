@@ -518,7 +518,7 @@ def test_rules_between_settings_agree_with_kafka(kafka_probe):
         {"connection.failed.authentication.delay.ms": "600000"}, {"max.connections.per.ip": "0"},
         {"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "127.0.0.1:2"},
         {"max.connections.per.ip.overrides": "127.0.0.1"}, {"max.connections.per.ip.overrides": "127.0.0.1:many"},
-        {"max.connections.per.ip.overrides": "localhost:5,[::1]:3"},
+        {"max.connections.per.ip.overrides": "localhost:5,[::1]:3"}, {"max.connections.per.ip.overrides": "::1:3"},
         {"group.min.session.timeout.ms": "20000", "group.max.session.timeout.ms": "10000"},
     ]
     for case in cases:

@@ -253,18 +253,25 @@ def _check_protocol_map(text):
     parse_protocol_map(text)
 
 
+_HOST_CHARACTERS = re.compile(r"[0-9a-zA-Z\-%._:]*")
+
+
 def parse_ip_overrides(text):
     """{host: connections} of max.connections.per.ip.overrides ("host:count,..."; the last colon splits, so an
     IPv6 address may be the host), as Kafka parses it; raises Invalid."""
     out = {}
     for item in split_list(text):
         host, colon, count = item.rpartition(":")
-        if not colon or not host.strip():
+        host = host.strip()
+        if not colon or not host:
             raise Invalid(f"{item!r} is not host:count")
         try:
-            out[host.strip().strip("[]")] = int(count.strip())
+            out[host] = int(count.strip())
         except ValueError:
-            raise Invalid(f"the count {count.strip()!r} of {host.strip()!r} is not a number") from None
+            raise Invalid(f"the count {count.strip()!r} of {host!r} is not a number") from None
+    invalid = [host for host in out if not _HOST_CHARACTERS.fullmatch(host)]
+    if invalid:  # Kafka's check: letters, digits and - % . _ : only (an IPv6 address without brackets)
+        raise Invalid(f"invalid addresses: {', '.join(invalid)}")
     return out
 
 
