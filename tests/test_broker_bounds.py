@@ -58,16 +58,18 @@ BROKER_THREAD = "kafkaproto-bounds-broker"
 # --- a broker in this process, whose server the tests look into ------------------------------------------------
 
 class Running:
-    """serve() on an event loop in a thread of this process; server is the Server, port its first listener's."""
+    """serve() on an event loop in a thread of this process; server is the Server, port its first listener's.
+    failure holds what ended serve() with an exception."""
 
     host = "127.0.0.1"
 
     def __init__(self, tmp_path, overrides=None):
-        values = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data"),
-                  "group.initial.rebalance.delay.ms": "0", **(overrides or {})}
+        values = {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0",
+                  **({"log.dirs": str(tmp_path / "data")} if tmp_path is not None else {}), **(overrides or {})}
         self.config = BrokerConfig(values, "test")
         self.server = self.loop = self._stop = None
         started, failure = threading.Event(), []
+        self.failure = failure
 
         def ready(server_):
             self.server = server_
@@ -93,8 +95,12 @@ class Running:
     def state(self):
         return self.server.state
 
-    def on_loop(self, function):
-        """function() run on the broker's event loop; its result."""
+    @property
+    def alive(self):
+        return self._thread.is_alive() and not self.failure
+
+    def on_loop(self, function, timeout=30):
+        """function() run on the broker's event loop (where its state may be read safely); its result."""
         done = concurrent.futures.Future()
 
         def run():
@@ -104,7 +110,7 @@ class Running:
                 done.set_exception(e)
 
         self.loop.call_soon_threadsafe(run)
-        return done.result(30)
+        return done.result(timeout)
 
     def close(self):
         self.loop.call_soon_threadsafe(self._stop.set)

@@ -41,8 +41,6 @@ CI runs EXAMPLES sequences of STEPS steps (about 30 s on two cores). For a longe
 KAFKAPROTO_HOSTILE_EXAMPLES=500 KAFKAPROTO_HOSTILE_STEPS=100 pytest -n 0 tests/test_broker_hostile.py
 """
 
-import asyncio
-import concurrent.futures
 import functools
 import itertools
 import logging
@@ -50,7 +48,6 @@ import os
 import select
 import socket
 import struct
-import threading
 import time
 
 import pytest
@@ -61,7 +58,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
     run_state_machine_as_test
 
 from kafkaproto import decode_request, decode_response, encode_request, encode_response, errors, records
-from kafkaproto.broker import BrokerConfig, serve
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.connection import ProtocolError, ServerConnection
 from kafkaproto.exceptions import KafkaProtoError
@@ -75,6 +71,7 @@ from kafkaproto.registry import api
 from kafkaproto.uuid import Uuid
 
 from strategies import message
+from test_broker_bounds import Running
 
 pytestmark = pytest.mark.above_the_codecs
 
@@ -142,67 +139,42 @@ names = itertools.count()
 # --- the broker, in this process ---------------------------------------------------------------------------------
 
 class HostileBroker:
-    """serve() on an event loop in a thread of this process (so its server's bounds can be looked at), on one data
-    directory and, once it has one, one port: stop() and start() again is a restart."""
+    """A Running broker (test_broker_bounds) on one data directory and, once it has one, one port: stop() and
+    start() again is a restart."""
 
     def __init__(self, log_dir):
         self.log_dir = log_dir
         self.port = 0
-        self.server = self.loop = self._stop = self._thread = None
-        self.failure = []
+        self.running = None
 
     def start(self):
-        config = BrokerConfig({**OVERRIDES, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                               "log.dirs": str(self.log_dir)}, "test_broker_hostile")
-        started = threading.Event()
-        self.failure = []
-
-        def ready(server):
-            self.server = server
-            started.set()
-
-        def run():
-            self.loop = asyncio.new_event_loop()
-            self._stop = asyncio.Event()
-            try:
-                self.loop.run_until_complete(serve(config, ready, self._stop))
-            except BaseException as e:
-                self.failure.append(e)
-                started.set()
-            finally:
-                self.loop.close()
-
-        self._thread = threading.Thread(target=run, name="kafkaproto-hostile-broker", daemon=True)
-        self._thread.start()
-        assert started.wait(30) and not self.failure, f"the broker did not start: {self.failure}"
-        self.port = self.server.listeners[0].port
+        self.running = Running(None, {**OVERRIDES, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                                      "log.dirs": str(self.log_dir)})
+        self.port = self.running.port
         return self
 
     @property
+    def server(self):
+        return self.running.server
+
+    @property
+    def failure(self):
+        return self.running.failure
+
+    @property
     def alive(self):
-        return self._thread is not None and self._thread.is_alive() and not self.failure
+        return self.running is not None and self.running.alive
 
     def on_loop(self, function):
-        """function() run on the broker's event loop (where its state may be read safely); its result."""
-        done = concurrent.futures.Future()
-
-        def run():
-            try:
-                done.set_result(function())
-            except BaseException as e:
-                done.set_exception(e)
-
-        self.loop.call_soon_threadsafe(run)
-        return done.result(ANSWER_SECONDS)
+        return self.running.on_loop(function, ANSWER_SECONDS)
 
     def stop(self):
-        if self._thread is None:
+        if self.running is None:
             return
-        self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(30)
-        assert not self._thread.is_alive(), "the broker did not stop within 30 s"
-        self._thread = None
-        assert not self.failure, f"the broker failed: {self.failure}"
+        running, self.running = self.running, None
+        running.close()
+        assert not running._thread.is_alive(), "the broker did not stop within 30 s"
+        assert not running.failure, f"the broker failed: {running.failure}"
 
 
 class BrokerErrors(logging.Handler):
