@@ -16,8 +16,9 @@ connections.max.idle.ms (a TLS handshake too), or goes over
 max.connections.per.ip (or its address's max.connections.per.ip.overrides;
 counted from accept(), handshakes included) is closed with a log line. At
 max.connections the broker accepts no more until one closes, as Kafka's
-acceptor waits: new connections wait in the kernel's backlog. A failed authentication is answered after
-connection.failed.authentication.delay.ms, then the connection is closed.
+acceptor waits: new connections wait in the kernel's backlog. A failed
+authentication is answered after connection.failed.authentication.delay.ms,
+then the connection is closed.
 The once-a-second housekeeping runs each of its steps on its own: one that
 fails is logged with its cause and the others go on, at this turn and the next.
 On SASL listeners a client gets nothing but ApiVersions and the SASL exchange
@@ -260,27 +261,33 @@ class Server:
 
     async def _housekeep(self):
         """Once every HOUSEKEEPING_SECONDS: close idle connections, then the state's housekeeping
-        (BrokerState.tick), whose directory removals run on a thread (removing a topic of gigabytes on the event
-        loop stalled every connection for 0.1 s). What fails is logged, and tried again at the next turn."""
+        (BrokerState.tick, which supervises its own steps), whose directory removals run on a thread (removing a
+        topic of gigabytes on the event loop stalled every connection for 0.1 s). Each part that fails is logged
+        and tried again at the next turn; the others go on."""
         while True:
             await asyncio.sleep(HOUSEKEEPING_SECONDS)
-            try:
-                self._close_idle()
-                done = self.state.tick(clock_ms())
-                if done.remove:
-                    await asyncio.to_thread(remove_directories, done.remove)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # BrokerState.tick supervises its own steps: this is the server's part
-                log.error("housekeeping failed (%s: %s); tried again at its next turn", type(e).__name__, e,
-                          exc_info=True)
-                continue
+            for name, part in (("closing idle connections", self._close_idle),
+                               ("the state's housekeeping", self._tick)):
+                try:
+                    await part()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    log.error("housekeeping: %s failed (%s: %s); tried again at its next turn", name,
+                              type(e).__name__, e, exc_info=True)
+
+    async def _tick(self):
+        done = self.state.tick(clock_ms())
+        try:
+            if done.remove:
+                await asyncio.to_thread(remove_directories, done.remove)
+        finally:
             if WAKE_ALL in done.wake:
                 self._wake_all()  # logs start later: a fetch waiting there may now be out of range
             elif CHANGED in done.wake:
                 self._changed()
 
-    def _close_idle(self):
+    async def _close_idle(self):
         if self.config["connections.max.idle.ms"] < 0:  # Kafka's "never"
             return
         idle_before = asyncio.get_running_loop().time() - self.config["connections.max.idle.ms"] / 1000
