@@ -335,6 +335,56 @@ def test_xxh32_and_the_magic_0_lz4_header():
         _compression.decompress(3, broken, 1 << 24, magic=1)
 
 
+def _lz4_outcome(decode, frame, cap, magic):
+    try:
+        return bytes(decode(frame, cap, magic))
+    except _compression.CodecError as e:
+        return type(e).__name__, str(e)
+
+
+def _lz4_frames(rng):
+    """lz4 frames as Kafka and other writers make them (linked blocks, checksums, sizes), some corrupted."""
+    import lz4.frame
+
+    kind = rng.randrange(4)
+    size = rng.choice([0, 1, 17, 300, 5000, 70000, 300000])
+    if kind == 0:
+        data = rng.randbytes(size)
+    elif kind == 1:
+        data = bytes(65 + b % 26 for b in rng.randbytes(size))
+    elif kind == 2:
+        data = bytes([rng.randrange(3)]) * size
+    else:
+        data = b"".join(rng.choices([b"kafka ", b"topic ", b"record ", b"\x00\xff"], k=size // 6))
+    if rng.random() < 0.5:
+        frame = _compression.compress(Compression.LZ4, data, magic=rng.choice([0, 2]))
+    else:
+        frame = lz4.frame.compress(data, block_size=rng.choice([4, 5, 6]), block_linked=rng.random() < 0.5,
+                                   content_checksum=rng.random() < 0.3, block_checksum=rng.random() < 0.3,
+                                   store_size=rng.random() < 0.5)
+    frame = bytearray(frame)
+    for _ in range(rng.choice([0, 0, 1, 2, 3])):
+        frame[rng.randrange(7, len(frame))] = rng.randrange(256)
+    return data, bytes(frame)
+
+
+@pytest.mark.skipif("compiled" not in IMPLS, reason="the compiled codecs are not built")
+def test_lz4_decoders_agree_with_liblz4():
+    """The compiled lz4 decoder gives liblz4's bytes and the pure twin's errors, corrupt frames included."""
+    from kafkaproto.records._clz4 import unlz4
+
+    rng = random.Random(7)
+    corrupt = 0
+    for _ in range(1500):
+        data, frame = _lz4_frames(rng)
+        cap = rng.choice([64 << 20, len(data), max(0, len(data) - 1), 1000])
+        magic = rng.choice([0, 2])
+        expected = _lz4_outcome(_compression.unlz4_py, frame, cap, magic)
+        assert _lz4_outcome(unlz4, frame, cap, magic) == expected
+        corrupt += type(expected) is tuple
+    assert 300 < corrupt < 1400  # both kinds were tried
+
+
 def test_codec_levels_are_checked():
     with pytest.raises(ValueError, match="gzip compression level"):
         records("python").RecordBatchBuilder(compression="gzip", compression_level=10)

@@ -19,6 +19,8 @@ import zlib
 import cramjam
 import lz4.block
 
+from .._impl import COMPILED
+
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -35,7 +37,7 @@ class CapError(CodecError):
     """A compressed payload decompresses to more than the cap allows."""
 
 
-def _cap_error(size, cap):
+def cap_error(size, cap):
     if size is None:
         return CapError(f"decompresses to more than the {cap}-byte cap on decompressed size")
     return CapError(f"declares {size} decompressed bytes, over the {cap}-byte cap on decompressed size")
@@ -77,7 +79,7 @@ def decompress(codec, data, cap, magic=2):
         if codec == SNAPPY:
             return _unsnappy(data, cap)
         if codec == LZ4:
-            return _unlz4(data, cap, magic)
+            return unlz4(data, cap, magic)
         if codec == ZSTD:
             if magic < 2:
                 raise CodecError("zstd compression is only valid in record batch magic 2")
@@ -133,7 +135,7 @@ def _gunzip_streaming(data, cap):
         chunk = inflate.decompress(rest, cap - total + 1)
         total += len(chunk)
         if total > cap:
-            raise _cap_error(None, cap)
+            raise cap_error(None, cap)
         parts.append(chunk)
         if not inflate.eof:
             raise CodecError("corrupt gzip data: the stream ends early")
@@ -167,7 +169,7 @@ def _snappy_size(block, cap, total=0):
     """A raw snappy block's declared size, refused when over the cap or beyond what the block can hold."""
     size = cramjam.snappy.decompress_raw_len(block)
     if total + size > cap:
-        raise _cap_error(size if not total else None, cap)
+        raise cap_error(size if not total else None, cap)
     if size > len(block) * _SNAPPY_RATIO:
         raise CodecError(f"corrupt snappy data: a {len(block)}-byte block cannot hold {size} bytes")
     return size
@@ -243,8 +245,8 @@ def _lz4_frame(data, level, broken_checksum):
 _LZ4_RATIO = 256
 
 
-def _unlz4(data, cap, magic):
-    """One lz4 frame (what follows its end mark is ignored, as Java does)."""
+def unlz4_py(data, cap, magic):
+    """One lz4 frame (what follows its end mark is ignored, as Java does); _clz4.unlz4 is its compiled twin."""
     view = memoryview(data)
     n = len(view)
     if n < 7 or view[:4] != _LZ4_MAGIC:
@@ -269,9 +271,9 @@ def _unlz4(data, cap, magic):
         if magic != 0 or checksum != (xxh32(view[:header_end]) >> 8) & 0xFF:
             raise CodecError(f"corrupt lz4 data: frame header checksum {checksum}, expected {right}")
     if declared is not None and declared > cap:
-        raise _cap_error(declared, cap)
-    # Walk the blocks: check their sizes against the input and bound the output by
-    # what each block can really hold, so that buffers follow the input's size.
+        raise cap_error(declared, cap)
+    # First the block headers, checked against the input, and a bound on the output from what each block
+    # can really hold, so that the buffer follows the input's size; then the blocks.
     blocks = []
     bound = 0
     at = header_end + 1
@@ -288,47 +290,34 @@ def _unlz4(data, cap, magic):
             raise CodecError(f"corrupt lz4 data: block of {size} bytes at byte {at - 4} "
                              f"overruns the payload or the {block_max}-byte block size")
         most = size if stored else min(block_max, size * _LZ4_RATIO)
-        blocks.append((stored, view[at:at + size], most))
+        blocks.append((at - 4, stored, view[at:at + size], most))
         bound += most
         at += size + (4 if block_checksum else 0)
     if content_checksum:
         at += 4
     if at > n:
         raise CodecError("corrupt lz4 data: truncated frame end")
-    if not independent:
-        frame = bytes(view[:header_end]) + bytes((right,)) + bytes(view[header_end + 1:at])
-        out = bytearray(min(bound, cap))
-        try:
-            got = cramjam.lz4.decompress_into(frame, out)
-        except cramjam.DecompressionError as e:
-            if "whole buffer" in str(e) and bound > cap:
-                raise _cap_error(None, cap) from None
-            raise
-        total = got
-    else:
-        out = bytearray(min(bound, cap))
-        target = memoryview(out)
-        total = 0
-        for stored, block, most in blocks:
-            if total + most > len(out):  # only near the cap
-                spare = bytearray(most)
-                got = _lz4_block(stored, block, spare, most)
-                if total + got > len(out):
-                    raise _cap_error(None, cap)
-                target[total:total + got] = memoryview(spare)[:got]
-            else:
-                got = _lz4_block(stored, block, target[total:total + most], most)
-            total += got
+    # Each block is decoded whole before the cap is checked, so a frame over the cap costs at most one block
+    # more than the cap, and a corrupt block is called corrupt whatever the cap.
+    out = bytearray(min(bound, cap + block_max))
+    total = 0
+    for at, stored, block, most in blocks:
+        if stored:
+            got = block
+        else:
+            # Linked blocks may copy from the 64 KiB of output before them.
+            prefix = b"" if independent else bytes(out[max(0, total - 65536):total])
+            try:
+                got = lz4.block.decompress(block, uncompressed_size=most, dict=prefix)
+            except lz4.block.LZ4BlockError:
+                raise CodecError(f"corrupt lz4 data: the block at byte {at} does not decode") from None
+        out[total:total + len(got)] = got
+        total += len(got)
+        if total > cap:
+            raise cap_error(None, cap)
     if declared is not None and total != declared:
         raise CodecError(f"corrupt lz4 data: frame declares {declared} bytes, blocks hold {total}")
     return memoryview(out)[:total]
-
-
-def _lz4_block(stored, block, target, most):
-    if stored:
-        target[:len(block)] = block
-        return len(block)
-    return cramjam.lz4.decompress_block_into(block, target, output_len=most)
 
 
 # ---- zstd ------------------------------------------------------------------
@@ -355,7 +344,7 @@ def _unzstd(data, cap):
                 raise
             if size >= min(bound, cap):
                 if bound > cap:
-                    raise _cap_error(None, cap) from None
+                    raise cap_error(None, cap) from None
                 raise CodecError("corrupt zstd data: more output than its blocks declare") from None
         size = min(size * 2, bound, cap)
 
@@ -451,3 +440,8 @@ def xxh32(data, seed=0):
     h ^= h >> 13
     h = h * _P3 & _M
     return h ^ (h >> 16)
+
+
+unlz4 = unlz4_py
+if COMPILED:
+    from ._clz4 import unlz4  # noqa: E402,F811
