@@ -120,12 +120,13 @@ def unlz4(data, Py_ssize_t cap, int magic):
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        return _unlz4(<const uint8_t*>view.buf, view.len, cap, magic)
+        return unlz4_from(<const uint8_t*>view.buf, view.len, cap, magic)
     finally:
         PyBuffer_Release(&view)
 
 
-cdef object _unlz4(const uint8_t* p, Py_ssize_t n, Py_ssize_t cap, int magic):
+cdef object unlz4_from(const unsigned char* p, Py_ssize_t n, Py_ssize_t cap, int magic):
+    """unlz4 of the n bytes at p, for the compiled record reader."""
     if n < 7 or le32(p) != 0x184D2204:
         raise CodecError("corrupt lz4 data: no lz4 frame magic")
     cdef int flg = p[4], bd = p[5]

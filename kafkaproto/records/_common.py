@@ -116,8 +116,13 @@ def decompress(codec, data, cap, magic, position, batch_offset):
     try:
         return _compression.decompress(codec, data, cap, magic)
     except _compression.CodecError as e:
-        kind = "too_large" if isinstance(e, _compression.CapError) else "compression"
-        raise RecordsError(str(e), position, batch_offset, kind=kind) from None
+        raise codec_error(e, position, batch_offset) from None
+
+
+def codec_error(e, position, batch_offset):
+    """The RecordsError for a payload the codec refused."""
+    kind = "too_large" if isinstance(e, _compression.CapError) else "compression"
+    return RecordsError(str(e), position, batch_offset, kind=kind)
 
 
 # ---- what produced_batches checks beyond the framing (the twins share the wording) ----

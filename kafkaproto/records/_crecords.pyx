@@ -15,6 +15,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 
 from kafkaproto._core cimport gc_pause, gc_resume
+from kafkaproto.records._clz4 cimport unlz4_from
 
 import time
 
@@ -34,6 +35,7 @@ from ._common import (
     check_builder,
     check_offset,
     check_timestamp,
+    codec_error,
     codec_name,
     control_marker,
     decompress,
@@ -53,6 +55,7 @@ cdef enum:
     ATTRIBUTES_OFFSET = 21
     CRC_OFFSET = 17
     CODEC_MASK = 0x07
+    LZ4 = 3
     TIMESTAMP_TYPE_MASK = 0x08
     TRANSACTIONAL_MASK = 0x10
     CONTROL_MASK = 0x20
@@ -719,9 +722,15 @@ cdef tuple _check_batch(object whole, const unsigned char* buf, Py_ssize_t pos, 
     cdef Py_buffer view
     cdef object refused
     try:
-        if codec:
+        if codec == LZ4:  # the common codec, decoded with no Python call between
+            try:
+                payload = unlz4_from(buf + pos + HEADER_SIZE, size - HEADER_SIZE, checks.max_decompressed, 2)
+            except _compression.CodecError as e:
+                raise codec_error(e, pos + HEADER_SIZE, base_offset) from None
+        elif codec:
             payload = decompress(codec, whole[pos + HEADER_SIZE:pos + size], checks.max_decompressed, 2,
                                  pos + HEADER_SIZE, base_offset)
+        if codec:
             PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE)
             try:
                 refused = walk_records(<const unsigned char*>view.buf, 0, view.len, checks, &w)

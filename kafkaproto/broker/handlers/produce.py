@@ -32,6 +32,8 @@ not served: such a request closes the connection, as it does on Kafka 4.
 """
 
 
+from typing import NamedTuple
+
 from ... import errors
 from ...exceptions import RecordsError
 from ...records import produced_batches
@@ -69,7 +71,8 @@ def _result(index, error, base_offset=-1, log_start_offset=-1, message=None, app
     return PartitionResult(index=index, error_code=error.code, base_offset=base_offset,
                            log_append_time_ms=append_time, log_start_offset=log_start_offset,
                            record_errors=[RecordError(batch_index=i, batch_index_error_message=m)
-                                          for i, m in record_errors], error_message=message)
+                                          for i, m in record_errors] if record_errors else [],
+                           error_message=message)
 
 
 def _refused(index, e, partition):
@@ -94,24 +97,38 @@ def _first_codec(data):
     return data[22] & 0x07
 
 
+class _Limits(NamedTuple):
+    """The topic configs each Produce checks, parsed."""
+    max_message_bytes: int
+    compacted: bool
+    create_time: bool
+    before_ms: int
+    after_ms: int
+    segment_bytes: int
+
+
+def _limits(config):
+    return _Limits(int(config["max.message.bytes"]), "compact" in config["cleanup.policy"],
+                   config["message.timestamp.type"] == "CreateTime", int(config["message.timestamp.before.max.ms"]),
+                   int(config["message.timestamp.after.max.ms"]), segment_size(config))
+
+
 def produce_partition(state, topic, index, records, transactional_id, version):
     partition, error = state.partition(topic, index)
     if partition is None:
         return _result(index, error)
     if partition.mode != READ_WRITE:  # being deleted (partition deletion): the proposal's error
         return _result(index, errors.LEADER_NOT_AVAILABLE, message="the partition is being deleted and is read-only")
-    config = state.cluster.topic_config(topic)
+    limits = state.cluster.derived_config(topic, _limits)
     data = records if records is not None else b""
     if version < ZSTD_VERSION and _first_codec(data) == ZSTD:
         return _result(index, errors.UNSUPPORTED_COMPRESSION_TYPE,
                        message=f"zstd needs Produce v{ZSTD_VERSION} or later, not v{version}")
-    timestamps = config["message.timestamp.type"] == "CreateTime"
     try:
         found = produced_batches(
-            data, int(config["max.message.bytes"]), client=True, single=True, allow_partial=True,
-            require_keys="compact" in config["cleanup.policy"], now_ms=state.now_ms() if timestamps else None,
-            timestamp_before_ms=int(config["message.timestamp.before.max.ms"]),
-            timestamp_after_ms=int(config["message.timestamp.after.max.ms"]))
+            data, limits.max_message_bytes, client=True, single=True, allow_partial=True,
+            require_keys=limits.compacted, now_ms=state.now_ms() if limits.create_time else None,
+            timestamp_before_ms=limits.before_ms, timestamp_after_ms=limits.after_ms)
     except RecordsError as e:
         return _refused(index, e, partition)
     batches = [Batch(header, position) for header, position in found]
@@ -127,10 +144,10 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         error = state.transactions.produce_error(clock_ms(), transactional_id, topic.name, index, batches, version)
         if error is not errors.NONE:
             return _result(index, error, message=f"{error.name} for a transactional batch")
-    if len(data) > segment_size(config):  # Kafka's log takes no append larger than one segment
+    if len(data) > limits.segment_bytes:  # Kafka's log takes no append larger than one segment
         return _result(index, errors.RECORD_LIST_TOO_LARGE,
                        message=f"{len(data)} bytes of batches are more than a segment of this topic holds "
-                               f"({segment_size(config)})")
+                               f"({limits.segment_bytes})")
     producers = partition.producers
     duplicate = None
     for batch in batches:

@@ -287,6 +287,7 @@ class Cluster:
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.configs = {}  # broker-level dynamic configs
         self._effective = {}  # Topic -> its effective configs, until a config changes (Produce reads them)
+        self._derived = {}  # (Topic, derive) -> derive(its effective configs), as long as _effective
         self.pending_deletes = []  # (when due, on state/clock.py, path) of renamed-away partition directories
         self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
         clean = os.path.exists(self._clean_marker)
@@ -347,6 +348,7 @@ class Cluster:
         del self.topics[topic.name]
         del self.by_id[topic.topic_id]
         self._effective.pop(topic, None)
+        self._derived.clear()
         names = self.collision_names.get(unified(topic.name))
         if names and topic.name in names:
             names.remove(topic.name)
@@ -379,6 +381,7 @@ class Cluster:
             self.removed_ids.add(record.topic_id)
         elif kind == "ConfigRecord":
             self._effective.clear()
+            self._derived.clear()
             if record.resource_type == TOPIC_RESOURCE:
                 target = self.topics[record.resource_name].configs
             else:
@@ -693,6 +696,15 @@ class Cluster:
         if effective is None:
             effective = self._effective[topic] = {**self.topic_defaults(), **topic.configs}
         return dict(effective)
+
+    def derived_config(self, topic, derive):
+        """derive(the topic's effective configs), computed again only when a config changes: what each Produce
+        reads, parsed once."""
+        key = (topic, derive)
+        value = self._derived.get(key)
+        if value is None:
+            value = self._derived[key] = derive(self.topic_config(topic))
+        return value
 
     def close(self):
         for topic in self.topics.values():

@@ -238,16 +238,17 @@ class Segment:
             fd = self.fd
         except OSError as e:
             raise StorageError(f"{self.path}: cannot be opened for writing: {_reason(e)}") from e
-        view = memoryview(data).cast("B")
-        done = 0
         try:
-            while done < len(view):
+            done = os.pwrite(fd, data, position)
+            if done < len(data):
                 # A regular file takes fewer bytes than given only when it runs out of room; the rest is tried
                 # again, so the file system says why.
-                written = os.pwrite(fd, view[done:] if done else view, position + done)
-                if written <= 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                done += written
+                view = memoryview(data).cast("B")
+                while done < len(view):
+                    written = os.pwrite(fd, view[done:], position + done)
+                    if written <= 0:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                    done += written
         except OSError as e:
             self.cut(position)
             raise StorageError(f"{self.path}: {len(data)} bytes not written at position {position}: "
