@@ -385,9 +385,9 @@ def test_queued_max_requests_bounds_the_requests_read_and_not_yet_started(tmp_pa
 
 
 def test_one_request_in_flight_per_connection_and_pipelining_stays_fast(tmp_path):
-    """While a connection's Fetch waits, the broker reads at most one more of its requests (the 40 Produce
-    requests of 100 kB it pipelined behind it wait in the socket); once the fetch is answered, they all are,
-    in order. 2,000 pipelined requests are answered in order, quickly."""
+    """While a connection's Fetch waits, the broker reads ahead at most server.READ_AHEAD bytes of its requests
+    (two of the 40 Produce requests of 100 kB it pipelined behind it; the rest wait in the socket); once the fetch
+    is answered, they all are, in order. 2,000 pipelined requests are answered in order, quickly."""
     with Running(tmp_path) as broker:
         client = RawClient(broker.port)
         create_topic(client, "muted", 2)

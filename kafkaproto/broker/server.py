@@ -5,9 +5,9 @@ frame buffer (framing, size limits, correlation ids, the ApiVersions fallback;
 a large request lands in a buffer of its own and goes to the log without
 another copy), hands each request to dispatch, and writes the response. As in
 Kafka, a connection's requests are handled one at a time, so its responses
-leave in order: while one is answered, the connection reads at most one more
-(Kafka mutes the channel), so a pipelining client waits in its own socket
-buffer and costs the broker one frame. Requests read and ready but not yet
+leave in order: while one is answered, the connection reads ahead at most
+READ_AHEAD bytes of requests (Kafka mutes the channel), so a pipelining client
+waits in its own socket buffer and costs the broker little. Requests read and ready but not yet
 started, over every connection, stop all reading at queued.max.requests. A Fetch
 waiting for data holds only its own connection, wakes only when one of its
 partitions takes a batch, and is dropped the moment its client hangs up.
@@ -53,6 +53,9 @@ from .state.cluster import remove_directories
 
 log = logging.getLogger("kafkaproto.broker")
 READ_SIZE = 1 << 16
+# Bytes of whole requests a connection holds behind the one being answered before it stops reading: what Kafka's
+# default socket receive buffer (socket.receive.buffer.bytes) holds.
+READ_AHEAD = 100 * 1024
 # Kafka's defaults of the settings this module reads with _setting (when the configuration does not define them).
 KAFKA_DEFAULTS = {"max.connections.per.ip": 2**31 - 1, "queued.max.requests": 500,
                   "connection.failed.authentication.delay.ms": 100}
@@ -156,7 +159,7 @@ class Server:
         self._slot = None  # while max.connections are open: the future the accept loops wait on for a slot
         self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
         self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
-        self._queue = _RequestQueue(lambda: _setting(self.config, "queued.max.requests"))
+        self._queue = _RequestQueue(int(_setting(self.config, "queued.max.requests")))  # read-only, as in Kafka
         self._tasks = set()
         self._closing = False
         # Requests that wait (dispatch.Wait), each a future its connection's task awaits: those waiting on
@@ -587,18 +590,18 @@ class _RequestQueue:
     for its own connection, not for the broker."""
 
     def __init__(self, limit):
-        self.limit = limit  # () -> the bound (a setting, read when needed)
+        self.limit = limit
         self.size = 0
         self.streams = set()  # the connections' streams
         self.blocked = set()  # streams that stopped reading for the queue
 
     @property
     def full(self):
-        return self.size >= self.limit()
+        return self.size >= self.limit
 
     def added(self):
         self.size += 1
-        if self.size == self.limit():
+        if self.size == self.limit:
             for stream in list(self.streams):
                 stream.update_reading()  # each stops reading, and is noted in blocked
 
@@ -615,10 +618,11 @@ class _Stream(asyncio.BufferedProtocol):
     frame buffer (a large request into a bytearray of its own, never copied on its way to the log), whole
     frames wait for the connection's task, and writes are paced as StreamWriter paces them (drain).
 
-    As Kafka mutes a channel while its request is handled, it reads at most one whole request beyond the one
-    being answered: a pipelining client's next requests wait in the socket, not in the broker. (One read may
-    complete several small requests at once; reading stops until they are taken.) It reads nothing either while
-    the server's request queue is full (queued.max.requests)."""
+    As Kafka mutes a channel while its request is handled, it stops reading once the whole requests waiting
+    behind the one being answered hold more than READ_AHEAD bytes: a pipelining client's next requests then wait
+    in the socket, not in the broker. (Stopping and starting cost a system call each, so a producer's few
+    requests in flight are read on without them.) It reads nothing either while the server's request queue is
+    full (queued.max.requests)."""
 
     def __init__(self, connection, queue=None):
         self._connection = connection
@@ -671,14 +675,14 @@ class _Stream(asyncio.BufferedProtocol):
             self._wakeup()
 
     def update_reading(self):
-        """Read while no whole request waits beyond the one the task is about to take, and the server's request
-        queue has room."""
+        """Read while the whole requests waiting beyond the one the task is about to take hold at most READ_AHEAD
+        bytes, and the server's request queue has room."""
         transport = self.transport
         if self._ended or transport is None or transport.is_closing():
             return
         beyond = len(self._frames) - (1 if self._wake is not None else 0)
         full = self._queue is not None and self._queue.full
-        if beyond > 0 or full:
+        if beyond > 0 and self._waiting > READ_AHEAD or full:
             if full:
                 self._queue.blocked.add(self)  # to read again when the queue has room
             if transport.is_reading():
