@@ -44,6 +44,7 @@ def extensions(modules):
         return []
     exts = [Extension("kafkaproto._core", ["kafkaproto/_core.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.records._crecords", ["kafkaproto/records/_crecords.pyx"], extra_compile_args=FLAGS),
+            Extension("kafkaproto._cfields", ["kafkaproto/_cfields.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.records._clz4", ["kafkaproto/records/_clz4.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.capture._cpcap", ["kafkaproto/capture/_cpcap.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.capture._cpackets", ["kafkaproto/capture/_cpackets.pyx"],

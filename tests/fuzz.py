@@ -349,11 +349,11 @@ class Decoders:
 @contextlib.contextmanager
 def capture_path(impl):
     """The capture reader's compiled parts (pcap records, the packet loop, walk) off for impl "python"."""
-    from kafkaproto import capture
+    from kafkaproto import capture, fields
     from kafkaproto.capture import exchanges, pcap
     saved = capture.compiled_loop, pcap.compiled_pcap, exchanges.walk
     if impl == "python":
-        capture.compiled_loop, pcap.compiled_pcap, exchanges.walk = None, None, exchanges.python_walk
+        capture.compiled_loop, pcap.compiled_pcap, exchanges.walk = None, None, fields.python_walk
     try:
         yield
     finally:

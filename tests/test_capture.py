@@ -27,9 +27,8 @@ from hypothesis import strategies as st
 import capture_files as cf
 import kafkaproto
 from capture_traffic import Damage, conversation, segments
-from kafkaproto import decode_request, decode_response, encode_request, encode_response, errors, split_frames
+from kafkaproto import decode_request, decode_response, encode_request, encode_response, errors, fields, split_frames
 from kafkaproto.capture import GAP, OK, Exchanges, read_capture, records, tables
-from kafkaproto.capture import exchanges as capture_exchanges
 from kafkaproto.capture.link import (ACK, FIN, LINKTYPE_ETHERNET, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL,
                                      LINKTYPE_LINUX_SLL2, LINKTYPE_LOOP, LINKTYPE_NULL, LINKTYPE_RAW, PSH, SYN,
                                      Segment, address_text, tcp_segment)
@@ -315,15 +314,15 @@ def expected_record_rows(ex):
                        "error": None}
 
 
-@pytest.mark.skipif(capture_exchanges.walk is capture_exchanges.python_walk, reason="the compiled walk is not in use")
+@pytest.mark.skipif(fields.walk is fields.python_walk, reason="the compiled walk is not in use")
 def test_the_compiled_walk_finds_what_the_python_one_does(capture):
     walked = 0
     for ex in capture[3]:
         for body in (ex.request, ex.response):
             if body is not None:
                 compiled, python = ({}, [], []), ({}, [], [])
-                capture_exchanges.walk(body, compiled[0], compiled[1], records=compiled[2])
-                capture_exchanges.python_walk(body, python[0], python[1], records=python[2])
+                fields.walk(body, compiled[0], compiled[1], records=compiled[2])
+                fields.python_walk(body, python[0], python[1], records=python[2])
                 assert (list(compiled[0]), compiled[1], compiled[2]) == (list(python[0]), python[1], python[2])
                 walked += bool(python[0] or python[1] or python[2])
     assert walked  # the captures name topics

@@ -137,9 +137,9 @@ def test_a_capture_with_no_naming_answers(tmp_path):
 
 
 def test_the_compiled_test_of_topic_ids_is_the_python_one():
-    from kafkaproto.capture import exchanges, names as names_module
+    from kafkaproto import fields
 
-    if exchanges.unnamed_in is names_module.python_unnamed_in:
+    if fields.unnamed_in is fields.python_unnamed_in:
         pytest.skip("the compiled capture reader is not in use")
     checked = 0
     for path in CAPTURES.values():
@@ -148,6 +148,6 @@ def test_the_compiled_test_of_topic_ids_is_the_python_one():
             for known in ({}, learned.known):
                 for body in (ex.request, ex.response):
                     if body is not None:
-                        assert exchanges.unnamed_in(body, known) == names_module.python_unnamed_in(body, known)
+                        assert fields.unnamed_in(body, known) == fields.python_unnamed_in(body, known)
                         checked += 1
     assert checked > 500

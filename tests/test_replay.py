@@ -23,7 +23,8 @@ from kafkaproto.messages import (ApiKey, ApiVersionsResponse, MetadataRequest, M
                                  RequestHeader, ResponseHeader, SaslHandshakeRequest, SaslHandshakeResponse,
                                  WriteTxnMarkersRequest, WriteTxnMarkersResponse)
 from kafkaproto.protocol import encode_request, encode_response
-from kafkaproto.replay import Plan, Replayer, fields
+from kafkaproto import fields
+from kafkaproto.replay import Plan, Replayer
 from kafkaproto.replay.plan import not_ready
 from kafkaproto.replay.report import compare_with_capture
 from kafkaproto.uuid import Uuid
@@ -396,7 +397,7 @@ def test_roles_cover_every_field_the_specs_mark():
         if cls in seen:
             return
         seen.add(cls)
-        roles = {attr: role for attr, role, _ in fields.roles(cls)}
+        roles = {attr: role for attr, role, _, _ in fields.roles(cls)}
         for f in cls._fields:
             if f.entity == "producerId":
                 assert roles.get(f.attr) == fields.PRODUCER_ID, (cls._qualname, f.name)

@@ -22,15 +22,14 @@ import re
 import struct
 from collections import OrderedDict
 
-from .._impl import COMPILED
 from ..connection import SASL_ROUNDS, expects_response
 from ..exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
+from ..fields import holds_records, unnamed_in, walk
 from ..messages import ApiKey
 from ..protocol import DEFAULT_MAX_FRAME, decode_request, decode_response, read_request_header
 from ..registry import api, apis
 from ..uuid import Uuid
 from . import link
-from .names import python_unnamed_in as unnamed_in
 from .tcp import Direction
 
 OK = "ok"
@@ -186,90 +185,6 @@ class Exchange:
 _PLAIN = ("status", "connection", "joined", "client_address", "client_port", "broker_address", "broker_port",
           "request_time_ns", "response_time_ns", "request_packet", "response_packet", "api_key", "api_version",
           "correlation_id", "client_id", "request_size", "response_size", "error", "error_offset")
-
-
-# ---- what a message names: topics, partitions, error codes, records -----------------------------------------
-
-_PARTITION_FIELDS = ("PartitionIndex", "Partition", "PartitionId", "Index")  # Index: Produce, FetchSnapshot
-_plans = {}
-
-
-def _plan(cls, seen=()):
-    """Which of a class's fields name a topic, a partition, an error, records, or hold structs that do (structs
-    with none of these at any depth, such as ApiVersions' list of APIs, are not walked)."""
-    plan = _plans.get(cls)
-    if plan is None:
-        names, ids, structs, records = [], [], [], []
-        partition = error = None
-        for f in cls._fields:
-            if f.entity == "topicName":
-                names.append((f.attr, f.array))
-            elif f.kind == "uuid" and f.name == "TopicId" and not f.array:
-                ids.append(f.attr)
-            elif f.name in _PARTITION_FIELDS and f.kind == "int32" and not f.array and partition is None:
-                partition = f.attr
-            elif f.name == "ErrorCode" and f.kind == "int16" and not f.array:
-                error = f.attr
-            elif f.kind == "records":
-                records.append(f.attr)
-            if f.struct is not None and f.struct not in seen and f.struct is not cls \
-                    and _plan(f.struct, (*seen, cls))[6]:
-                structs.append((f.attr, f.array))
-        useful = bool(names or ids or records or structs or (partition is not None and error is not None))
-        plan = (names, ids, partition, error, records, structs, useful)
-        if not seen:  # a plan made inside a cycle may have left out the way back: only the outermost is kept
-            _plans[cls] = plan
-    return plan
-
-
-def walk(obj, topics, errors, topic=None, records=None, topic_id=None):
-    """Collect from a message: topics ({name or Uuid: None}, ordered), (topic, partition, code) for nonzero
-    partition error codes, and (topic name, topic id, partition, records) for records fields."""
-    names, ids, partition, error, record_attrs, structs, _ = _plans.get(type(obj)) or _plan(type(obj))
-    for attr, is_array in names:
-        value = getattr(obj, attr)
-        if is_array:
-            for name in value or ():
-                topics[name] = None
-        elif value:
-            topics[value] = None
-            topic = value
-    for attr in ids:
-        value = getattr(obj, attr)
-        if value is not None and value != Uuid.ZERO:
-            topics[value] = None
-            topic_id = value
-    if partition is not None and error is not None:
-        code = getattr(obj, error)
-        if code:
-            errors.append((topic if topic is not None else topic_id, getattr(obj, partition), code))
-    if records is not None:
-        for attr in record_attrs:
-            data = getattr(obj, attr)
-            if data is not None and len(data):
-                records.append((topic, topic_id, None if partition is None else getattr(obj, partition), data))
-    for attr, is_array in structs:
-        value = getattr(obj, attr)
-        if value is None:
-            continue
-        for item in (value if is_array else (value,)):
-            walk(item, topics, errors, topic, records, topic_id)
-
-
-def holds_records(cls, seen=None):
-    """Whether a message class has a records field at any depth (cached: most have none), so that callers
-    skip looking for records in the rest."""
-    holds = _record_holders.get(cls)
-    if holds is None:
-        seen = seen or set()
-        seen.add(cls)
-        holds = any(f.kind == "records" or (f.struct is not None and f.struct not in seen
-                                            and holds_records(f.struct, seen)) for f in cls._fields)
-        _record_holders[cls] = holds
-    return holds
-
-
-_record_holders = {}
 
 
 def records_fields(ex):
@@ -1149,7 +1064,3 @@ def _stable_hash(key):
     (a, pa), (b, pb) = key
     return zlib.crc32(a + pa.to_bytes(2, "big") + b + pb.to_bytes(2, "big"))
 
-
-python_walk = walk
-if COMPILED:  # the same walk, and the same test of topic ids, compiled (they read the plans above)
-    from ._cpackets import unnamed_in, walk  # noqa: E402, F811

@@ -78,8 +78,6 @@ def walk(obj: Any, topics: dict[str | Uuid, None], errors: list[tuple[str | Uuid
     """Collect from a message: topics ({name or Uuid: None}, ordered), (topic, partition, code) for nonzero
     partition error codes, and (topic name, topic id, partition, records) for records fields."""
 
-python_walk = walk
-
 def unnamed_in(obj: Any, known: dict[Uuid, str]) -> bool: ...
 def holds_records(cls: type[Any], seen: set[type[Any]] | None = None) -> bool:
     """Whether a message class has a records field at any depth."""

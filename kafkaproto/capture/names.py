@@ -22,6 +22,7 @@ from collections import deque
 
 from .. import records as _records
 from ..exceptions import KafkaProtoError
+from ..fields import topic_pairs, unnamed_in
 from ..messages import ApiKey
 from ..metadata import decode_record
 from ..uuid import Uuid
@@ -90,16 +91,7 @@ class TopicNames:
         return len(self._by_id) != before
 
     def _pairs(self, obj):
-        plan = _plans.get(type(obj)) or _plan(type(obj))
-        name_attr, id_attr, structs = plan
-        if name_attr is not None:
-            self.add(getattr(obj, id_attr), getattr(obj, name_attr))
-        for attr, array in structs:
-            value = getattr(obj, attr)
-            if value is not None:
-                for item in (value if array else (value,)):
-                    if item is not None:
-                        self._pairs(item)
+        topic_pairs(obj, self.add)
 
     def _metadata_log(self, answer):
         """TopicRecords in the batches of __cluster_metadata a Fetch answer replicates."""
@@ -177,7 +169,6 @@ class TopicNames:
     def unnamed_in(self, body):
         """Whether a message names a topic by an id these names do not know: its topic ids are read from the
         structs that hold them, not from the partitions below them."""
-        from .exchanges import unnamed_in  # the compiled twin where it is built
         return unnamed_in(body, self._by_id)
 
 
@@ -200,59 +191,3 @@ def held(items, limit=HOLD, exchange=None):
         else:
             yield item
     yield from waiting
-
-
-_plans = {}
-_id_plans = {}
-
-
-def python_unnamed_in(obj, known):
-    """Whether obj names a topic id not in known (a {topic id: name} dict); _cpackets.unnamed_in is its twin."""
-    plan = _id_plans.get(type(obj))
-    if plan is None:
-        plan = _id_plan(type(obj))
-    for attr, array, is_id in plan:
-        value = getattr(obj, attr)
-        if value is None:
-            continue
-        if is_id:
-            if value not in known and value != Uuid.ZERO:
-                return True
-        elif array:
-            for item in value:
-                if item is not None and python_unnamed_in(item, known):
-                    return True
-        elif python_unnamed_in(value, known):
-            return True
-    return False
-
-
-def _id_plan(cls):
-    """[(attr, is array, is a TopicId)] of the fields leading to TopicIds in a class; empty when none does."""
-    _id_plans[cls] = []  # for now: a struct that contains itself stops here
-    plan = []
-    for f in cls._fields:
-        if f.kind == "uuid" and f.name == "TopicId" and not f.array:
-            plan.append((f.attr, False, True))
-        elif f.struct is not None and (_id_plans.get(f.struct) if f.struct in _id_plans else _id_plan(f.struct)):
-            plan.append((f.attr, f.array, False))
-    _id_plans[cls] = plan
-    return plan
-
-
-def _plan(cls):
-    """(the name field beside a TopicId, that TopicId field, the struct fields worth walking) of a class."""
-    _plans[cls] = (None, None, [])  # for now: a struct that contains itself stops here
-    name_attr = id_attr = None
-    structs = []
-    for f in cls._fields:
-        if f.entity == "topicName" and not f.array and f.kind == "string":
-            name_attr = name_attr or f.attr
-        elif f.kind == "uuid" and f.name == "TopicId" and not f.array:
-            id_attr = f.attr
-        elif f.struct is not None:
-            inner = _plans.get(f.struct) or _plan(f.struct)
-            if inner[0] is not None or inner[2]:
-                structs.append((f.attr, f.array))
-    plan = _plans[cls] = (name_attr if id_attr else None, id_attr, structs)
-    return plan

@@ -41,5 +41,3 @@ def held(items: Iterable[_T], limit: int = ..., exchange: Any = None) -> Iterato
     """The items (exchanges, or what exchange(item) gives one of) in their order, each let go once every topic id
     its exchange names has a name, or once ``limit`` items wait behind the first that does not."""
 
-def python_unnamed_in(obj: Any, known: dict[Uuid, str]) -> bool:
-    """Whether obj names a topic id not in known (a {topic id: name} dict)."""

@@ -28,7 +28,7 @@ from collections import Counter, defaultdict, deque
 
 from .. import errors
 from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture, records_fields, tables
-from ..capture.exchanges import holds_records
+from ..fields import holds_records
 from ..jsonview import to_json
 from ..messages import ApiKey
 from ..registry import api

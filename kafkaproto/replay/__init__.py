@@ -25,7 +25,6 @@ The parts, each usable alone:
 Everything but network.py does no I/O.
 """
 
-from . import fields
 from .network import Unreachable, parse_address, replay, replay_both
 from .plan import Plan, Step, TopicSetup
 from .report import RULES, Divergence, Report, compare_targets, compare_with_capture
@@ -33,5 +32,5 @@ from .rewrite import Values
 from .session import OUTCOMES, Replayer, StepResult
 
 __all__ = ["Divergence", "OUTCOMES", "Plan", "RULES", "Replayer", "Report", "Step", "StepResult", "TopicSetup",
-           "Unreachable", "Values", "compare_targets", "compare_with_capture", "fields", "parse_address", "replay",
+           "Unreachable", "Values", "compare_targets", "compare_with_capture", "parse_address", "replay",
            "replay_both"]

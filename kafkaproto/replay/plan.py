@@ -19,7 +19,7 @@ from ..compare import LOADING
 from ..connection import expects_response
 from ..messages import ApiKey
 from ..uuid import Uuid
-from . import fields
+from .. import fields
 
 # Requests brokers and controllers send each other: the target makes its own, so a replay leaves them out.
 CLUSTER_OWN = {

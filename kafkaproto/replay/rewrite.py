@@ -22,14 +22,12 @@ Record batches in Produce requests carry the producer id and epoch in their head
 the batch's CRC computed again. Nothing here does I/O.
 """
 
-import struct
-
-from crc32c import crc32c
-
 from ..messages import ApiKey
+from ..records.header import (HEADER_SIZE, MAGIC_OFFSET, base_offset, batch_spans, read_header, set_base_offset,
+                              set_producer)
 from ..uuid import Uuid
-from . import fields
-from .fields import (GENERATION, MEMBER, NODE, OFFSET, PRODUCER_EPOCH, PRODUCER_ID, RECORDS,
+from .. import fields
+from ..fields import (GENERATION, MEMBER, NODE, OFFSET, PRODUCER_EPOCH, PRODUCER_ID, RECORDS,
                      SESSION, TOPIC_ID)
 
 _HEARTBEATS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_HEARTBEAT)
@@ -211,16 +209,12 @@ class Values:
         if not self.shifts or where.partition is None:
             return data
         out, moved = bytearray(data), False
-        pos = 0
-        while pos + 12 <= len(out):
-            base, length = struct.unpack_from(">qi", out, pos)
-            if length < 0 or pos + 12 + length > len(out):
-                break
+        for position, _ in batch_spans(out):
+            base = base_offset(out, position)
             back = self._offset(where, base, False)
             if back != base:
-                struct.pack_into(">q", out, pos, back)
+                set_base_offset(out, position, back)
                 moved = True
-            pos += 12 + length
         return bytes(out) if moved else data
 
     # ---- the target's answers in the capture's terms ----
@@ -278,29 +272,18 @@ def _asked_latest(request):
     return {(t.name, p.partition_index) for t in request.topics for p in t.partitions if p.timestamp == LATEST}
 
 
-_BATCH_HEAD = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
-_PRODUCER = struct.Struct(">qh")  # producer id, epoch: at byte 43 of a v2 batch
-_CRC_AT, _ATTRIBUTES_AT, _PRODUCER_AT = 17, 21, 43
-
-
 def _patch_batches(data, producer=None, offset_delta=0):
     """Record batches with each v2 batch's producer (id, epoch) replaced by producer(id, epoch) (and its CRC
     computed again), and every batch's base offset moved by offset_delta. Bytes that do not read as whole batches
     are kept as they are."""
     out = bytearray(data)
-    pos, end = 0, len(out)
-    while pos + _BATCH_HEAD.size <= end:
-        base_offset, length, _, magic = _BATCH_HEAD.unpack_from(out, pos)
-        stop = pos + 12 + length
-        if length < 0 or stop > end:
-            break
+    for position, size in batch_spans(out):
         if offset_delta:
-            struct.pack_into(">q", out, pos, base_offset + offset_delta)
-        if producer is not None and magic == 2 and length >= _PRODUCER_AT + _PRODUCER.size - 12:
-            old = _PRODUCER.unpack_from(out, pos + _PRODUCER_AT)
+            set_base_offset(out, position, base_offset(out, position) + offset_delta)
+        if producer is not None and size >= HEADER_SIZE and out[position + MAGIC_OFFSET] == 2:
+            header = read_header(out, position)
+            old = header.producer_id, header.producer_epoch
             new = producer(*old) if old[0] >= 0 else old
             if new != old:
-                _PRODUCER.pack_into(out, pos + _PRODUCER_AT, *new)
-                struct.pack_into(">I", out, pos + _CRC_AT, crc32c(memoryview(out)[pos + _ATTRIBUTES_AT:stop]))
-        pos = stop
+                set_producer(out, position, size, *new)
     return bytes(out)

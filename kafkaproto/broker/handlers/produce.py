@@ -37,6 +37,7 @@ from typing import NamedTuple
 from ... import errors
 from ...exceptions import RecordsError
 from ...records import produced_batches
+from ...records.header import ATTRIBUTES_OFFSET, CODEC_MASK, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET
 from ...messages import ApiKey, ProduceResponse
 from ..config import segment_size
 from ..dispatch import Close, handles
@@ -91,10 +92,10 @@ def _first_codec(data):
     comes first), else None."""
     if data is None or len(data) < 23:
         return None
-    length = int.from_bytes(data[8:12], "big", signed=True)
-    if length < 14 or length + 12 > len(data) or data[16] != 2:
+    length = int.from_bytes(data[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True)
+    if length < 14 or length + LOG_OVERHEAD > len(data) or data[MAGIC_OFFSET] != 2:
         return None
-    return data[22] & 0x07
+    return data[ATTRIBUTES_OFFSET + 1] & CODEC_MASK
 
 
 class _Limits(NamedTuple):

@@ -40,13 +40,10 @@ from collections import OrderedDict
 
 from ...protocol import FileRegion
 from ...records import RecordsError, iter_batches, produced_batches
+from ...records.header import HEADER_SIZE, read_header, set_base_offset, set_leader_epoch
 
 log = logging.getLogger("kafkaproto.broker")
 
-# The batch header fields the log needs (magic 2): base offset, length, leader epoch, magic, crc,
-# attributes, last offset delta, base timestamp, max timestamp, producer id, epoch, base sequence, count.
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
 OVERHEAD = 12  # base offset and length precede the length's bytes
 INDEX_ENTRY = struct.Struct(">ii")
 # Reads this large are given as FileRegions when asked: below it, copying costs less than a sendfile call.
@@ -284,7 +281,7 @@ class Segment:
                 chunk_at = position
             if position + HEADER_SIZE > chunk_at + len(chunk):
                 return
-            batch = Batch(HEADER.unpack_from(chunk, position - chunk_at), position)
+            batch = Batch(read_header(chunk, position - chunk_at), position)
             if batch.size < HEADER_SIZE or position + batch.size > stop:
                 return
             yield batch
@@ -381,7 +378,7 @@ class PartitionLog:
                 chunk, chunk_at = segment.read(position, chunk_bytes), position
                 if len(chunk) < HEADER_SIZE:
                     break
-            size = struct.unpack_from(">i", chunk, position - chunk_at + 8)[0] + OVERHEAD
+            size = read_header(chunk, position - chunk_at).length + OVERHEAD
             if size < HEADER_SIZE or position + size > segment.size:
                 break
             if position + size > chunk_at + len(chunk):
@@ -414,8 +411,8 @@ class PartitionLog:
             data = bytearray(data)
         first = offset = self.log_end_offset
         for batch in batches:
-            struct.pack_into(">q", data, batch.position, offset)
-            struct.pack_into(">i", data, batch.position + 12, leader_epoch)
+            set_base_offset(data, batch.position, offset)
+            set_leader_epoch(data, batch.position, leader_epoch)
             batch.last_offset = offset + (batch.last_offset - batch.base_offset)
             batch.base_offset = offset
             offset = batch.last_offset + 1

@@ -65,10 +65,10 @@ class PartitionTransactions:
 
 
 def control_marker(data):
-    """COMMIT or ABORT from a control batch's bytes (its first record's key)."""
+    """COMMIT or ABORT from a control batch's bytes, as records reads its first record."""
     for batch in iter_batches(data):
-        for record in batch:
-            return int.from_bytes(record.key[2:4], "big")
+        marker = batch.control_marker
+        return None if marker is None else int(marker.type)
     return None
 
 
