@@ -279,15 +279,7 @@ def _chosen_parser(parser, args):
         parser = actions[0].choices[chosen]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0], epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"kafkaproto {kafkaproto.__version__}")
-    parser.add_argument("--extension", action="append", default=[], metavar="NAME",
-                        help="load an installed extension first (repeatable; KAFKAPROTO_EXTENSIONS does too)")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("apis", help="list every API and its versions")
-    dec = sub.add_parser("decode", help="decode a request (or --response) frame to JSON")
+def _decode_arguments(dec):
     dec.add_argument("input", nargs="?", help="hex or base64 text, a file, or - for stdin (the default)")
     dec.add_argument("--response", nargs=2, metavar=("API", "VERSION"),
                      help="decode a response to a request of this API (name or key) and version")
@@ -296,35 +288,43 @@ def main(argv=None):
     dec.add_argument("--size-prefix", choices=("auto", "yes", "no"), default="auto",
                      help="whether the frame starts with its int32 size (default: when the size fits)")
     dec.add_argument("--compact", action="store_true", help="one line of JSON")
-    cap = sub.add_parser("capture", help="summarise the Kafka traffic in pcap/pcapng files, or write its rows",
-                         description=capture_cli.__doc__.splitlines()[0])
-    capture_cli.add_arguments(cap)
-    rep = sub.add_parser("replay", help="replay a capture's client traffic against a broker and compare the answers",
-                         description=replay_cli.__doc__.splitlines()[0])
-    replay_cli.add_arguments(rep)
-    adm = sub.add_parser("admin", help="list a topic's partitions, or delete some (partition deletion)",
-                         description=admin_cli.__doc__.splitlines()[0])
-    admin_cli.add_arguments(adm)
-    brk = sub.add_parser("broker", help="run a single-node Kafka broker", description=broker_cli.DESCRIPTION)
-    broker_cli.add_arguments(brk)
+
+
+def _first_line(module):
+    return module.__doc__.splitlines()[0]
+
+
+# Each subcommand: (its help line, its description, what adds its arguments, what runs it with the parsed args).
+COMMANDS = {
+    "apis": ("list every API and its versions", None, lambda parser: None, lambda args: list_apis()),
+    "decode": ("decode a request (or --response) frame to JSON", None, _decode_arguments, decode),
+    "capture": ("summarise the Kafka traffic in pcap/pcapng files, or write its rows", _first_line(capture_cli),
+                capture_cli.add_arguments, capture_cli.run),
+    "replay": ("replay a capture's client traffic against a broker and compare the answers", _first_line(replay_cli),
+               replay_cli.add_arguments, replay_cli.run),
+    "admin": ("list a topic's partitions, or delete some (partition deletion)", _first_line(admin_cli),
+              admin_cli.add_arguments, admin_cli.run),
+    "broker": ("run a single-node Kafka broker", broker_cli.DESCRIPTION, broker_cli.add_arguments, broker_cli.run),
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0], epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kafkaproto {kafkaproto.__version__}")
+    parser.add_argument("--extension", action="append", default=[], metavar="NAME",
+                        help="load an installed extension first (repeatable; KAFKAPROTO_EXTENSIONS does too)")
+    sub = parser.add_subparsers(dest="command")
+    for name, (what, description, add_arguments, _) in COMMANDS.items():
+        add_arguments(sub.add_parser(name, help=what, description=description))
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         registry.load_extensions(args.extension)
-        if args.command == "apis":
-            return list_apis()
-        if args.command == "decode":
-            return decode(args)
-        if args.command == "capture":
-            return capture_cli.run(args)
-        if args.command == "replay":
-            return replay_cli.run(args)
-        if args.command == "admin":
-            return admin_cli.run(args)
-        if args.command == "broker":
-            return broker_cli.run(args)
-        return summary()
+        if args.command is None:
+            return summary()
+        return COMMANDS[args.command][3](args)
     except BrokenPipeError:
         raise
     except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError, ImportError) as e:

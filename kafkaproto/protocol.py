@@ -260,11 +260,10 @@ def frame_functions(impl: str | None = None) -> Frames:
     impl = impl or _impl.IMPL
     if impl == "python":
         return _python_frames("python")
-    from . import _core
+    from ._core import decode_request, decode_response, encode_request, encode_response, encode_response_parts
     if not _impl.COMPILED:  # the registry keeps the compiled table only when it is the one in use
         registry.install_compiled(registry.classes("compiled"))
-    return Frames(_core.encode_request, _core.encode_response, _core.decode_request, _core.decode_response,
-                  _core.encode_response_parts)
+    return Frames(encode_request, encode_response, decode_request, decode_response, encode_response_parts)
 
 
 # The implementation in use (see frame_functions); each is typed, and documented, by its Protocol above.

@@ -146,11 +146,11 @@ def extensions() -> list[ModuleType]:
 def load_extensions(names: Iterable[str]) -> list[ModuleType]:
     """Import extensions, each by module name or by its name in the "kafkaproto.extensions" entry points
     (installed extensions declare one); importing one registers it."""
-    import importlib
-    from importlib.metadata import entry_points
-
     if not names:
         return []
+    import importlib
+    from importlib.metadata import entry_points  # a tenth of a second: only when an extension is named
+
     importlib.invalidate_caches()  # one installed since this process started (a long-lived Spark worker, say)
     found = {ep.name: ep.value for ep in entry_points(group="kafkaproto.extensions")}
     loaded = []
@@ -263,8 +263,8 @@ def _amended_in(name, impl):
 
 def install_compiled(classes: dict[str, type[Any]]) -> None:
     """Give the compiled frame functions their API table, over compiled classes."""
-    from . import _core
-    _core.install(_api_infos(classes, "compiled"), classes["RequestHeader"], classes["ResponseHeader"])
+    from ._core import install
+    install(_api_infos(classes, "compiled"), classes["RequestHeader"], classes["ResponseHeader"])
 
 
 def api(key_or_name: int | str) -> ApiInfo:

@@ -1,7 +1,9 @@
 """The import contracts in pyproject.toml ([tool.importlinter]) hold for the installed package."""
 
 import logging
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,48 @@ def test_imports_point_one_way(monkeypatch):
             logger.disabled, logger.level = disabled, level
         root.setLevel(root_state[0])
         root.handlers[:] = root_state[1]
+
+
+PACKAGE = CONFIG.parent / "kafkaproto"
+# A compiled module stands on the layer of its pure twin; the others on their package's.
+TWINS = {"_core": "_pycore", "_cfields": "fields"}
+IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+c?import\b|c?import\s+([\w.]+))", re.M)
+
+
+def _layer_of(module):
+    """'kafkaproto.records._crecords' -> 'records': the name the layers list it under."""
+    part = module.split(".")[1]
+    return TWINS.get(part, part)
+
+
+def test_compiled_modules_import_as_the_layers_allow():
+    """import-linter reads Python sources only: the imports of the .pyx modules are held to the same layers here
+    (a layer may import those below it, and its ':' siblings, never those above or its '|' siblings)."""
+    layers = tomllib.loads(CONFIG.read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+    level, independent = {}, {}
+    for index, layer in enumerate(layers):
+        sep = "|" if "|" in layer else ":"
+        for name in layer.split(sep):
+            level[name.strip()], independent[name.strip()] = index, sep == "|"
+    checked = 0
+    for pyx in sorted(PACKAGE.rglob("*.pyx")):
+        if "_generated" in pyx.parts:
+            continue
+        module = ".".join(pyx.relative_to(PACKAGE.parent).with_suffix("").parts)
+        package = module.rsplit(".", 1)[0].split(".")
+        for match in IMPORT.finditer(pyx.read_text()):
+            target = match.group(1) or match.group(2)
+            dots = len(target) - len(target.lstrip("."))
+            if dots:
+                target = ".".join(package[:len(package) - dots + 1] + ([target[dots:]] if target[dots:] else []))
+            if not target.startswith("kafkaproto."):
+                continue  # the standard library, Cython's and other packages
+            importer, imported = _layer_of(module), _layer_of(target)
+            checked += 1
+            if importer == imported:
+                continue
+            assert importer in level and imported in level, f"{pyx.name}: {module} or {target} is on no layer"
+            allowed = level[importer] < level[imported] or (
+                level[importer] == level[imported] and not independent[importer])
+            assert allowed, f"{pyx.relative_to(PACKAGE.parent)} imports {target}, above or beside its layer"
+    assert checked > 10

@@ -18,7 +18,8 @@ import pytest
 import capture_files as cf
 from kafkaproto.capture import TopicNames, follow, held, read_capture
 from kafkaproto.capture.pcap import read_packets
-from kafkaproto.cli.capture import Summary
+from kafkaproto.capture.summary import Summary
+from kafkaproto.cli.capture import print_summary
 from kafkaproto.cli.live import LiveView
 from kafkaproto.messages import (ApiKey, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
                                  ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader)
@@ -356,7 +357,7 @@ def test_an_hour_of_traffic_in_bounded_memory():
     assert marks[59] - marks[15] < 1 << 20, marks  # under 1 MiB more after 44 more minutes
     assert peak < 32 << 20, peak
     out = io.StringIO()
-    summary.print(out)
+    print_summary(summary, out)
     assert "hourly" in out.getvalue().split("topics by bytes produced")[1]  # the IDs named all along
     rows = {name: rate for name, rate, *_ in live.rows()}
     assert rows["Produce"] > 1 and rows["Fetch"] > 0.4  # the last 10 s: two producers and a consumer

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafkaproto.capture import TopicNames, read_capture
-from kafkaproto.cli.capture import Summary
+from kafkaproto.capture.summary import Summary
 from kafkaproto.cli.report import MAX_BUCKETS, Report
 
 CAPTURES = {p.stem: p for p in sorted((Path(__file__).parent / "data" / "captures").glob("*.pcap"))}
@@ -114,3 +114,19 @@ def test_the_page_renders_in_chromium(tmp_path):
     assert {name: round(total * shown["slice_s"]) for name, total in rates.items()} == shown["requests"]
     summary = summary_of(CAPTURES["kafkajs"])
     assert sum(shown["requests"].values()) == sum(summary.by_api.values())
+
+
+def test_summaries_of_parts_merge_into_the_summary_of_the_whole():
+    """What Spark tasks or several files give: a summary per part, merged, equals one summary over all of them."""
+    paths = [CAPTURES["java-4.3.1"], CAPTURES["aiokafka"], CAPTURES["kafkajs"]]
+    whole = summary_of(*paths)
+    merged = summary_of(paths[0])
+    for path in paths[1:]:
+        merged.merge(summary_of(path))
+    for field in ("by_status", "by_api", "error_codes", "produced", "fetched", "clients", "problem_count"):
+        assert getattr(merged, field) == getattr(whole, field), field
+    assert whole.by_api and whole.produced  # the captures hold something to sum
+    assert set(merged.latency) == set(whole.latency)
+    for name, hist in whole.latency.items():
+        assert merged.latency[name].total == hist.total and merged.latency[name].max == hist.max
+        assert merged.latency[name].percentile(0.99) == hist.percentile(0.99)

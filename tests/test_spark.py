@@ -25,7 +25,7 @@ from kafkaproto import spark as kspark  # noqa: E402
 from kafkaproto.capture import CAPTURE_ERROR, read_capture, tables, walk  # noqa: E402
 from kafkaproto.jsonview import to_json  # noqa: E402
 from kafkaproto.registry import api  # noqa: E402
-from kafkaproto.spark import datasource, schema, udfs  # noqa: E402
+from kafkaproto.spark import planning, reading, schema, udfs  # noqa: E402
 from pcap_streams import tcp_streams  # noqa: E402
 
 # Under pytest -n these tests share one worker, so that one Spark session serves them; the Spark layer is the same
@@ -130,7 +130,7 @@ def test_records_are_those_record_batches_give(spark):
 
 def test_splits_read_every_exchange_once(spark):
     paths = CAPTURES[:3]
-    plan = datasource.plan(datasource.expand([str(p) for p in paths]), 3)
+    plan = planning.plan(planning.expand([str(p) for p in paths]), 3)
     assert [(s.file.name, s.index, s.count) for s in plan] == [(str(p), i, 3) for p in paths for i in range(3)]
     df = spark.read.format("kafka-pcap").option("splits", "3").load(",".join(str(p) for p in paths))
     assert df.rdd.getNumPartitions() == 9
@@ -198,12 +198,12 @@ def test_unreadable_paths_are_rows_not_failures(spark, tmp_path):
 
 
 def test_a_file_gone_after_planning_is_a_row():
-    file = datasource.CaptureFile("gone.pcap", ("local", "/nonexistent/gone.pcap"), size=100)
-    options = datasource.ReadOptions({"path": "gone.pcap"})
+    file = planning.CaptureFile("gone.pcap", ("local", "/nonexistent/gone.pcap"), size=100)
+    options = planning.ReadOptions({"path": "gone.pcap"})
     for level in ("exchanges", "records"):
         options.level = level
         target = schema.arrow_schema_of(schema.struct_for(level))
-        rows = [r for b in datasource.read_split(datasource.CaptureSplit(file, 0, 1), options, target)
+        rows = [r for b in reading.read_split(planning.CaptureSplit(file, 0, 1), options, target)
                 for r in b.to_pylist()]
         assert len(rows) == 1 and rows[0]["file"] == "gone.pcap" and "cannot read gone.pcap" in rows[0]["error"]
 
@@ -211,12 +211,12 @@ def test_a_file_gone_after_planning_is_a_row():
 # ---- planning and options, without Spark --------------------------------------------------------------------
 
 def test_split_count_follows_size():
-    file = datasource.CaptureFile("x", ("local", "x"), size=200 << 20)
-    assert datasource.split_count(file) == 4
-    assert datasource.split_count(datasource.CaptureFile("x", ("local", "x"), size=1)) == 1
-    assert datasource.split_count(datasource.CaptureFile("x", ("local", "x"), size=1 << 40)) == 32
-    assert datasource.split_count(file, splits=7) == 7
-    assert datasource.split_count(datasource.CaptureFile("x", error="gone"), splits=7) == 1
+    file = planning.CaptureFile("x", ("local", "x"), size=200 << 20)
+    assert planning.split_count(file) == 4
+    assert planning.split_count(planning.CaptureFile("x", ("local", "x"), size=1)) == 1
+    assert planning.split_count(planning.CaptureFile("x", ("local", "x"), size=1 << 40)) == 32
+    assert planning.split_count(file, splits=7) == 7
+    assert planning.split_count(planning.CaptureFile("x", error="gone"), splits=7) == 1
 
 
 def test_exact_bodies_read_back_into_the_capture_and_replay(spark):
@@ -263,36 +263,36 @@ def test_topics_are_named_whichever_task_reads_them(spark, tmp_path):
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
-        datasource.ReadOptions(options)
+        planning.ReadOptions(options)
 
 
 def test_uris_and_remote_globs_are_listed(tmp_path):
     for p in CAPTURES[:2]:
         shutil.copy(p, tmp_path / p.name)
     (tmp_path / "_SUCCESS").write_bytes(b"")
-    files = datasource.expand([tmp_path.as_uri()])  # a directory through pyarrow.fs
+    files = planning.expand([tmp_path.as_uri()])  # a directory through pyarrow.fs
     assert [f.name for f in files] == [str(tmp_path / p.name) for p in CAPTURES[:2]]
     assert [f.size for f in files] == [p.stat().st_size for p in CAPTURES[:2]]
     assert all(f.location[0] == "local" for f in files)  # file:// is read as a local path
-    remote = datasource._expand_remote(tmp_path.as_uri())  # the way s3:// and hdfs:// directories are listed
+    remote = planning._expand_remote(tmp_path.as_uri())  # the way s3:// and hdfs:// directories are listed
     assert [(f.name, f.size) for f in remote] == [((tmp_path / p.name).as_uri(), p.stat().st_size)
                                                   for p in CAPTURES[:2]]
-    with datasource.open_capture(remote[0].location) as stream:
+    with planning.open_capture(remote[0].location) as stream:
         assert stream.read() == CAPTURES[0].read_bytes()
     pytest.importorskip("fsspec")
-    listed = datasource._expand_fsspec(tmp_path.as_uri() + "/*.pcap")
+    listed = planning._expand_fsspec(tmp_path.as_uri() + "/*.pcap")
     assert [f.name for f in listed] == [(tmp_path / p.name).as_uri() for p in CAPTURES[:2]]
-    options = datasource.ReadOptions({"path": "x"})
+    options = planning.ReadOptions({"path": "x"})
     struct = schema.arrow_schema_of(schema.exchange_struct())
     for file in listed:  # read back through fsspec, as a task would
-        batches = datasource.read_split(datasource.CaptureSplit(file, 0, 1), options, struct)
+        batches = reading.read_split(planning.CaptureSplit(file, 0, 1), options, struct)
         assert sum(b.num_rows for b in batches) == sum(1 for _ in read_capture(file.location[1][len("file://"):]))
 
 
 def test_remote_globs_without_fsspec_say_what_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "fsspec", None)
     with pytest.raises(ImportError, match="globs on remote filesystems are expanded with fsspec"):
-        datasource.expand(["s3://bucket/captures/*.pcap"])
+        planning.expand(["s3://bucket/captures/*.pcap"])
 
 
 # ---- UDFs -----------------------------------------------------------------------------------------------------

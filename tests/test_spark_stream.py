@@ -12,7 +12,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles  # n
 
 from kafkaproto.capture.pcap import read_packets  # noqa: E402
 from kafkaproto.spark import schema  # noqa: E402
-from kafkaproto.spark.datasource import ReadOptions  # noqa: E402
+from kafkaproto.spark.planning import ReadOptions  # noqa: E402
 from kafkaproto.spark.stream import KafkaPcapStreamReader  # noqa: E402
 
 from test_capture_follow import CAPTURES, pieces  # noqa: E402

@@ -11,7 +11,7 @@ from libc.stdint cimport int32_t, uint32_t
 
 from ._cpcap cimport PcapRecords
 
-from .exchanges import _foreign
+from .framing import foreign
 
 DEF MASK = 0xFFFFFFFF
 DEF HALF = 0x80000000
@@ -30,7 +30,7 @@ cdef inline uint32_t _u32(const unsigned char *p) noexcept nogil:
 
 
 cdef struct Framing:
-    # A _Framer's state while it reads a synced stream (see exchanges._Framer._feed).
+    # A _Framer's state while it reads a synced stream (see framing.Framer._feed).
     long long need       # payload bytes still owed to the current frame; -1 while reading a size prefix
     long long size       # the current frame's size
     long long offset     # stream offset of the data being fed
@@ -40,7 +40,7 @@ cdef struct Framing:
 
 cdef bint _cut(Framing *f, const unsigned char *held, const unsigned char *data, Py_ssize_t n,
                long long max_frame, bytes packet, Py_ssize_t at, object framer, list events) except -1:
-    """Cut data into frames from state f, as _Framer._feed does while synced. With events None it only checks:
+    """Cut data into frames from state f, as Framer._feed does while synced. With events None it only checks:
     False when a frame size is out of range (the framer would lose its footing: the general path's business).
     With events, it appends the frames to them and keeps what is not yet whole in the framer's buffer; held is
     that buffer's first bytes, for a size prefix split between packets. data is packet's bytes from at on."""
@@ -125,7 +125,7 @@ cdef class _Reader:
 
 
 cdef int _start(framer) except -1:
-    """_Framer.start: a stream seen from its SYN starts at a frame boundary."""
+    """Framer.start: a stream seen from its SYN starts at a frame boundary."""
     if not framer.offset and not framer.buf:
         framer.synced = True
         framer.lost_at = framer.lost_reason = None
@@ -251,8 +251,8 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
         if not framer.synced or framer.damaged:
             return None  # lost its footing, or cut by a hole
         if framer.offset == 0:  # the stream's first bytes: they may be TLS, or not Kafka at all
-            foreign = _foreign(data[at + payload_at:at + ip_end], from_client, reader.max_frame, True)
-            if foreign:
+            why = foreign(data[at + payload_at:at + ip_end], from_client, reader.max_frame, True)
+            if why:
                 return None
         buf = framer.buf
         f.need = framer.need
@@ -268,7 +268,7 @@ cdef object _steady(_Reader reader, int link_type, bytes data, Py_ssize_t at, Py
             return None
         # From here on the packet is ours.
         if framer.offset == 0:
-            conn.foreign = foreign
+            conn.foreign = why
         events = []
         _cut(&f, held, p + payload_at, n, reader.max_frame, data, at + payload_at, framer, events)
         framer.need = f.need

@@ -5,11 +5,12 @@
         ...
     capture.follow("traffic.pcap", idle=30)      # a growing file, until nothing new has come for 30 s
 
-Files are read in the order they were written (modification time, then name). The file being written is read as
-it grows; it is finished once a newer file has appeared and it has not grown since it was last read to its end. The
-packets of every file go to one reader, so a TCP connection goes on from one file into the next: a request at the
-end of one file is paired with its answer in the next. A file that cannot be read, or stops being a capture, ends with a
-note in ``stats.notes``; the next file is read all the same. The only I/O here is reading files.
+Files are read in the order they were written (``ring.order_key``: modification time, then name). The file
+being written is read as it grows; it is finished once a newer file has appeared and it has not grown since it was
+last read to its end. The packets of every file go to one reader, so a TCP connection goes on from one file into
+the next: a request at the end of one file is paired with its answer in the next. A file that cannot be read, or
+stops being a capture, ends with a note in ``stats.notes``; the next file is read all the same. The only I/O here
+is reading files.
 """
 
 import io
@@ -17,6 +18,7 @@ import os
 import time
 
 from .pcap import CaptureFormatError, read_packets
+from .ring import order_key
 
 POLL_SECONDS = 0.25
 DONE, GREW, WAIT = "done", "grew", "wait"  # what a file being read says at the end of its bytes
@@ -149,8 +151,8 @@ class Follower:
                 continue
             mtime = _mtime(path)
             if mtime is not None and (path == current or path not in done or mtime > done[path]):
-                found.append((mtime, name, path))
-        return [path for _, _, path in sorted(found)]
+                found.append((order_key(name, mtime), path))
+        return [path for _, path in sorted(found)]
 
 
 def _mtime(path):

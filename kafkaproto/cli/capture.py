@@ -19,18 +19,16 @@ import csv
 import datetime
 import itertools
 import json
-import math
 import operator
 import os
 import sys
 import time
-from collections import Counter, defaultdict, deque
+from collections import deque
 
 from .. import errors
-from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture, records_fields, tables
-from ..fields import holds_records
+from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture, tables
+from ..capture.summary import Summary
 from ..jsonview import to_json
-from ..messages import ApiKey
 from ..registry import api
 from ..uuid import Uuid
 
@@ -116,7 +114,7 @@ def run(args):
     sources = _sources(args, ports, names)  # a file that is not a capture raises here, before anything is drawn
     live = None
     if args.live:
-        from .live import LiveView  # it draws with this module's LatencyHistogram
+        from .live import LiveView
         live = LiveView(sys.stdout, title=_what(args)).start()
     failures = []  # what went wrong with a capture tool that ran for a while (said after the summary)
 
@@ -169,7 +167,7 @@ def run(args):
         finally:
             _end(sources, live)
         summary.files.extend(_files_read(sources))
-        summary.print(sys.stdout, args.top)
+        print_summary(summary, sys.stdout, args.top)
         _write_report(report, args, sources)
         _fail_on(failures, sources)
         return problems.exit_status() if problems is not None else 0
@@ -376,183 +374,52 @@ def _filter(args):
 
 # ---- the summary ------------------------------------------------------------------------------------------
 
-class LatencyHistogram:
-    """Latencies in buckets 2% apart: percentiles within 2% in constant memory, however many exchanges."""
-
-    STEP = math.log(1.02)
-    HELD = 4096  # latencies held before they are put in buckets, all at once
-
-    def __init__(self):
-        self.counts = Counter()
-        self.held = []
-        self._total = 0
-        self._max = 0
-
-    def add(self, ns):
-        self.held.append(ns)
-        if len(self.held) >= self.HELD:
-            self._fold()
-
-    def _fold(self):
-        held, log, step = self.held, math.log, self.STEP
-        if held:
-            self.counts.update(int(log(ns) / step) if ns > 0 else -1 for ns in held)
-            self._total += len(held)
-            self._max = max(self._max, max(held))
-            self.held = []
-
-    def buckets(self):
-        """[(latency ns at the bucket's middle, count)], lowest first."""
-        self._fold()
-        return sorted((0 if b < 0 else math.exp((b + 0.5) * self.STEP), n) for b, n in self.counts.items())
-
-    def merge(self, other):
-        """Take in another histogram's latencies."""
-        other._fold()
-        self._fold()
-        self.counts.update(other.counts)
-        self._total += other._total
-        self._max = max(self._max, other._max)
-
-    @property
-    def total(self):
-        self._fold()
-        return self._total
-
-    @property
-    def max(self):
-        self._fold()
-        return self._max
-
-    def percentile(self, q):
-        target = q * self.total
-        seen = 0
-        for bucket in sorted(self.counts):
-            seen += self.counts[bucket]
-            if seen >= target:
-                return 0 if bucket < 0 else min(self.max, math.exp((bucket + 0.5) * self.STEP))
-        return self.max
-
-
-class Summary:
-    """Counts, latencies, errors, topics and clients over a stream of exchanges."""
-
-    def __init__(self, names=None):
-        self.names = names  # a TopicNames: topics counted by id are shown by name where it is known by then
-        self.files = []
-        self.by_status = Counter()
-        self.by_api = Counter()  # (api name, version) -> exchanges
-        self.latency = defaultdict(LatencyHistogram)  # api name -> latencies
-        self.error_codes = Counter()  # (api name, code) -> responses or partitions with it
-        self.produced = Counter()  # topic -> record bytes produced
-        self.fetched = Counter()
-        self.clients = {}  # client id -> {"requests": n, "software": set}
-        self.problems = []  # (file, exchange) for everything not ok
-        self.problem_count = 0
-        self._names = {}  # api key -> name
-
-    def add(self, path, ex):
-        self.by_status[ex.status] += 1
-        key = ex.api_key
-        name = None
-        if key is not None:
-            name = self._names.get(key)
-            if name is None:
-                name = self._names[key] = ex.api_name or f"api key {key}"
-            self.by_api[(name, ex.api_version)] += 1
-            if ex.response_time_ns is not None and ex.request_time_ns is not None:
-                self.latency[name].add(ex.response_time_ns - ex.request_time_ns)
-        if ex.status != OK:
-            self.problem_count += 1
-            if len(self.problems) < 50:
-                self.problems.append((path, ex))
-        response = ex.response
-        if response is not None:
-            code = getattr(response, "error_code", None)
-            if code:
-                self.error_codes[(name, code)] += 1
-            for _, _, code in ex.partition_errors:
-                self.error_codes[(name, code)] += 1
-        if ex.client_id is not None or key is not None:
-            client = self.clients.get(ex.client_id)
-            if client is None:
-                client = self.clients[ex.client_id] = {"requests": 0, "software": set()}
-            client["requests"] += 1
-            if key == ApiKey.API_VERSIONS and ex.request is not None:
-                software = getattr(ex.request, "client_software_name", None)
-                if software:
-                    client["software"].add(f"{software} {ex.request.client_software_version or ''}".strip())
-        request = ex.request
-        if (request is not None and holds_records(type(request))) or \
-                (response is not None and holds_records(type(response))):
-            for side, _, topic, topic_id, _, data in records_fields(ex):
-                bucket = self.produced if side == "request" else self.fetched
-                bucket[topic if topic is not None else str(topic_id)] += len(data)
-
-    def named(self, counter, unnamed):
-        """counter with its topic ids (kept as text) put under their names where those are known now."""
-        if self.names is None:
-            return counter
-        out = Counter()
-        for topic, n in counter.items():
-            name = self.names.name(topic) if topic else None
-            if name is None and topic and _is_topic_id(topic):
-                unnamed.add(topic)
-            out[name or topic] += n
-        return out
-
-    def print(self, out, top=10):
-        w = out.write
-        total = sum(self.by_status.values())
-        w(f"{total} exchanges in {len(self.files)} file(s): "
-          + ", ".join(f"{n} {status}" for status, n in self.by_status.most_common()) + "\n")
-        if self.by_api:
-            w("\nexchanges by API and version\n")
-            for (name, version), n in sorted(self.by_api.items(), key=lambda kv: (-kv[1], str(kv[0]))):
-                w(f"  {name:<32} v{version if version is not None else '?':<4} {n:>10}\n")
-        if self.latency:
-            w("\nlatency in ms (p50 / p90 / p99 / max)\n")
-            for name, hist in sorted(self.latency.items(), key=lambda kv: -kv[1].total):
-                p = [hist.percentile(q) / 1e6 for q in (0.5, 0.9, 0.99)] + [hist.max / 1e6]
-                w(f"  {name:<32} {' / '.join(f'{v:.3f}' for v in p)}  ({hist.total} exchanges)\n")
-        if self.error_codes:
-            w("\nerror codes in responses (top level and per partition)\n")
-            for (name, code), n in self.error_codes.most_common():
-                w(f"  {name or '-':<32} {code:>4} {errors.by_code(code).name:<40} {n:>8}\n")
-        unnamed = set()
-        for title, counter in (("topics by bytes produced", self.produced), ("topics by bytes fetched", self.fetched)):
-            if counter:
-                w(f"\n{title}\n")
-                for topic, n in self.named(counter, unnamed).most_common(top):
-                    w(f"  {topic or '-':<48} {n:>14,}\n")
-        if unnamed:
-            w(f"  ({len(unnamed)} topic id{'s' if len(unnamed) > 1 else ''} named by no Metadata answer in the "
-              "capture, and no --topic-names or --bootstrap-server: shown as ids)\n")
-        if self.clients:
-            w("\nclients (client id, requests, software from ApiVersions)\n")
-            for client_id, info in sorted(self.clients.items(), key=lambda kv: -kv[1]["requests"])[:top]:
-                w(f"  {client_id if client_id is not None else '-':<40} {info['requests']:>8}  "
-                  f"{', '.join(sorted(info['software']))}\n")
-        if self.problem_count:
-            w(f"\nnot ok ({self.problem_count}"
-              f"{'' if self.problem_count <= len(self.problems) else f', the first {len(self.problems)} shown'})\n")
-            for path, ex in self.problems:
-                where = (f"{ex.client_address}:{ex.client_port} -> {ex.broker_address}:{ex.broker_port}"
-                         if ex.connection is not None else "the file itself")
-                packet = ex.response_packet or ex.request_packet
-                what = f"{ex.api_name or ex.api_key} v{ex.api_version}" if ex.api_key is not None else ""
-                w(f"  {path}: {ex.status}: {where}{f' packet {packet}' if packet else ''} {what} "
-                  f"{f'correlation id {ex.correlation_id}' if ex.correlation_id is not None else ''}\n")
-                if ex.error:
-                    w(f"      {ex.error}\n")
-
-
-def _is_topic_id(text):
-    try:
-        Uuid.from_string(text)
-    except ValueError:
-        return False
-    return len(text) == 22
+def print_summary(summary, out, top=10):
+    """The summary as text."""
+    w = out.write
+    total = sum(summary.by_status.values())
+    w(f"{total} exchanges in {len(summary.files)} file(s): "
+      + ", ".join(f"{n} {status}" for status, n in summary.by_status.most_common()) + "\n")
+    if summary.by_api:
+        w("\nexchanges by API and version\n")
+        for (name, version), n in sorted(summary.by_api.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+            w(f"  {name:<32} v{version if version is not None else '?':<4} {n:>10}\n")
+    if summary.latency:
+        w("\nlatency in ms (p50 / p90 / p99 / max)\n")
+        for name, hist in sorted(summary.latency.items(), key=lambda kv: -kv[1].total):
+            p = [hist.percentile(q) / 1e6 for q in (0.5, 0.9, 0.99)] + [hist.max / 1e6]
+            w(f"  {name:<32} {' / '.join(f'{v:.3f}' for v in p)}  ({hist.total} exchanges)\n")
+    if summary.error_codes:
+        w("\nerror codes in responses (top level and per partition)\n")
+        for (name, code), n in summary.error_codes.most_common():
+            w(f"  {name or '-':<32} {code:>4} {errors.by_code(code).name:<40} {n:>8}\n")
+    unnamed = set()
+    for title, counter in (("topics by bytes produced", summary.produced),
+                           ("topics by bytes fetched", summary.fetched)):
+        if counter:
+            w(f"\n{title}\n")
+            for topic, n in summary.named(counter, unnamed).most_common(top):
+                w(f"  {topic or '-':<48} {n:>14,}\n")
+    if unnamed:
+        w(f"  ({len(unnamed)} topic id{'s' if len(unnamed) > 1 else ''} named by no Metadata answer in the "
+          "capture, and no --topic-names or --bootstrap-server: shown as ids)\n")
+    if summary.clients:
+        w("\nclients (client id, requests, software from ApiVersions)\n")
+        for client_id, info in sorted(summary.clients.items(), key=lambda kv: -kv[1]["requests"])[:top]:
+            w(f"  {client_id if client_id is not None else '-':<40} {info['requests']:>8}  "
+              f"{', '.join(sorted(info['software']))}\n")
+    if summary.problem_count:
+        shown = "" if summary.problem_count <= len(summary.problems) else f", the first {len(summary.problems)} shown"
+        w(f"\nnot ok ({summary.problem_count}{shown})\n")
+        for path, ex in summary.problems:
+            where = (f"{ex.client_address}:{ex.client_port} -> {ex.broker_address}:{ex.broker_port}"
+                     if ex.connection is not None else "the file itself")
+            packet = ex.response_packet or ex.request_packet
+            what = f"{ex.api_name or ex.api_key} v{ex.api_version}" if ex.api_key is not None else ""
+            w(f"  {path}: {ex.status}: {where}{f' packet {packet}' if packet else ''} {what} "
+              f"{f'correlation id {ex.correlation_id}' if ex.correlation_id is not None else ''}\n")
+            if ex.error:
+                w(f"      {ex.error}\n")
 
 
 # ---- rows ---------------------------------------------------------------------------------------------------

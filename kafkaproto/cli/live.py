@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter, defaultdict, deque
 
-from .capture import LatencyHistogram
+from ..capture.summary import LatencyHistogram
 
 
 class _Second:

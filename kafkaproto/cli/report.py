@@ -16,7 +16,7 @@ import html
 import json
 from collections import Counter, defaultdict
 
-from .capture import LatencyHistogram, Summary
+from ..capture.summary import LatencyHistogram, Summary
 
 MAX_BUCKETS = 512
 PERCENTILES = (0.5, 0.9, 0.99)

@@ -46,6 +46,23 @@ cdef uint32_t xxh32_short(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     return h ^ (h >> 16)
 
 
+cdef inline bint extend(const uint8_t* src, Py_ssize_t* ip, Py_ssize_t n, Py_ssize_t* length,
+                        Py_ssize_t most) noexcept nogil:
+    """Add a length's extension bytes (each 255 but the last) to length; False when they run past the block or the
+    length past most (which also keeps the sum from growing without bound)."""
+    cdef uint8_t b
+    while True:
+        if ip[0] >= n:
+            return False
+        b = src[ip[0]]
+        ip[0] += 1
+        length[0] += b
+        if length[0] > most:
+            return False
+        if b != 255:
+            return True
+
+
 cdef Py_ssize_t decode_block(const uint8_t* src, Py_ssize_t n, uint8_t* dst, Py_ssize_t op, Py_ssize_t low,
                              Py_ssize_t end) noexcept nogil:
     """Decode the lz4 block src[:n] into dst from op: the new op, or CORRUPT.
@@ -54,24 +71,15 @@ cdef Py_ssize_t decode_block(const uint8_t* src, Py_ssize_t n, uint8_t* dst, Py_
     measures it: its rules on the last literals and the last match count from there.
     """
     cdef Py_ssize_t ip = 0, lit, length, offset, start, chunk
-    cdef uint8_t token, b
+    cdef uint8_t token
     if n == 0:
         return CORRUPT
     while True:
         token = src[ip]
         ip += 1
         lit = token >> 4
-        if lit == 15:
-            while True:
-                if ip >= n:
-                    return CORRUPT
-                b = src[ip]
-                ip += 1
-                lit += b
-                if lit > n:  # more literals than the block holds; also stops the sum growing
-                    return CORRUPT
-                if b != 255:
-                    break
+        if lit == 15 and not extend(src, &ip, n, &lit, n):  # no more literals than the block holds
+            return CORRUPT
         if op + lit > end - MATCH_FIND_LIMIT or ip + lit > n - (2 + 1 + LAST_LITERALS):
             # Too near either end for a match to follow: these are the block's last literals.
             if ip + lit != n or op + lit > end:
@@ -84,17 +92,8 @@ cdef Py_ssize_t decode_block(const uint8_t* src, Py_ssize_t n, uint8_t* dst, Py_
         offset = src[ip] | (<Py_ssize_t>src[ip + 1] << 8)
         ip += 2
         length = token & 15
-        if length == 15:
-            while True:
-                if ip >= n:
-                    return CORRUPT
-                b = src[ip]
-                ip += 1
-                length += b
-                if length > RATIO * n:
-                    return CORRUPT
-                if b != 255:
-                    break
+        if length == 15 and not extend(src, &ip, n, &length, RATIO * n):
+            return CORRUPT
         length += MIN_MATCH
         if offset > op - low or op + length > end - LAST_LITERALS:
             return CORRUPT

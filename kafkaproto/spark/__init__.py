@@ -42,7 +42,8 @@ from .._optional import require
 require("pyspark", "spark", "kafkaproto.spark")
 require("pyarrow", "spark", "kafkaproto.spark")
 
-from .datasource import NAME, KafkaPcapDataSource  # noqa: E402
+from .datasource import KafkaPcapDataSource  # noqa: E402
+from .planning import NAME  # noqa: E402
 from .schema import exchange_struct, record_struct  # noqa: E402
 
 __all__ = ["NAME", "KafkaPcapDataSource", "exchange_struct", "read_named", "record_struct", "register", "session",

@@ -3,7 +3,7 @@ from typing import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .datasource import NAME as NAME
+from .planning import NAME as NAME
 from .datasource import KafkaPcapDataSource as KafkaPcapDataSource
 from .schema import exchange_struct as exchange_struct
 from .schema import record_struct as record_struct

@@ -26,7 +26,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, Sup
 from .. import registry
 from ..capture import TopicNames, ring
 from . import schema as _schema
-from .datasource import expand, in_ring_order, plan_ring, read_split
+from .planning import expand, in_ring_order, plan_ring
+from .reading import read_split
 
 BEGINNING = {"file": "", "mtime_ns": 0, "size": 0, "files": 0}
 
