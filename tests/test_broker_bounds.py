@@ -37,6 +37,7 @@ import pytest
 
 from kafkaproto import decode_response, encode_request, errors, records
 from kafkaproto.broker import Broker, security, server
+from kafkaproto.broker import stream as broker_stream
 from kafkaproto.broker.config import BrokerConfig
 from kafkaproto.broker.embedded import serve
 from kafkaproto.broker.state.groups import Waiter, clock_ms
@@ -360,13 +361,13 @@ def test_queued_max_requests_bounds_the_requests_read_and_not_yet_started(tmp_pa
     with queued.max.requests=5, at most 5 are read before their handling starts (the others wait in their
     sockets), and every one is answered."""
     most = []
-    received = server._Stream.buffer_updated
+    received = broker_stream.Stream.buffer_updated
 
     def spy(stream, nbytes):
         received(stream, nbytes)
         most.append(stream._queue.size)
 
-    monkeypatch.setattr(server._Stream, "buffer_updated", spy)
+    monkeypatch.setattr(broker_stream.Stream, "buffer_updated", spy)
     with Running(tmp_path, {"queued.max.requests": "5"}) as broker:
         socks = [socket.create_connection(("127.0.0.1", broker.port), timeout=30) for _ in range(40)]
         for sock in socks:  # each connection's task now waits for its first request
@@ -385,7 +386,7 @@ def test_queued_max_requests_bounds_the_requests_read_and_not_yet_started(tmp_pa
 
 
 def test_one_request_in_flight_per_connection_and_pipelining_stays_fast(tmp_path):
-    """While a connection's Fetch waits, the broker reads ahead at most server.READ_AHEAD bytes of its requests
+    """While a connection's Fetch waits, the broker reads ahead at most broker_stream.READ_AHEAD bytes of its requests
     (two of the 40 Produce requests of 100 kB it pipelined behind it; the rest wait in the socket); once the fetch
     is answered, they all are, in order. 2,000 pipelined requests are answered in order, quickly."""
     with Running(tmp_path) as broker:

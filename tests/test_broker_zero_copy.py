@@ -11,7 +11,7 @@ import pytest
 
 from kafkaproto import records
 from kafkaproto.broker import Broker
-from kafkaproto.broker import server
+from kafkaproto.broker import stream as broker_stream
 from kafkaproto.broker.state import log as segment_log
 from kafkaproto.messages import CreateTopicsRequest, FetchRequest, MetadataRequest, ProduceRequest, RequestHeader
 from kafkaproto.protocol import FileRegion, FrameBuffer, decode_response, encode_request, frame_functions
@@ -159,13 +159,13 @@ def test_fetch_over_sendfile_equals_the_log_bytes(tmp_path, monkeypatch):
 
 def test_pipelined_requests_are_answered_in_order_and_read_ahead_is_bounded(tmp_path, monkeypatch):
     waiting = []  # bytes of whole requests the connection held, after each read
-    received = server._Stream.buffer_updated
+    received = broker_stream.Stream.buffer_updated
 
     def spy(stream, nbytes):
         received(stream, nbytes)
         waiting.append(stream._waiting)
 
-    monkeypatch.setattr(server._Stream, "buffer_updated", spy)
+    monkeypatch.setattr(broker_stream.Stream, "buffer_updated", spy)
     with Broker(log_dir=str(tmp_path / "data")) as broker:
         client = RawClient(broker.port)
         created = client.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(

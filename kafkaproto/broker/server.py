@@ -6,8 +6,8 @@ a large request lands in a buffer of its own and goes to the log without
 another copy), hands each request to dispatch, and writes the response. As in
 Kafka, a connection's requests are handled one at a time, so its responses
 leave in order: while one is answered, the connection reads ahead at most
-READ_AHEAD bytes of requests (Kafka mutes the channel), so a pipelining client
-waits in its own socket buffer and costs the broker little. Requests read and ready but not yet
+stream.READ_AHEAD bytes of requests (Kafka mutes the channel), so a pipelining
+client waits in its own socket buffer and costs the broker little. Requests read and ready but not yet
 started, over every connection, stop all reading at queued.max.requests. A Fetch
 waiting for data holds only its own connection, wakes only when one of its
 partitions takes a batch, and is dropped the moment its client hangs up.
@@ -50,12 +50,9 @@ from .security import MECHANISMS, AuthenticationError, Session, listener_setting
 from .state import CHANGED, WAKE_ALL
 from .state.clock import clock_ms
 from .state.cluster import remove_directories
+from .stream import RequestQueue, Stream
 
 log = logging.getLogger("kafkaproto.broker")
-READ_SIZE = 1 << 16
-# Bytes of whole requests a connection holds behind the one being answered before it stops reading: what Kafka's
-# default socket receive buffer (socket.receive.buffer.bytes) holds.
-READ_AHEAD = 100 * 1024
 # Kafka's defaults of the settings this module reads with _setting (when the configuration does not define them).
 KAFKA_DEFAULTS = {"max.connections.per.ip": 2**31 - 1, "queued.max.requests": 500,
                   "connection.failed.authentication.delay.ms": 100}
@@ -159,7 +156,7 @@ class Server:
         self._slot = None  # while max.connections are open: the future the accept loops wait on for a slot
         self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
         self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
-        self._queue = _RequestQueue(int(_setting(self.config, "queued.max.requests")))  # read-only, as in Kafka
+        self._queue = RequestQueue(int(_setting(self.config, "queued.max.requests")))  # read-only, as in Kafka
         self._tasks = set()
         self._closing = False
         # Requests that wait (dispatch.Wait), each a future its connection's task awaits: those waiting on
@@ -392,12 +389,12 @@ class Server:
                       exc_info=(type(error), error, error.__traceback__))
 
     async def _open(self, conn, ip, listener, mechanisms, context):
-        """A _Stream over an accepted socket (after the TLS handshake, on a TLS listener), then serve it. The
+        """A Stream over an accepted socket (after the TLS handshake, on a TLS listener), then serve it. The
         handshake may take connections.max.idle.ms at most: a client that stalls in it is closed as an idle one."""
         loop = asyncio.get_running_loop()
         try:
             connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
-            stream = _Stream(connection, self._queue)
+            stream = Stream(connection, self._queue)
             idle = self.config["connections.max.idle.ms"] / 1000
             # a negative idle time never closes an idle connection; a handshake then has asyncio's 60 s
             options = {"ssl": context, "ssl_handshake_timeout": idle if idle > 0 else None} if context else {}
@@ -580,188 +577,6 @@ class Server:
             pass
         log.warning("%s: %s; closing the connection (no error field to answer with)", where, reason)
         return None
-
-
-class _RequestQueue:
-    """Requests read and ready, over every connection, that their connection's task has not started yet (Kafka's
-    request queue, bounded by queued.max.requests). When it is full, every connection stops reading (as Kafka's
-    network threads do when the queue is full), and all read again once it is not. A request read while another
-    of its connection is answered (the one read beyond, see _Stream) is not ready and does not count: it waits
-    for its own connection, not for the broker."""
-
-    def __init__(self, limit):
-        self.limit = limit
-        self.size = 0
-        self.streams = set()  # the connections' streams
-        self.blocked = set()  # streams that stopped reading for the queue
-
-    @property
-    def full(self):
-        return self.size >= self.limit
-
-    def added(self):
-        self.size += 1
-        if self.size == self.limit:
-            for stream in list(self.streams):
-                stream.update_reading()  # each stops reading, and is noted in blocked
-
-    def taken(self):
-        self.size -= 1
-        if self.blocked and not self.full:
-            blocked, self.blocked = self.blocked, set()
-            for stream in blocked:
-                stream.update_reading()
-
-
-class _Stream(asyncio.BufferedProtocol):
-    """One connection's transport end: the client's bytes are received straight into its ServerConnection's
-    frame buffer (a large request into a bytearray of its own, never copied on its way to the log), whole
-    frames wait for the connection's task, and writes are paced as StreamWriter paces them (drain).
-
-    As Kafka mutes a channel while its request is handled, it stops reading once the whole requests waiting
-    behind the one being answered hold more than READ_AHEAD bytes: a pipelining client's next requests then wait
-    in the socket, not in the broker. (Stopping and starting cost a system call each, so a producer's few
-    requests in flight are read on without them.) It reads nothing either while the server's request queue is
-    full (queued.max.requests)."""
-
-    def __init__(self, connection, queue=None):
-        self._connection = connection
-        self._queue = queue
-        self.transport = None
-        self._frames = collections.deque()
-        self._waiting = 0  # bytes in _frames
-        self._ended = False  # no more frames: end of stream, connection lost or an unreadable size prefix
-        self._error = None  # what ended it, raised after the frames before it
-        self._wake = None  # the future the connection's task waits on for frames
-        self._writable = None  # the future drain waits on while the transport's buffer is full
-        self._spare = None
-        self._queued = False  # the next frame counts in the server's request queue (its task waits for it)
-        # Done when the connection is lost: a request waiting for data ends then, rather than at its time.
-        self.lost = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport):
-        self.transport = transport
-        if self._queue is not None:
-            self._queue.streams.add(self)
-            self.update_reading()  # the queue may be full now
-
-    def get_buffer(self, sizehint):
-        if not self._ended:
-            try:
-                return self._connection.get_buffer(sizehint)
-            except ProtocolError as e:
-                self._end(e)
-        if self._spare is None:  # what still arrives after the end is dropped
-            self._spare = bytearray(READ_SIZE)
-        return self._spare
-
-    def buffer_updated(self, nbytes):
-        if self._ended:
-            return
-        try:
-            frames = self._connection.buffer_updated(nbytes)
-        except ProtocolError as e:
-            self._end(e)
-            return
-        if frames:
-            self._frames.extend(frames)
-            if self._connection.frame_error is not None:  # these are the last: the stream ends after them
-                self._end(self._connection.frame_error)
-            self._waiting += sum(map(len, frames))
-            if self._queue is not None and self._wake is not None and not self._queued:
-                self._queued = True  # ready for its task, which has not run yet
-                self._queue.added()
-            self.update_reading()
-            self._wakeup()
-
-    def update_reading(self):
-        """Read while the whole requests waiting beyond the one the task is about to take hold at most READ_AHEAD
-        bytes, and the server's request queue has room."""
-        transport = self.transport
-        if self._ended or transport is None or transport.is_closing():
-            return
-        beyond = len(self._frames) - (1 if self._wake is not None else 0)
-        full = self._queue is not None and self._queue.full
-        if beyond > 0 and self._waiting > READ_AHEAD or full:
-            if full:
-                self._queue.blocked.add(self)  # to read again when the queue has room
-            if transport.is_reading():
-                transport.pause_reading()
-        elif not transport.is_reading():
-            transport.resume_reading()
-
-    def eof_received(self):
-        self._end(None)
-        return False  # close: a Kafka client that stops sending is gone
-
-    def connection_lost(self, exc):
-        if self._queue is not None:
-            self._queue.streams.discard(self)
-            self._queue.blocked.discard(self)
-            if self._queued:
-                self._queued = False
-                self._queue.taken()
-        self._frames.clear()  # no one is left to read their answers
-        self._waiting = 0
-        self._end(exc)
-        if not self.lost.done():
-            self.lost.set_result(None)
-        self.resume_writing()  # drain sees the loss
-
-    def pause_writing(self):
-        self._writable = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self):
-        writable, self._writable = self._writable, None
-        if writable is not None and not writable.done():
-            writable.set_result(None)
-
-    def _end(self, error):
-        if not self._ended:
-            self._ended, self._error = True, error
-            if self.transport is not None and not self.transport.is_closing():
-                self.transport.pause_reading()
-        self._wakeup()
-
-    def _wakeup(self):
-        wake, self._wake = self._wake, None
-        if wake is not None and not wake.done():
-            wake.set_result(None)
-
-    async def frame(self):
-        """The next whole frame; None at the end of the stream. An unreadable size prefix or a lost
-        connection is raised once the frames before it are taken."""
-        while not self._frames:
-            if self._ended:
-                if self._error is not None:
-                    raise self._error
-                return None
-            self._wake = asyncio.get_running_loop().create_future()
-            self.update_reading()  # the task takes the next request at once: read it
-            await self._wake
-        frame = self._frames.popleft()
-        self._waiting -= len(frame)
-        if self._queued:
-            self._queued = False
-            self._queue.taken()
-        self.update_reading()
-        return frame
-
-    def write(self, data):
-        self.transport.write(data)
-
-    async def drain(self):
-        writable = self._writable
-        if writable is not None:
-            await writable
-            if self.lost.done():
-                raise ConnectionResetError("the connection was lost while its answers waited to be sent")
-
-    def get_extra_info(self, name):
-        return self.transport.get_extra_info(name)
-
-    def close(self):
-        self.transport.close()
 
 
 def _wake(futures):

@@ -17,8 +17,8 @@ from ._common import (ATTRIBUTES_OFFSET, BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_
 
 HEADER_SIZE = BATCH_HEADER_SIZE  # 61
 __all__ = ["ATTRIBUTES_OFFSET", "CODEC_MASK", "HEADER_SIZE", "LENGTH_OFFSET", "LOG_OVERHEAD", "MAGIC_OFFSET",
-           "PRODUCER_OFFSET", "BatchHeader", "base_offset", "batch_spans",
-           "read_header", "set_base_offset", "set_leader_epoch", "set_producer"]
+           "PRODUCER_OFFSET", "BatchHeader", "assign", "base_offset", "batch_spans", "read_header", "set_base_offset",
+           "set_producer"]
 PRODUCER_OFFSET = 43  # producer id (int64), then producer epoch (int16)
 _LEADER_EPOCH_OFFSET = 12
 _INT64, _INT32, _UINT32, _PRODUCER = struct.Struct(">q"), struct.Struct(">i"), struct.Struct(">I"), struct.Struct(">qh")
@@ -71,9 +71,11 @@ def set_base_offset(buf, position, base_offset):
     _INT64.pack_into(buf, position, base_offset)
 
 
-def set_leader_epoch(buf, position, epoch):
-    """Give the batch at position its partition leader epoch (not under the CRC)."""
-    _INT32.pack_into(buf, position + _LEADER_EPOCH_OFFSET, epoch)
+def assign(buf, position, base_offset, leader_epoch):
+    """Give the batch at position the base offset and leader epoch a broker appends it with (neither is under the
+    CRC, so nothing else changes)."""
+    _INT64.pack_into(buf, position, base_offset)
+    _INT32.pack_into(buf, position + _LEADER_EPOCH_OFFSET, leader_epoch)
 
 
 def set_producer(buf, position, size, producer_id, producer_epoch):

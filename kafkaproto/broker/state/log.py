@@ -40,7 +40,7 @@ from collections import OrderedDict
 
 from ...protocol import FileRegion
 from ...records import RecordsError, iter_batches, produced_batches
-from ...records.header import HEADER_SIZE, read_header, set_base_offset, set_leader_epoch
+from ...records.header import HEADER_SIZE, assign, read_header
 
 log = logging.getLogger("kafkaproto.broker")
 
@@ -411,8 +411,7 @@ class PartitionLog:
             data = bytearray(data)
         first = offset = self.log_end_offset
         for batch in batches:
-            set_base_offset(data, batch.position, offset)
-            set_leader_epoch(data, batch.position, leader_epoch)
+            assign(data, batch.position, offset, leader_epoch)
             batch.last_offset = offset + (batch.last_offset - batch.base_offset)
             batch.base_offset = offset
             offset = batch.last_offset + 1
