@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, overload
 from . import errors
 from ._generated import ApiKey
 from ._impl import COMPILED
-from .exceptions import DecodeError, KafkaProtoError, UnsupportedVersionError
+from .exceptions import KafkaProtoError, UnsupportedVersionError
 from .messages import RequestHeader, ResponseHeader
 from .protocol import (DEFAULT_MAX_FRAME, FrameBuffer, FrameError, encode_request, encode_response,
                        encode_response_parts)
@@ -163,114 +163,137 @@ def expects_response(header: RequestHeader, body: Any) -> bool:
     return not (header.request_api_key == ApiKey.PRODUCE and getattr(body, "acks", None) == 0)
 
 
-class _State:
-    """What both ends and the tap share: pending requests and the SASL raw mode."""
+class Pairing:
+    """Which response answers which request, and when the bytes are raw SASL tokens instead: the rules both ends
+    of a connection and every tap share, a capture's included.
 
-    def __init__(self, max_frame):
-        self.from_client = FrameBuffer(max_frame)
-        self.from_server = FrameBuffer(max_frame)
-        self.pending = {}  # correlation id -> RequestHeader, for requests that expect a response
+    ``pending`` maps a correlation id to whatever its end keeps of the request (a RequestHeader here; a capture
+    keeps times and packet numbers too), in the order the requests were sent, which is the order a broker answers.
+    """
+
+    __slots__ = ("pending", "mechanism", "raw_rounds")
+
+    def __init__(self) -> None:
+        self.pending: dict[int, Any] = {}
         self.mechanism = None  # of a version-0 SaslHandshake waiting for its response
         self.raw_rounds = 0  # raw SASL round trips left; -1: until the client speaks Kafka again
 
     @property
-    def raw(self):
+    def raw(self) -> bool:
         return self.raw_rounds != 0
 
-    def request_seen(self, header, body):
-        if header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0:
-            self.mechanism = body.mechanism
-        if expects_response(header, body):
-            self.pending[header.correlation_id] = header
+    def raw_request(self, frame: Buffer) -> bool:
+        """True when a frame from the client is a raw SASL token; a frame that reads as a request ends an
+        open-ended exchange (GSSAPI)."""
+        if self.raw_rounds > 0 or (self.raw_rounds < 0 and not reads_as_request(frame)):
+            return True
+        self.raw_rounds = 0
+        return False
 
-    def response_seen(self, request, body):
+    def raw_response(self) -> bool:
+        """True when the broker's next frame is a raw SASL token; it completes one round trip."""
+        if not self.raw_rounds:
+            return False
+        if self.raw_rounds > 0:
+            self.raw_rounds -= 1
+        return True
+
+    def asked(self, header: RequestHeader, body: Any, kept: Any) -> bool:
+        """Note a request (body None when it was not read) and keep ``kept`` for its response; False when no
+        response will come (a Produce with acks=0), and then nothing is kept."""
+        if header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0 and body is not None:
+            self.mechanism = body.mechanism
+        if body is not None and not expects_response(header, body):
+            return False
+        pending = self.pending
+        pending.pop(header.correlation_id, None)  # a reused id goes to the back of the line
+        pending[header.correlation_id] = kept
+        return True
+
+    def answered(self, request: RequestHeader, body: Any) -> None:
+        """Note the response read for a request: a successful version-0 SaslHandshake turns the bytes raw."""
         if request.request_api_key == ApiKey.SASL_HANDSHAKE and request.request_api_version == 0 and self.mechanism:
             if body.error_code == 0:
                 self.raw_rounds = SASL_ROUNDS.get(self.mechanism.upper(), -1)
             self.mechanism = None
 
-    def raw_from_server(self):
-        if self.raw_rounds > 0:
-            self.raw_rounds -= 1
-
-    def read_response(self, frame):
-        """(header of the request it answers, Response); raises KafkaProtoError."""
-        if len(frame) < 4:
-            raise FrameError(f"a response frame of {len(frame)} bytes has no correlation id")
-        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
-        request = self.pending.pop(correlation_id, None)
-        if request is None:
-            raise ProtocolError(f"response with correlation id {correlation_id}, which no pending request has",
-                                correlation_id=correlation_id)
-        try:
-            response = decode_response(frame, request.request_api_key, request.request_api_version)
-        except (DecodeError, UnsupportedVersionError):
-            self.pending[correlation_id] = request  # the caller may still want to know what was asked
-            raise
-        self.response_seen(request, response.body)
-        return request, response
-
 
 class _End:
-    """What every end has: the shared state, and reading each direction's frames into events."""
+    """What every end has: each direction's frames, the pairing, and reading frames into events."""
 
     allow_trailing = False  # whether bytes after a request's body are ignored (as Kafka's broker does)
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        self._state = _State(max_frame)
+        self._from_client = FrameBuffer(max_frame)
+        self._from_server = FrameBuffer(max_frame)
+        self._pairing = Pairing()
 
     @property
     def pending(self) -> dict[int, RequestHeader]:
         """{correlation id: RequestHeader} of requests still waiting for a response."""
-        return dict(self._state.pending)
+        return dict(self._pairing.pending)
 
     @property
     def raw(self) -> bool:
         """True while raw SASL tokens are exchanged (send them with send_raw)."""
-        return self._state.raw
+        return self._pairing.raw
 
     def _requests(self, frames, refuse):
         """Events for frames a client sent; refuse(frame, error) raises, or returns the event to report."""
-        state = self._state
+        pairing = self._pairing
         events = []
         for frame in frames:
-            if state.raw_rounds > 0 or (state.raw_rounds < 0 and not _reads_as_request(frame)):
+            if pairing.raw_request(frame):
                 events.append(SaslBytes(frame, True))
                 continue
-            state.raw_rounds = 0
             try:
                 request = decode_request(frame, self.allow_trailing)
             except KafkaProtoError as e:
                 events.append(refuse(frame, e))
                 continue
             header, body = request.header, request.body
-            if header.correlation_id in state.pending:
+            if header.correlation_id in pairing.pending:
                 events.append(refuse(frame, ProtocolError(f"correlation id {header.correlation_id} is already "
                                                           "pending", correlation_id=header.correlation_id)))
                 continue
-            state.request_seen(header, body)
-            events.append(RequestReceived(header, body, len(frame), expects_response(header, body)))
+            answered = pairing.asked(header, body, header)
+            events.append(RequestReceived(header, body, len(frame), answered))
         return events
 
     def _responses(self, frames, refuse):
         """Events for frames the broker sent; refuse as for _requests."""
-        state = self._state
+        pairing = self._pairing
         events = []
         for frame in frames:
-            if state.raw:
-                state.raw_from_server()
+            if pairing.raw_response():
                 events.append(SaslBytes(frame, False))
                 continue
             try:
-                request, response = state.read_response(frame)
+                request, response = self._read_response(frame)
             except KafkaProtoError as e:
                 events.append(refuse(frame, e))
                 continue
             events.append(ResponseReceived(response.header, response.body, response.version, request, len(frame)))
         return events
 
+    def _read_response(self, frame):
+        """(header of the request it answers, Response); raises KafkaProtoError."""
+        if len(frame) < 4:
+            raise FrameError(f"a response frame of {len(frame)} bytes has no correlation id")
+        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+        pending = self._pairing.pending
+        request = pending.get(correlation_id)
+        if request is None:
+            raise ProtocolError(f"response with correlation id {correlation_id}, which no pending request has",
+                                correlation_id=correlation_id)
+        # Left pending when it does not read: the caller may still want to know what was asked.
+        response = decode_response(frame, request.request_api_key, request.request_api_version)
+        del pending[correlation_id]
+        self._pairing.answered(request, response.body)
+        return request, response
+
     def _raw_frame(self, token):
-        if not self._state.raw:
+        if not self._pairing.raw:
             raise ProtocolError("raw SASL tokens follow only a successful version-0 SaslHandshake", close=False)
         return len(token).to_bytes(4, "big") + bytes(token)
 
@@ -280,12 +303,12 @@ class ClientConnection(_End):
 
     def send_request(self, header: RequestHeader, body: Message) -> bytes:
         """The frame to write for a request (at header.request_api_version); it is pending from now on."""
-        if self._state.raw:
+        if self._pairing.raw:
             raise ProtocolError("the connection is exchanging raw SASL tokens; use send_raw", close=False)
-        if header.correlation_id in self._state.pending:
+        if header.correlation_id in self._pairing.pending:
             raise ProtocolError(f"correlation id {header.correlation_id} is already pending", close=False)
         frame = encode_request(header, body, header.request_api_version)
-        self._state.request_seen(header, body)
+        self._pairing.asked(header, body, header)
         return frame
 
     def send_raw(self, token: Buffer) -> bytes:
@@ -294,7 +317,7 @@ class ClientConnection(_End):
 
     def receive_data(self, data: Buffer) -> list[ResponseReceived | SaslBytes]:
         """The events in bytes read from the broker: ResponseReceived, or SaslBytes in raw mode."""
-        return self._responses(_frames(self._state.from_server, data), _unreadable_response)
+        return self._responses(_frames(self._from_server, data), _unreadable_response)
 
 
 class ServerConnection(_End):
@@ -313,26 +336,26 @@ class ServerConnection(_End):
         UNSUPPORTED_VERSION for an ApiVersions request at a version this end lacks
         (answer error.header at version 0); anything else closes the connection, as Kafka does.
         """
-        return self._requests(_frames(self._state.from_client, data), self._refuse)
+        return self._requests(_frames(self._from_client, data), self._refuse)
 
     def get_buffer(self, sizehint: int = -1) -> memoryview:
         """Where the client's next bytes go, for a reader that receives in place (asyncio.BufferedProtocol);
         then call buffer_updated. See FrameBuffer.get_buffer. Raises ProtocolError after a bad size prefix."""
         try:
-            return self._state.from_client.get_buffer(sizehint)
+            return self._from_client.get_buffer(sizehint)
         except FrameError as e:
             raise ProtocolError(str(e)) from e
 
     def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
         """The frames completed by nbytes received into get_buffer's view; read each with receive_frame.
         A size prefix that cannot be right raises ProtocolError once the frames before it are out."""
-        return _frames(self._state.from_client, nbytes, True)
+        return _frames(self._from_client, nbytes, True)
 
     @property
     def frame_error(self) -> ProtocolError | None:
         """The bad size prefix that came after the frames buffer_updated last returned (the stream ends there),
         or None. A reader that stops reading once it has frames checks it, rather than waiting for more bytes."""
-        error = self._state.from_client.error
+        error = self._from_client.error
         return None if error is None else ProtocolError(str(error))
 
     def receive_frame(self, frame: Buffer) -> RequestReceived | SaslBytes:
@@ -345,7 +368,7 @@ class ServerConnection(_End):
         header = _api_versions_header(frame) if isinstance(error, UnsupportedVersionError) else None
         if header is not None:
             # Kafka answers it at version 0, with UNSUPPORTED_VERSION and the versions it has.
-            self._state.pending[header.correlation_id] = header
+            self._pairing.pending[header.correlation_id] = header
             raise ProtocolError(f"ApiVersions v{header.request_api_version} is not supported here; answer with "
                                 "send_response(error.header, body, version=0)", close=False,
                                 error_code=errors.UNSUPPORTED_VERSION.code, correlation_id=header.correlation_id,
@@ -371,7 +394,7 @@ class ServerConnection(_End):
         version is given (ApiVersions refusing a version answers at 0). With parts, the frame as
         encode_response_parts gives it: bytes, and the body's FileRegions left in their files."""
         header = getattr(request, "header", request)
-        if header.correlation_id not in self._state.pending:
+        if header.correlation_id not in self._pairing.pending:
             raise ProtocolError(f"no pending request has correlation id {header.correlation_id}", close=False)
         info = api(header.request_api_key)
         if type(body) is not info.response and type(body) not in info.response_classes:
@@ -379,14 +402,14 @@ class ServerConnection(_End):
         version = header.request_api_version if version is None else version
         frame = (encode_response_parts if parts else encode_response)(
             ResponseHeader(correlation_id=header.correlation_id), body, version)
-        del self._state.pending[header.correlation_id]
-        self._state.response_seen(header, body)
+        del self._pairing.pending[header.correlation_id]
+        self._pairing.answered(header, body)
         return frame
 
     def send_raw(self, token: Buffer) -> bytes:
         """A raw SASL token for the client, framed by its size."""
         frame = self._raw_frame(token)
-        self._state.raw_from_server()
+        self._pairing.raw_response()
         return frame
 
 
@@ -399,13 +422,13 @@ class Observer(_End):
 
     def client_data(self, data: Buffer) -> list[Event]:
         """Events in bytes the client sent: RequestReceived, SaslBytes or Undecodable."""
-        frames, error = _feed(self._state.from_client, data)
+        frames, error = _feed(self._from_client, data)
         events = self._requests(frames, lambda frame, e: Undecodable(True, frame, e))
         return events + [Undecodable(True, b"", error)] if error else events
 
     def server_data(self, data: Buffer) -> list[Event]:
         """Events in bytes the broker sent: ResponseReceived, SaslBytes or Undecodable."""
-        frames, error = _feed(self._state.from_server, data)
+        frames, error = _feed(self._from_server, data)
         events = self._responses(frames, lambda frame, e: Undecodable(False, frame, e))
         return events + [Undecodable(False, b"", error)] if error else events
 
@@ -430,7 +453,8 @@ def _feed(buffer, data):
         return [], e
 
 
-def _reads_as_request(frame):
+def reads_as_request(frame: Buffer) -> bool:
+    """Whether a frame reads as a whole request of an API and version this build knows."""
     try:
         decode_request(frame)
     except KafkaProtoError:

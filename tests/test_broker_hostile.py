@@ -1687,7 +1687,8 @@ def tame(body, version):
 def bounds_of(server):
     """What a client makes the server hold, read on its event loop."""
     return {"connections": server._open_count, "queued": server._queue.size,
-            "waiting": sum(map(len, server._watching.values())) + len(server._anyone),
+            # Requests waiting, each once however many partitions it watches.
+            "waiting": len(set(server._anyone).union(*server._watching.values())),
             "sessions": len(server.state.fetch_sessions.sessions)}
 
 

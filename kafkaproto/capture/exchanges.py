@@ -12,16 +12,16 @@ boundary, or a size that cannot be right, loses the stream's footing until a
 plausible frame start turns up again (a request header whose API and version
 exist, or a response whose correlation id is pending).
 
-kafkaproto.connection.Observer is the tap for whole streams; this module keeps
-its own pairing because a capture also needs what a live connection never has:
-frames cut by holes, times and packet numbers per frame, and requests whose
-answers were lost. It shares the rules that matter (acks=0, the SASL switch).
+Requests and responses are paired by kafkaproto.connection's Pairing, the rules
+both ends of a live connection follow (acks=0, the SASL switch); what a capture
+adds around it is what a live connection never has: frames cut by holes, times
+and packet numbers per frame, and requests whose answers were lost.
 """
 
 import struct
 from collections import OrderedDict
 
-from ..connection import SASL_ROUNDS, expects_response
+from ..connection import Pairing
 from ..exceptions import KafkaProtoError, UnsupportedVersionError
 from ..fields import holds_records, unnamed_in, walk
 from ..messages import ApiKey
@@ -29,7 +29,7 @@ from ..protocol import DEFAULT_MAX_FRAME, decode_request, decode_response
 from ..registry import api, apis
 from ..uuid import Uuid
 from . import link
-from .framing import (NOT_SEEN, client_hello, feed_pieces, foreign, header_or_none, reads_as_request, request_framer,
+from .framing import (NOT_SEEN, client_hello, feed_pieces, foreign, header_or_none, request_framer,
                       response_framer, syn_at, tls_record)
 from .tcp import Direction
 
@@ -207,8 +207,8 @@ class _Request:
 
 
 class _Connection:
-    __slots__ = ("index", "client", "broker", "client_key", "up", "down", "up_frames", "down_frames", "pending",
-                 "sasl_mechanism", "raw_rounds", "foreign", "fin", "last_ns", "undecided", "undecided_bytes",
+    __slots__ = ("index", "client", "broker", "client_key", "up", "down", "up_frames", "down_frames", "pairing",
+                 "foreign", "fin", "last_ns", "undecided", "undecided_bytes",
                  "requests", "client_id", "detectors")
 
     def __init__(self, index):
@@ -217,9 +217,7 @@ class _Connection:
         self.client_key = None  # (address bytes, port) of the client
         self.up = self.down = None  # tcp.Direction client->broker, broker->client
         self.up_frames = self.down_frames = None
-        self.pending = {}  # correlation id -> _Request
-        self.sasl_mechanism = None
-        self.raw_rounds = 0  # raw SASL tokens owed after a version-0 SaslHandshake; -1: until a request reads
+        self.pairing = Pairing()  # its pending map holds a _Request per correlation id
         self.foreign = None  # why the connection is not read as Kafka (TLS, another protocol), once known
         self.fin = 0  # directions that sent FIN
         self.last_ns = 0
@@ -386,7 +384,7 @@ class Exchanges:
         conn.down = Direction(self.max_pending)
         # Until its SYN is seen, a stream may start inside a frame: each looks for a frame start first.
         conn.up_frames = request_framer(conn, self._apis, self.max_frame, False)
-        conn.down_frames = response_framer(conn, self._apis, self.max_frame, False)
+        conn.down_frames = response_framer(conn.pairing.pending, self._apis, self.max_frame, False)
         return True
 
     def _detect(self, conn, seg, a, b):
@@ -472,10 +470,10 @@ class Exchanges:
 
     def _request(self, conn, event, time_ns, number, out):
         _, payload, size, damaged, offset = event
-        if conn.raw_rounds > 0 or (conn.raw_rounds < 0 and not reads_as_request(payload)):
+        pairing = conn.pairing
+        if pairing.raw_rounds and pairing.raw_request(payload):
             out.append(_sasl_exchange(conn, True, size, time_ns, number))
             return
-        conn.raw_rounds = 0
         req = _Request()
         req.time_ns, req.packet, req.size = time_ns, number, size
         req.number = conn.requests = conn.requests + 1
@@ -513,22 +511,16 @@ class Exchanges:
             out.append(_request_exchange(conn, req, DECODE_ERROR if req.status == OK else req.status))
             return
         conn.client_id = header.client_id
-        if req.body is not None:
-            if header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0:
-                conn.sasl_mechanism = req.body.mechanism
-            if not expects_response(header, req.body):
-                out.append(_request_exchange(conn, req, req.status))
-                return
-        earlier = conn.pending.pop(header.correlation_id, None)
-        if earlier is not None:
+        earlier = pairing.pending.get(header.correlation_id)
+        if not pairing.asked(header, req.body, req):
+            out.append(_request_exchange(conn, req, req.status))
+        elif earlier is not None:
             out.append(_unanswered(conn, earlier))
-        conn.pending[header.correlation_id] = req
 
     def _response(self, conn, event, time_ns, number, out):
         _, payload, size, damaged, offset = event
-        if conn.raw_rounds:
-            if conn.raw_rounds > 0:
-                conn.raw_rounds -= 1
+        pairing = conn.pairing
+        if pairing.raw_rounds and pairing.raw_response():
             out.append(_sasl_exchange(conn, False, size, time_ns, number))
             return
         if len(payload) < 4:
@@ -538,7 +530,7 @@ class Exchanges:
             out.append(ex)
             return
         correlation_id = _INT32.unpack_from(payload, 0)[0]
-        req = conn.pending.pop(correlation_id, None)
+        req = pairing.pending.pop(correlation_id, None)
         if req is None:
             # Its request may be in bytes the capture lacks: then it is a gap, not a stray answer.
             if conn.up.gaps or conn.up_frames.skipped:
@@ -557,7 +549,7 @@ class Exchanges:
             out.append(ex)
             return
         # A broker answers a connection's requests in order: those asked before this one got no answer.
-        pending = conn.pending
+        pending = pairing.pending
         while pending:
             first = next(iter(pending))
             if pending[first].number > req.number:
@@ -583,11 +575,7 @@ class Exchanges:
                 ex.response_header, ex.response = response.header, response.body
                 if response.version != header.request_api_version:
                     ex.api_version = response.version  # ApiVersions answered at version 0
-                if (header.request_api_key == ApiKey.SASL_HANDSHAKE and header.request_api_version == 0
-                        and conn.sasl_mechanism):
-                    if response.body.error_code == 0:
-                        conn.raw_rounds = SASL_ROUNDS.get(conn.sasl_mechanism.upper(), -1)
-                    conn.sasl_mechanism = None
+                pairing.answered(header, response.body)
         out.append(ex)
 
     # ---- connections ending ----
@@ -622,10 +610,11 @@ class Exchanges:
                         self._response(conn, event, conn.last_ns, None, out)
                 else:
                     out.append(_gap_exchange(conn, from_client, event))
-        for req in conn.pending.values():
+        pending = conn.pairing.pending
+        for req in pending.values():
             out.append(_unanswered(conn, req))
-        conn.pending.clear()
-        # The response framer's search refers back to the connection: let go, so that memory comes back at once
+        pending.clear()
+        # The request framer's search refers back to the connection: let go, so that memory comes back at once
         # rather than at the cyclic collector's next pass.
         conn.up_frames = conn.down_frames = conn.detectors = None
 

@@ -11,7 +11,8 @@ import re
 import struct
 
 from ..exceptions import DecodeError, KafkaProtoError
-from ..protocol import decode_request, decode_response, read_request_header
+from ..connection import reads_as_request
+from ..protocol import decode_response, read_request_header
 from ..registry import api
 
 _INT32 = struct.Struct(">i")
@@ -325,13 +326,14 @@ def request_framer(conn, apis, max_frame, synced):
     return Framer(starts, reads_as_request, heads, max_frame, synced)
 
 
-def response_framer(conn, apis, max_frame, synced):
-    """A Framer of a connection's responses: its frame starts carry the correlation id of a pending request."""
+def response_framer(pending, apis, max_frame, synced):
+    """A Framer of a connection's responses: its frame starts carry the correlation id of a request in
+    ``pending`` (correlation id -> what is kept of the request, with its ``header``)."""
 
     def starts(buf, i):
         """Sizes followed by the correlation id of a pending request, nearest first."""
         found = []
-        for correlation_id in conn.pending:
+        for correlation_id in pending:
             needle = _INT32.pack(correlation_id)
             at = buf.find(needle, i + 4)
             while at >= 0 and len(found) < 1024:
@@ -342,7 +344,7 @@ def response_framer(conn, apis, max_frame, synced):
         return sorted(found)
 
     def reads(payload):
-        req = conn.pending.get(_INT32.unpack_from(payload, 0)[0])
+        req = pending.get(_INT32.unpack_from(payload, 0)[0])
         header = req.header if req is not None else None
         if header is None or header.request_api_key not in apis:
             return req is not None
@@ -356,7 +358,7 @@ def response_framer(conn, apis, max_frame, synced):
         """A response cut short is trusted when its correlation id is pending and what the capture holds of it
         can be the start of that request's response: it reads up to where its bytes run out. One that reads
         whole (the frame claims more) or breaks before then is a coincidence in other bytes."""
-        req = conn.pending.get(_INT32.unpack_from(start, 0)[0]) if len(start) >= 4 else None
+        req = pending.get(_INT32.unpack_from(start, 0)[0]) if len(start) >= 4 else None
         header = req.header if req is not None else None
         if header is None or header.request_api_key not in apis:
             return req is not None
@@ -380,14 +382,6 @@ def _plausible_request(buf, at, table, max_frame):
     if info is None or version not in info.valid_versions:
         return False
     return info.request_header_version(version) == 0 or -1 <= client_id_length <= size - 10
-
-
-def reads_as_request(payload):
-    try:
-        decode_request(payload)
-    except KafkaProtoError:
-        return False
-    return True
 
 
 def header_or_none(payload):
