@@ -54,8 +54,7 @@ if _installed is not None:
     _sys.modules[__name__] = _util.module_from_spec(_installed)
     _installed.loader.exec_module(_sys.modules[__name__])
 
-from . import errors  # noqa: E402
-from .exceptions import (
+from .exceptions import (  # noqa: E402 - after the swap above, these are the installed package's
     DecodeError,
     EncodeError,
     EncodeTypeError,
@@ -63,28 +62,39 @@ from .exceptions import (
     RecordsError,
     UnsupportedVersionError,
 )
-from . import messages as _messages  # noqa: F401 - registers kafkaproto's own specs
-from ._impl import COMPILED as _COMPILED
-from ._generated import ApiKey
-from .protocol import (
-    FrameBuffer,
-    FrameError,
-    Request,
-    Response,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    split_frames,
-)
-from .uuid import Uuid
 
 __version__ = "0.1.0"
+
+# Loaded on first use, so that a program that needs only part of kafkaproto (the errors table, Uuid, records, the
+# command line's help) does not pay for the codecs of every API.
+_LAZY = {
+    "ApiKey": "messages", "FrameBuffer": "protocol", "FrameError": "protocol", "Request": "protocol",
+    "Response": "protocol", "decode_request": "protocol", "decode_response": "protocol",
+    "encode_request": "protocol", "encode_response": "protocol", "split_frames": "protocol", "Uuid": "uuid",
+}
+
+
+def __getattr__(name):
+    module = "errors" if name == "errors" else _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kafkaproto' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(f".{module}", __name__)
+    value = module if name == "errors" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
 def compiled():
     """True when the Cython-compiled codecs are in use (not the pure-Python fallback)."""
-    return _COMPILED
+    from ._impl import COMPILED
+
+    return COMPILED
 
 
 __all__ = [

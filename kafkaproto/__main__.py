@@ -14,6 +14,7 @@ import argparse
 import base64
 import binascii
 import difflib
+import importlib
 import json
 import os
 import re
@@ -22,10 +23,6 @@ from pathlib import Path
 
 import kafkaproto
 from kafkaproto import messages, registry
-from kafkaproto.cli import admin as admin_cli
-from kafkaproto.cli import broker as broker_cli
-from kafkaproto.cli import capture as capture_cli
-from kafkaproto.cli import replay as replay_cli
 from kafkaproto.jsonview import to_json
 
 EPILOG = """\
@@ -294,29 +291,49 @@ def _first_line(module):
     return module.__doc__.splitlines()[0]
 
 
-# Each subcommand: (its help line, its description, what adds its arguments, what runs it with the parsed args).
+# Each subcommand: its help line, and the module of kafkaproto.cli with its add_arguments and run (None: this
+# file's). A subcommand's module is imported only when it is the one asked for: ``kafkaproto capture`` does not
+# load the broker.
 COMMANDS = {
-    "apis": ("list every API and its versions", None, lambda parser: None, lambda args: list_apis()),
-    "decode": ("decode a request (or --response) frame to JSON", None, _decode_arguments, decode),
-    "capture": ("summarise the Kafka traffic in pcap/pcapng files, or write its rows", _first_line(capture_cli),
-                capture_cli.add_arguments, capture_cli.run),
-    "replay": ("replay a capture's client traffic against a broker and compare the answers", _first_line(replay_cli),
-               replay_cli.add_arguments, replay_cli.run),
-    "admin": ("list a topic's partitions, or delete some (partition deletion)", _first_line(admin_cli),
-              admin_cli.add_arguments, admin_cli.run),
-    "broker": ("run a single-node Kafka broker", broker_cli.DESCRIPTION, broker_cli.add_arguments, broker_cli.run),
+    "apis": ("list every API and its versions", None),
+    "decode": ("decode a request (or --response) frame to JSON", None),
+    "capture": ("summarise the Kafka traffic in pcap/pcapng files, or write its rows", "capture"),
+    "replay": ("replay a capture's client traffic against a broker and compare the answers", "replay"),
+    "admin": ("list a topic's partitions, or delete some (partition deletion)", "admin"),
+    "broker": ("run a single-node Kafka broker", "broker"),
 }
+_OWN = {"apis": (lambda parser: None, lambda args: list_apis()), "decode": (_decode_arguments, decode)}
 
 
-def main(argv=None):
+def _command(name):
+    """(description, add_arguments, run) of a subcommand."""
+    module = COMMANDS[name][1]
+    if module is None:
+        return (None, *_OWN[name])
+    cli = importlib.import_module(f"kafkaproto.cli.{module}")
+    return getattr(cli, "DESCRIPTION", None) or _first_line(cli), cli.add_arguments, cli.run
+
+
+def _parser(chosen):
+    """The command line's parser, with the arguments of the chosen subcommand only (the others are named)."""
     parser = argparse.ArgumentParser(prog="kafkaproto", description=__doc__.splitlines()[0], epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kafkaproto {kafkaproto.__version__}")
     parser.add_argument("--extension", action="append", default=[], metavar="NAME",
                         help="load an installed extension first (repeatable; KAFKAPROTO_EXTENSIONS does too)")
     sub = parser.add_subparsers(dest="command")
-    for name, (what, description, add_arguments, _) in COMMANDS.items():
-        add_arguments(sub.add_parser(name, help=what, description=description))
+    for name, (what, _) in COMMANDS.items():
+        if name == chosen:
+            description, add_arguments, _ = _command(name)
+            add_arguments(sub.add_parser(name, help=what, description=description))
+        else:
+            sub.add_parser(name, help=what, add_help=False)
+    return parser
+
+
+def main(argv=None):
+    chosen = _parser(None).parse_known_args(argv)[0].command
+    parser = _parser(chosen)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -324,7 +341,7 @@ def main(argv=None):
         registry.load_extensions(args.extension)
         if args.command is None:
             return summary()
-        return COMMANDS[args.command][3](args)
+        return _command(args.command)[2](args)
     except BrokenPipeError:
         raise
     except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError, ImportError) as e:

@@ -15,19 +15,13 @@ import sys
 
 from . import _impl, registry
 
-try:
-    from . import _generated
-except ImportError as exc:
-    raise ImportError(
-        "kafkaproto's generated codecs are missing: this looks like a source checkout that was never built. "
-        "Install it (pip install .) and import it from another directory, or build here with "
-        "python setup.py build_ext --inplace") from exc
+registry.load()  # kafkaproto's own specs, or a clear error in a checkout never built
 
-from ._generated import ApiKey
-from .registry import ApiInfo, api, apis
+from . import _generated  # noqa: E402
+from ._generated import ApiKey  # noqa: E402
+from .registry import ApiInfo, api, apis  # noqa: E402
 
 __all__ = ["ApiInfo", "ApiKey", "api", "apis", "load_implementation"]
-registry.register(_generated)
 # Every request, response and header class is an attribute here, and stays the registry's: an extension's
 # amended class takes the place of kafkaproto's once the extension is imported.
 registry.publish(sys.modules[__name__], ("request", "response", "header"))
@@ -37,6 +31,3 @@ def load_implementation(impl=None):
     """{name: class} of kafkaproto's own specs, as no extension amends them, in one implementation: "compiled",
     "python", or by default the one in use."""
     return _generated.load(impl or _impl.IMPL)
-
-
-registry.load_extensions(registry.environment_extensions())

@@ -7,7 +7,6 @@
 
 import sys
 
-from . import messages  # noqa: F401 - registers kafkaproto's own specs
 from . import registry
 from .exceptions import DecodeError
 from .registry import record_class

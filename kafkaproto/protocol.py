@@ -17,6 +17,8 @@ from . import _impl, registry
 from ._pycore import FileRegion as FileRegion  # a value encoders leave in its file
 from .registry import api
 
+registry.load()  # the compiled frame functions read their table from it
+
 if TYPE_CHECKING:
     from ._generated.messages import RequestHeader, ResponseHeader
 

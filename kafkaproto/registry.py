@@ -74,6 +74,29 @@ _owners = {}  # spec name -> the package it comes from
 _amended = {}  # spec name -> the classes an extension's amended class replaced, which still encode
 _replacing = {}  # package -> whether it joined with replace=True
 _published = []  # (module, kinds, names it holds now): modules whose class attributes follow the registry
+_loaded = False  # whether kafkaproto's own specs (and the environment's extensions) have joined
+
+
+def load() -> None:
+    """Register kafkaproto's own specs, then the extensions KAFKAPROTO_EXTENSIONS names, once per process.
+
+    Every way into the registry calls it first, so kafkaproto's specs are the first package whichever module a
+    program imports first, and an extension registered early still amends them.
+    """
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    try:
+        from . import _generated
+    except ImportError as exc:
+        _loaded = False
+        raise ImportError(
+            "kafkaproto's generated codecs are missing: this looks like a source checkout that was never built. "
+            "Install it (pip install .) and import it from another directory, or build here with "
+            "python setup.py build_ext --inplace") from exc
+    register(_generated)
+    load_extensions(environment_extensions())
 
 
 def register(package: ModuleType, *, replace: bool = False) -> None:
@@ -84,6 +107,8 @@ def register(package: ModuleType, *, replace: bool = False) -> None:
     other name or api key already known is refused, unless replace=True (a regenerated copy of
     kafkaproto's own specs, say). Registering a package twice does nothing.
     """
+    if not _loaded:
+        load()
     if package in _packages:
         return
     amends = getattr(package, "AMENDS", {})
@@ -125,6 +150,8 @@ def register(package: ModuleType, *, replace: bool = False) -> None:
 
 def unregister(package: ModuleType) -> None:
     """Forget a package that joined (an extension, say): the registry is as if it never had."""
+    if not _loaded:
+        load()
     remaining = [(p, _replacing[p]) for p in _packages if p is not package]
     for table in (_packages, _specs, _classes, _owners, _amended, _replacing):
         table.clear()
@@ -134,12 +161,16 @@ def unregister(package: ModuleType) -> None:
 
 def extension_of(name: str) -> str | None:
     """The name of the extension package a spec comes from, or None for kafkaproto's own (unamended) specs."""
+    if not _loaded:
+        load()
     owner = _owners.get(name)
     return None if owner is None or owner is _packages[0] else owner.__name__
 
 
 def extensions() -> list[ModuleType]:
     """The extension packages registered, in the order they joined."""
+    if not _loaded:
+        load()
     return list(_packages[1:])
 
 
@@ -197,6 +228,8 @@ def publish(module: ModuleType, kinds: Iterable[str]) -> None:
     there too. A name imported from the module before that (``from ... import MetadataResponse``)
     stays bound to the class it was.
     """
+    if not _loaded:
+        load()
     entry = [module, frozenset(kinds), ()]
     _published.append(entry)
     _publish(entry)
@@ -269,6 +302,8 @@ def install_compiled(classes: dict[str, type[Any]]) -> None:
 
 def api(key_or_name: int | str) -> ApiInfo:
     """The ApiInfo of an API by key (1, ApiKey.FETCH) or name ("Fetch", "FetchRequest", "fetch")."""
+    if not _loaded:
+        load()
     if isinstance(key_or_name, int):
         info = _apis.get(key_or_name)
     else:
@@ -284,11 +319,15 @@ def api(key_or_name: int | str) -> ApiInfo:
 
 def apis() -> list[ApiInfo]:
     """Every ApiInfo, by api key."""
+    if not _loaded:
+        load()
     return [_apis[k] for k in sorted(_apis)]
 
 
 def record_class(record_type: int) -> type[Any]:
     """The class of a KRaft metadata record type (its spec's apiKey)."""
+    if not _loaded:
+        load()
     try:
         return _records[record_type]
     except KeyError:
@@ -297,16 +336,22 @@ def record_class(record_type: int) -> type[Any]:
 
 def spec(name: str) -> SpecInfo:
     """The SpecInfo of a class name ("FetchRequest", "TopicRecord", "RequestHeader")."""
+    if not _loaded:
+        load()
     return _specs[name]
 
 
 def message_class(name: str) -> type[Any]:
     """The class of a spec name ("FetchRequest", "RequestHeader") in the implementation in use."""
+    if not _loaded:
+        load()
     return _classes[name]
 
 
 def classes(impl: str | None = None) -> dict[str, type[Any]]:
     """{spec name: class} of every registered package, in one implementation (by default the one in use)."""
+    if not _loaded:
+        load()
     if impl is None or impl == _impl.IMPL:
         return dict(_classes)
     out = {}

@@ -349,15 +349,15 @@ class Decoders:
 @contextlib.contextmanager
 def capture_path(impl):
     """The capture reader's compiled parts (pcap records, the packet loop, walk) off for impl "python"."""
-    from kafkaproto import capture, fields
-    from kafkaproto.capture import exchanges, pcap
-    saved = capture.compiled_loop, pcap.compiled_pcap, exchanges.walk
+    from kafkaproto import fields
+    from kafkaproto.capture import exchanges, pcap, reader
+    saved = reader.compiled_loop, pcap.compiled_pcap, exchanges.walk
     if impl == "python":
-        capture.compiled_loop, pcap.compiled_pcap, exchanges.walk = None, None, fields.python_walk
+        reader.compiled_loop, pcap.compiled_pcap, exchanges.walk = None, None, fields.python_walk
     try:
         yield
     finally:
-        capture.compiled_loop, pcap.compiled_pcap, exchanges.walk = saved
+        reader.compiled_loop, pcap.compiled_pcap, exchanges.walk = saved
 
 
 def plain(msg, version):

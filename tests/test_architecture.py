@@ -78,3 +78,52 @@ def test_compiled_modules_import_as_the_layers_allow():
                 level[importer] == level[imported] and not independent[importer])
             assert allowed, f"{pyx.relative_to(PACKAGE.parent)} imports {target}, above or beside its layer"
     assert checked > 10
+
+
+def test_the_only_import_circle_is_the_handlers_registration():
+    """Modules that import each other, directly or round a loop, are one room split in two: the broker's handlers
+    registering themselves with dispatch (which imports them all) is the one circle the layout keeps."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("kafkaproto")
+    imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    circles = []
+    # Tarjan's strongly connected components, iteratively (the import graph is deep enough to hit recursion limits).
+    index, low, on_stack, stack, counter = {}, {}, set(), [], 0
+    for root in sorted(imports):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(imports[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(imports[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    members = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.add(member)
+                        if member == node:
+                            break
+                    if len(members) > 1:
+                        circles.append(sorted(members))
+    registration = [c for c in circles if "kafkaproto.broker.dispatch" in c and
+                    all(m == "kafkaproto.broker.dispatch" or m.startswith("kafkaproto.broker.handlers") for m in c)]
+    others = [c for c in circles if c not in registration]
+    assert len(registration) == 1 and not others, f"import circles besides the handlers' registration: {others}"

@@ -710,16 +710,16 @@ def test_a_conversation_in_any_file_reads_as_fed_directly(scratch, data, seed, i
 
 def read_generally(path, **options):
     """read_capture with every packet taking the general (Python) path: the compiled loop off."""
-    saved = kafkaproto.capture.compiled_loop
-    kafkaproto.capture.compiled_loop = None
+    saved = kafkaproto.capture.reader.compiled_loop
+    kafkaproto.capture.reader.compiled_loop = None
     try:
         reader = read_capture(path, **options)
         return list(reader), reader.stats
     finally:
-        kafkaproto.capture.compiled_loop = saved
+        kafkaproto.capture.reader.compiled_loop = saved
 
 
-@pytest.mark.skipif(kafkaproto.capture.compiled_loop is None, reason="the compiled packet path is not in use")
+@pytest.mark.skipif(kafkaproto.capture.reader.compiled_loop is None, reason="the compiled packet path is not in use")
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(seed=st.integers(0, 2**32 - 1), damage=DAMAGE, spacing_ns=st.sampled_from([1_234_567, 400_000_000]),

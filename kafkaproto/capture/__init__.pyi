@@ -55,10 +55,6 @@ class CaptureReader:
                  names: TopicNames | None = None, packets: Iterable[Any] | None = None, **limits: int) -> None: ...
     def __iter__(self) -> Iterator[Exchange]: ...
 
-def read_exchanges(packets: Iterable[Any], exchanges: Exchanges, stats: CaptureStats,
-                   tcp_segment: Any) -> Iterator[Exchange]:
-    """CaptureReader's loop: the exchanges of packets (pcap.Packet), counted in stats as they go."""
-
 def read_capture(source: _Source, *, ports: Iterable[int] | None = None, name: str | None = None,
                  partition: tuple[int, int] | None = None, decode: bool | Iterable[int] = True,
                  names: TopicNames | None = None, **limits: int) -> CaptureReader:

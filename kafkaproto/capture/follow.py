@@ -18,6 +18,7 @@ import os
 import time
 
 from .pcap import CaptureFormatError, read_packets
+from .reader import CaptureReader
 from .ring import order_key
 
 POLL_SECONDS = 0.25
@@ -153,6 +154,15 @@ class Follower:
             if mtime is not None and (path == current or path not in done or mtime > done[path]):
                 found.append((order_key(name, mtime), path))
         return [path for _, path in sorted(found)]
+
+
+def follow(path, *, ports=None, names=None, idle=None, poll=None, **limits):
+    """The exchanges of a capture still being written: a growing file, or a folder a capture tool rotates files
+    into (see follow.Follower), read as one stream so that connections go on from file to file. idle: stop once
+    nothing new has come for this many seconds (None: go on until interrupted). ``reader.packets`` is the
+    Follower: its ``files`` and ``notes``, and ``stop()``."""
+    follower = Follower(path, idle=idle, poll=POLL_SECONDS if poll is None else poll)
+    return CaptureReader(path, ports=ports, name=path, names=names, packets=follower, **limits)
 
 
 def _mtime(path):

@@ -21,7 +21,8 @@ numbers count within the file each packet is in, as Wireshark numbers them when 
 
 import os
 
-from . import CAPTURE_ERROR, GAP, CaptureReader
+from .exchanges import CAPTURE_ERROR, GAP
+from .reader import CaptureReader
 from .pcap import CaptureFormatError, read_packets
 
 # Two files: a reader that begins inside a connection must find a frame start again, and where the capture lost

@@ -5,6 +5,7 @@ import os
 
 from .. import capture
 from ..capture import ring, tables
+from ..capture.names import NAMING
 from . import schema as _schema
 from .planning import open_capture
 
@@ -35,7 +36,7 @@ def _guarded(split, options):
             yield _damaged(f"cannot read {file.name}: {e}")
         return
     if options.level == _schema.TOPIC_NAMES:
-        names, decode = capture.TopicNames(), capture.NAMING  # only the answers that pair names and ids
+        names, decode = capture.TopicNames(), NAMING  # only the answers that pair names and ids
     elif split.topic_names is not None or options.topic_names is not None:  # the pairs given, and those this
         given = split.topic_names if split.topic_names is not None else options.topic_names.known  # split's
         names, decode = capture.TopicNames(given), True  # answers carry
