@@ -39,11 +39,14 @@ from kafkaproto.compare import Labels, differences, is_loading, normalise
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
-                                 CreateTopicsRequest, DeleteGroupsRequest, ListGroupsRequest,
+                                 CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
+                                 DescribeLogDirsRequest, ElectLeadersRequest,
+                                 ListGroupsRequest,
                                  DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
                                  LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-                                 OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader,
+                                 OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                                 RequestHeader,
                                  ListPartitionReassignmentsRequest, SyncGroupRequest, TxnOffsetCommitRequest, api)
 from kafkaproto.uuid import Uuid
 
@@ -421,6 +424,85 @@ def test_list_partition_reassignments(sides):
              "ListPartitionReassignments")
 
 
+def test_delete_records(sides):
+    """kafka-delete-records and AdminClient.deleteRecords: the log start moves to an offset or to the high
+    watermark (-1); offsets out of range, compacted topics and unknown partitions are refused per partition; then
+    ListOffsets, Fetch and Produce see the new start."""
+    topic, compacted = f"diff-dr-{uuid.uuid4().hex[:8]}", f"diff-drc-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[
+        CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=2, replication_factor=1),
+        CreateTopicsRequest.CreatableTopic(name=compacted, num_partitions=1, replication_factor=1, configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name="cleanup.policy", value="compact")])],
+        timeout_ms=10000), 7, "CreateTopics")
+    both(sides, produce(topic, 0, batch(b"a", b"b", b"c")), 9, "Produce")
+    both(sides, produce(topic, 0, batch(b"d")), 9, "Produce")
+    both(sides, produce(compacted, 0, batch(b"a")), 9, "Produce")
+
+    def delete(offsets, name=topic):
+        return DeleteRecordsRequest(timeout_ms=10000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+            name=name, partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=o)
+                                   for p, o in offsets])])
+
+    for version in (0, 2):
+        both(sides, delete([(0, 2), (1, -1)]), version, "DeleteRecords")
+    both(sides, delete([(0, 1)]), 2, "DeleteRecords below the log start")
+    both(sides, delete([(0, 9)]), 2, "DeleteRecords past the high watermark")
+    both(sides, delete([(0, -5)]), 2, "DeleteRecords at a negative offset")
+    both(sides, delete([(4, 0)]), 2, "DeleteRecords of a partition that does not exist")
+    both(sides, delete([(0, 0)], "diff-no-such-topic"), 2, "DeleteRecords of a topic that does not exist")
+    both(sides, delete([(0, 1)], compacted), 2, "DeleteRecords of a compacted topic")
+    both(sides, ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+        ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-2)])]), 7, "ListOffsets earliest")
+    both(sides, fetch(topic, [0]), 12, "Fetch from before the log start")
+    both(sides, produce(topic, 0, batch(b"e")), 9, "Produce after DeleteRecords")
+    both(sides, delete([(0, -1)]), 2, "DeleteRecords to the high watermark")
+    both(sides, produce(topic, 0, batch(b"f")), 9, "Produce after deleting every record")
+
+
+def test_describe_log_dirs(sides):
+    """kafka-log-dirs --describe: each partition's bytes in the log directory (the same batches make the same
+    bytes), the topics asked that exist, and none of those that do not. Where each broker keeps its directory,
+    and its file system's sizes, are each broker's own."""
+    topic = f"diff-ld-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=3, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    both(sides, produce(topic, 1, batch(b"a", b"b")), 9, "Produce")
+    asked = DescribeLogDirsRequest.DescribableLogDirTopic
+    for version in (1, 4, 5) if not sides[0].version.startswith("3.") else (1, 4):  # v5 came with 4.0
+        for topics in ([asked(topic=topic, partitions=[2, 1, 9])], [asked(topic="diff-no-such-topic", partitions=[0])]):
+            answers = []
+            for side in sides:
+                response, plain = side.call(DescribeLogDirsRequest(topics=topics), version)
+                assert len(response.results) == 1 and response.results[0].log_dir.startswith("/")
+                if version >= 4:
+                    assert 0 <= response.results[0].usable_bytes <= response.results[0].total_bytes
+                for result in plain["results"]:
+                    result.update(log_dir=None, total_bytes=None, usable_bytes=None)
+                answers.append(plain)
+            found = differences(*answers)
+            assert not found, f"DescribeLogDirs v{version}: this broker differs from Apache Kafka:\n" + described(found)
+
+
+def test_elect_leaders(sides):
+    """kafka-leader-election: a partition whose leader is already the one asked for needs no election; unknown
+    topics and partitions are refused; asked for every partition, none is listed."""
+    topic = f"diff-el-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    asked = ElectLeadersRequest.TopicPartitions
+    for version in (0, 1, 2):
+        for election_type in ((0, 1) if version else (0,)):
+            body = ElectLeadersRequest(election_type=election_type, timeout_ms=10000, topic_partitions=[
+                asked(topic=topic, partitions=[1, 0, 5]), asked(topic="diff-no-such-topic", partitions=[0])])
+            both(sides, body, version, f"ElectLeaders type {election_type}")
+    # Every topic, each with no partition to elect (the brokers' topics are compared by this test's one only: the
+    # Kafka broker serves other tests too).
+    for side in sides:
+        response, _ = side.call(ElectLeadersRequest(election_type=0, timeout_ms=10000, topic_partitions=None), 2)
+        assert response.error_code == 0 and all(not r.partition_result for r in response.replica_election_results)
+        assert topic in [r.topic for r in response.replica_election_results]
+
+
 def test_delete_by_id_and_recreate(sides):
     topic = f"diff-del-{uuid.uuid4().hex[:8]}"
     create = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=1,
@@ -504,6 +586,82 @@ def test_a_consumer_group(sides):
     both(sides, lambda side: LeaveGroupRequest(group_id=group, members=[
         LeaveGroupRequest.MemberIdentity(member_id=member(side), reason="done")]), 5, "LeaveGroup")
     both(sides, DescribeGroupsRequest(groups=[group]), 5, "DescribeGroups after leaving")
+
+
+def test_offset_delete(sides):
+    """kafka-consumer-groups --delete-offsets: a group's offsets go, except for topics a member subscribes to;
+    a classic group of another protocol with members refuses; an unknown group is not found."""
+    topic, other = f"diff-od-{uuid.uuid4().hex[:8]}", f"diff-odo-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=2,
+                                                                               replication_factor=1)
+                                            for name in (topic, other)], timeout_ms=10000), 7, "CreateTopics")
+    def commit(group, generation=-1, member=lambda side: ""):
+        """Offsets for both partitions of both topics, a topic per request (Kafka answers a request's topics in
+        its hash map's order)."""
+        for name in (topic, other):
+            both(sides, lambda side, name=name: OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=generation, member_id=member(side), topics=[
+                    OffsetCommitRequest.OffsetCommitRequestTopic(name=name, partitions=[
+                        OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=5,
+                                                                         committed_leader_epoch=-1)
+                        for p in (0, 1)])]), 8, "OffsetCommit")
+
+    def delete(group, asked):
+        return OffsetDeleteRequest(group_id=group, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name=name, partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p)
+                                   for p in partitions]) for name, partitions in asked])
+
+    def fetched(group):
+        """Both partitions of both topics, named (all of a group's topics come in Kafka's hash map order)."""
+        return OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopics(name=name, partition_indexes=[0, 1])
+            for name in (topic, other)])])
+
+    alone = f"diff-od-alone-{uuid.uuid4().hex[:8]}"
+    both(sides, FindCoordinatorRequest(key_type=0, coordinator_keys=[alone]), 4, "FindCoordinator")
+    commit(alone)
+    both(sides, delete(alone, [(topic, [0, 5]), (other, [1]), ("diff-no-such-topic", [0])]), 0, "OffsetDelete")
+    both(sides, fetched(alone), 8, "OffsetFetch after OffsetDelete")
+    both(sides, delete(f"diff-od-none-{uuid.uuid4().hex[:8]}", [(topic, [0])]), 0, "OffsetDelete, no such group")
+
+    for protocol_type, metadata in (("consumer", subscription(topic)), ("connect", b"\x00\x01")):
+        group = f"diff-od-{protocol_type}-{uuid.uuid4().hex[:8]}"
+        member = one_member_group(sides, group, protocol_type, metadata)
+        commit(group, 1, member)
+        both(sides, delete(group, [(topic, [0]), (other, [0, 1])]), 0, f"OffsetDelete, a {protocol_type} group")
+        both(sides, fetched(group), 8, "OffsetFetch after OffsetDelete")
+        both(sides, leave(group, member), 5, "LeaveGroup")
+        both(sides, delete(group, [(topic, [1])]), 0, f"OffsetDelete, a {protocol_type} group left empty")
+        both(sides, fetched(group), 8, "OffsetFetch after OffsetDelete")
+
+
+def one_member_group(sides, group, protocol_type, metadata):
+    """A classic group of one member, joined and synced on both brokers; member(side) is its id there."""
+    both(sides, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4, "FindCoordinator")
+    protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata)]
+
+    def join(member_id):
+        return lambda side: JoinGroupRequest(group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                                             member_id=member_id(side), protocol_type=protocol_type,
+                                             protocols=protocols, reason="test")
+
+    k, o = both(sides, join(lambda side: ""), 9, "JoinGroup without a member id")
+    ids = {"kafka": k.member_id, "ours": o.member_id}
+
+    def member(side):
+        return ids[side_name(side, sides)]
+
+    both(sides, join(member), 9, "JoinGroup")
+    both(sides, lambda side: SyncGroupRequest(
+        group_id=group, generation_id=1, member_id=member(side), protocol_type=protocol_type, protocol_name="range",
+        assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=member(side), assignment=b"")]), 5,
+        "SyncGroup")
+    return member
+
+
+def leave(group, member):
+    return lambda side: LeaveGroupRequest(group_id=group, members=[
+        LeaveGroupRequest.MemberIdentity(member_id=member(side), reason="done")])
 
 
 def test_a_transaction_committed_and_one_aborted(sides):

@@ -17,8 +17,9 @@ from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.clock import clock_ms
 from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
 from kafkaproto.broker.config import Listener
-from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-                                 DescribeConfigsRequest, DescribeTopicPartitionsRequest, FetchRequest,
+from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+                                 DeleteTopicsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
+                                 ElectLeadersRequest, DescribeTopicPartitionsRequest, FetchRequest,
                                  IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
                                  ListPartitionReassignmentsRequest, MetadataRequest, ProduceRequest, RequestHeader,
                                  api)
@@ -427,12 +428,19 @@ def sample_request(key, version, topic_id):
             topic="t", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])])
     if key == ApiKey.LIST_PARTITION_REASSIGNMENTS:
         return ListPartitionReassignmentsRequest(topics=None)
+    if key == ApiKey.DELETE_RECORDS:
+        return DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+            name="t", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=0)])])
+    if key == ApiKey.DESCRIBE_LOG_DIRS:
+        return DescribeLogDirsRequest(topics=None)
+    if key == ApiKey.ELECT_LEADERS:
+        return ElectLeadersRequest(topic_partitions=[ElectLeadersRequest.TopicPartitions(topic="t", partitions=[0])])
     raise AssertionError(f"no sample request for api key {key}: add one")
 
 
 GROUP_APIS = {ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.OFFSET_COMMIT,
               ApiKey.OFFSET_FETCH, ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS,
-              ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+              ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.OFFSET_DELETE}
 TRANSACTION_APIS = {ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT,
                     ApiKey.END_TXN}
 SECURITY_APIS = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,

@@ -316,6 +316,19 @@ class Segment:
         os.replace(tmp, self.index_path)
 
 
+START_FILE = "log-start-offset"
+
+
+def _read_start(path):
+    """The log start offset DeleteRecords saved, or None (none saved, or a file that does not read: the first
+    segment's base is then the start, as before any deletion)."""
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 class PartitionLog:
     """The batches of one partition, in segments; offsets are assigned here."""
 
@@ -330,9 +343,13 @@ class PartitionLog:
         bases = sorted(int(name[:-4]) for name in os.listdir(directory)
                        if name.endswith(".log") and name[:-4].isdigit())
         self.segments = [Segment(directory, base, index_interval, self.files) for base in bases or [0]]
-        self.log_start_offset = self.segments[0].base_offset
         for i, segment in enumerate(self.segments):
             self._load(segment, recover=recover and i == len(self.segments) - 1)
+        # Where DeleteRecords moved the start, inside the first segment (Kafka's log-start-offset-checkpoint).
+        self.log_start_offset = self.segments[0].base_offset
+        saved = _read_start(os.path.join(directory, START_FILE))
+        if saved is not None:
+            self.log_start_offset = max(self.log_start_offset, min(saved, self.log_end_offset))
 
     def _load(self, segment, recover):
         """Index the segment and find its end offset; on recovery, first cut a torn or corrupt tail. The last
@@ -542,6 +559,27 @@ class PartitionLog:
                     pass
         del self.segments[:keep]
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return self.log_start_offset
+
+    def delete_records_before(self, offset):
+        """Move the log start offset up to offset (DeleteRecords; at most the log end), kept across restarts;
+        the segments wholly below it go. The new log start offset."""
+        offset = min(offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        path = os.path.join(self.directory, START_FILE)
+        with open(path + ".tmp", "w") as f:
+            f.write(f"{offset}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+        sync_directory(self.directory)
+        self.log_start_offset = offset
+        keep = 0
+        while keep < len(self.segments) - 1 and self.segments[keep + 1].base_offset <= offset:
+            keep += 1
+        if keep:
+            self.delete_segments_before(keep)
         return self.log_start_offset
 
     def flush(self):

@@ -263,6 +263,46 @@ class GroupCoordinator:
             self.offsets.delete_group(group_id)
         return error
 
+    def delete_offsets(self, group_id, asked):
+        """OffsetDelete of {topic: [partition]}: (the group's error, {topic: the partitions' error}). A topic a
+        member subscribes to keeps its offsets (GROUP_SUBSCRIBED_TO_TOPIC); the others' offsets go, tombstoned
+        together. As Kafka's groups validate it, a classic group with members may lose offsets only when it runs
+        the consumer protocol (NON_EMPTY_GROUP otherwise)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return errors.GROUP_ID_NOT_FOUND, {}
+        if group.kind == "classic" and group.state != EMPTY and group.protocol_type != "consumer":
+            return errors.NON_EMPTY_GROUP, {}
+        subscribed = self.subscribed_topics(group)
+        committed = self.offsets.committed(group_id)
+        answers, gone = {}, []
+        for topic, partitions in asked.items():
+            if topic in subscribed:
+                answers[topic] = errors.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            answers[topic] = errors.NONE
+            gone += [(group_id, topic, p) for p in partitions if (topic, p) in committed]
+        self.offsets.drop(gone)
+        return errors.NONE, answers
+
+    def subscribed_topics(self, group):
+        """The topics a group's members subscribe to, as Kafka's isSubscribedToTopic reads them: a KIP-848 group's
+        members' subscriptions; a classic group's of the consumer protocol, from its members' metadata (none when
+        it has no protocol yet, or a member's metadata does not read)."""
+        topics = set()
+        if group.kind != "classic":
+            for member in group.members.values():
+                topics |= group.topics_of(member)
+            return topics
+        if group.protocol_type != "consumer" or not group.protocol_name:
+            return topics
+        try:
+            for member in group.members.values():
+                topics.update(read_subscription(member.metadata(group.protocol_name)).topics)
+        except (MalformedProtocol, ValueError, IndexError, KeyError):
+            return set()
+        return topics
+
     def forget_topic(self, topic):
         """Drop the offsets of a deleted topic, so a topic re-created under its name starts clean."""
         self.offsets.forget_topic(topic)
