@@ -70,21 +70,6 @@ PRODUCE_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) 
                           r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
 
 
-def tools_classpath():
-    """Kafka's tools jars (kafka-tools and its dependencies), resolved once with benchmarks/kafka/pom.xml."""
-    lib = kafka_jvm.CACHE / f"tools-{KAFKA_VERSION}" / "lib"
-    if not (lib / ".resolved").exists():
-        partial = lib.with_name("lib.partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        subprocess.run([shutil.which("mvn"), "-B", "-q", "-f", str(HERE / "kafka" / "pom.xml"),
-                        f"-Dkafka.version={KAFKA_VERSION}", "dependency:copy-dependencies",
-                        f"-DoutputDirectory={partial}"], check=True)
-        shutil.rmtree(lib, ignore_errors=True)
-        partial.rename(lib)
-        (lib / ".resolved").touch()
-    return str(lib / "*")
-
-
 def api_versions_answers(port):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
@@ -433,7 +418,7 @@ def main():
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text())))
         return
-    cp = tools_classpath()
+    cp = kafka_jvm.classpath(KAFKA_VERSION)  # the tests' jars: clients, broker and tools
     work = Path(tempfile.mkdtemp(prefix="kafkaproto-broker-bench-"))
     (work / "kafka").mkdir()
     (work / "ours").mkdir()

@@ -24,8 +24,8 @@ from filelock import FileLock
 
 from kafkaproto.uuid import Uuid
 
-# 3.9.2 is the last release with the protocol versions 4.0 removed; 4.3.1 is the newest 4.x
-# release whose jars are all on Maven Central (4.4.0's kafka-tools-api is not published).
+# 3.9.2 is the last release with the protocol versions 4.0 removed; 4.3.1 is the 4.x release the broker's
+# API table follows.
 KAFKA_VERSIONS = ("3.9.2", "4.3.1")
 
 HERE = Path(__file__).parent / "kafka"
@@ -59,16 +59,28 @@ def cache_lock(name):
 
 
 def kafka_lib(version):
-    """The folder holding Kafka ``version``'s jars and their dependencies, resolved once."""
+    """The folder holding Kafka ``version``'s jars (clients, broker, tools) and their dependencies, resolved once
+    per version of tests/kafka/pom.xml."""
     lib = CACHE / version / "lib"
-    if (lib / ".resolved").exists():
+    if _resolved(lib):
         return lib
     with cache_lock("maven"):  # one mvn at a time: parallel ones would share ~/.m2 unsafely
         return _resolve(version, lib)
 
 
+def _pom_digest():
+    return hashlib.sha256((HERE / "pom.xml").read_bytes()).hexdigest()[:16]
+
+
+def _resolved(lib):
+    try:
+        return (lib / ".resolved").read_text().split()[-1] == _pom_digest()
+    except (OSError, IndexError):
+        return False
+
+
 def _resolve(version, lib):
-    if (lib / ".resolved").exists():  # another worker did it while this one waited
+    if _resolved(lib):  # another worker did it while this one waited
         return lib
     _tool("java")  # mvn needs it, and without it its own error does not say so
     mvn = _tool("mvn")
@@ -85,7 +97,7 @@ def _resolve(version, lib):
         errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
         raise KafkaUnavailable(f"mvn could not resolve Kafka {version} from Maven Central: "
                                + (errors[0] if errors else f"exit {proc.returncode}"))
-    (partial / ".resolved").write_text(version)
+    (partial / ".resolved").write_text(f"{version} {_pom_digest()}")
     shutil.rmtree(lib, ignore_errors=True)
     partial.rename(lib)
     return lib
