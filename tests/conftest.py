@@ -11,6 +11,7 @@ from kafka_jvm import (
     GOLDEN,
     GOLDEN_UNSTABLE,
     KAFKA_VERSIONS,
+    ORACLE_VERSIONS,
     KafkaBroker,
     KafkaUnavailable,
     Oracle,
@@ -95,7 +96,7 @@ def _oracle(version):
 
 
 # Function-scoped so that a test after one whose oracle died gets a fresh one.
-@pytest.fixture(params=KAFKA_VERSIONS, ids=lambda v: f"kafka-{v}")
+@pytest.fixture(params=ORACLE_VERSIONS, ids=lambda v: f"kafka-{v}")
 def kafka_oracle(request):
     """Apache Kafka's codec (tests/kafka/Oracle.java) running on one pinned version's jars."""
     return _oracle(request.param)
@@ -104,7 +105,7 @@ def kafka_oracle(request):
 @pytest.fixture
 def kafka_oracles():
     """Kafka's codec on every pinned version."""
-    return [_oracle(v) for v in KAFKA_VERSIONS]
+    return [_oracle(v) for v in ORACLE_VERSIONS]
 
 
 def pytest_unconfigure(config):

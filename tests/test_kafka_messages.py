@@ -61,6 +61,7 @@ RENAMED = {
               ("VoteRequest", "ReplicaDirectoryId"): "candidateDirectoryId"},
     "4.3.1": {("TxnOffsetCommitRequest", "GenerationIdOrMemberEpoch"): "generationId",
               ("StreamsGroupHeartbeatResponse", "AcceptableRecoveryLagLegacy"): "acceptableRecoveryLag"},
+    "4.4.0": {},
 }
 
 

@@ -41,7 +41,6 @@ import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.protocol.Readable;
 import org.apache.kafka.common.record.TimestampType;
-import org.apache.kafka.common.utils.ByteBufferOutputStream;
 
 public final class Oracle {
     // Non-numeric numbers: float64 fields may hold infinities, which JSON itself cannot.
@@ -93,6 +92,21 @@ public final class Oracle {
         }
     }
 
+    // The records builder's output stream, which Kafka 4.4 moved to an internals package.
+    private static final Class<?> BUFFER_STREAM = bufferStreamClass();
+
+    private static Class<?> bufferStreamClass() {
+        for (String name : new String[] {"org.apache.kafka.common.utils.internals.ByteBufferOutputStream",
+                                         "org.apache.kafka.common.utils.ByteBufferOutputStream"}) {
+            try {
+                return Class.forName(name);
+            } catch (ClassNotFoundException e) {
+                // the other package, then
+            }
+        }
+        throw new IllegalStateException("no ByteBufferOutputStream in these Kafka jars");
+    }
+
     private static Class<?> recordClass(String name) throws ClassNotFoundException {
         return Class.forName(RECORD_PKG + name);
     }
@@ -100,10 +114,11 @@ public final class Oracle {
     private static ObjectNode records(JsonNode req) throws Exception {
         Compression compression = compression(req.get("codec").asText(), req.path("level"));
         Class<?> builderClass = recordClass("MemoryRecordsBuilder");
-        Constructor<?> ctor = builderClass.getConstructor(ByteBufferOutputStream.class, byte.class, Compression.class,
+        Constructor<?> ctor = builderClass.getConstructor(BUFFER_STREAM, byte.class, Compression.class,
                 TimestampType.class, long.class, long.class, long.class, short.class, int.class, boolean.class,
                 boolean.class, int.class, int.class, long.class);
-        Object builder = ctor.newInstance(new ByteBufferOutputStream(1024), (byte) req.get("magic").asInt(), compression,
+        Object stream = BUFFER_STREAM.getConstructor(int.class).newInstance(1024);
+        Object builder = ctor.newInstance(stream, (byte) req.get("magic").asInt(), compression,
                 timestampType(req.get("timestampType").asInt()), req.get("baseOffset").asLong(),
                 req.get("logAppendTime").asLong(), req.get("producerId").asLong(),
                 (short) req.get("producerEpoch").asInt(), req.get("baseSequence").asInt(),
