@@ -107,8 +107,7 @@ def register(package: ModuleType, *, replace: bool = False) -> None:
     other name or api key already known is refused, unless replace=True (a regenerated copy of
     kafkaproto's own specs, say). Registering a package twice does nothing.
     """
-    if not _loaded:
-        load()
+    load()
     if package in _packages:
         return
     amends = getattr(package, "AMENDS", {})
@@ -150,8 +149,7 @@ def register(package: ModuleType, *, replace: bool = False) -> None:
 
 def unregister(package: ModuleType) -> None:
     """Forget a package that joined (an extension, say): the registry is as if it never had."""
-    if not _loaded:
-        load()
+    load()
     remaining = [(p, _replacing[p]) for p in _packages if p is not package]
     for table in (_packages, _specs, _classes, _owners, _amended, _replacing):
         table.clear()
@@ -161,16 +159,14 @@ def unregister(package: ModuleType) -> None:
 
 def extension_of(name: str) -> str | None:
     """The name of the extension package a spec comes from, or None for kafkaproto's own (unamended) specs."""
-    if not _loaded:
-        load()
+    load()
     owner = _owners.get(name)
     return None if owner is None or owner is _packages[0] else owner.__name__
 
 
 def extensions() -> list[ModuleType]:
     """The extension packages registered, in the order they joined."""
-    if not _loaded:
-        load()
+    load()
     return list(_packages[1:])
 
 
@@ -228,8 +224,7 @@ def publish(module: ModuleType, kinds: Iterable[str]) -> None:
     there too. A name imported from the module before that (``from ... import MetadataResponse``)
     stays bound to the class it was.
     """
-    if not _loaded:
-        load()
+    load()
     entry = [module, frozenset(kinds), ()]
     _published.append(entry)
     _publish(entry)
@@ -319,15 +314,13 @@ def api(key_or_name: int | str) -> ApiInfo:
 
 def apis() -> list[ApiInfo]:
     """Every ApiInfo, by api key."""
-    if not _loaded:
-        load()
+    load()
     return [_apis[k] for k in sorted(_apis)]
 
 
 def record_class(record_type: int) -> type[Any]:
     """The class of a KRaft metadata record type (its spec's apiKey)."""
-    if not _loaded:
-        load()
+    load()
     try:
         return _records[record_type]
     except KeyError:
@@ -336,22 +329,19 @@ def record_class(record_type: int) -> type[Any]:
 
 def spec(name: str) -> SpecInfo:
     """The SpecInfo of a class name ("FetchRequest", "TopicRecord", "RequestHeader")."""
-    if not _loaded:
-        load()
+    load()
     return _specs[name]
 
 
 def message_class(name: str) -> type[Any]:
     """The class of a spec name ("FetchRequest", "RequestHeader") in the implementation in use."""
-    if not _loaded:
-        load()
+    load()
     return _classes[name]
 
 
 def classes(impl: str | None = None) -> dict[str, type[Any]]:
     """{spec name: class} of every registered package, in one implementation (by default the one in use)."""
-    if not _loaded:
-        load()
+    load()
     if impl is None or impl == _impl.IMPL:
         return dict(_classes)
     out = {}

@@ -169,8 +169,7 @@ class BrokerState:
         """DeleteRecords on one partition: its log starts at offset from now on; the new log start offset. The
         requests waiting on the broker look again (a fetch below the start is now out of range)."""
         start = partition.log.delete_records_before(offset)
-        if self.on_change is not None:
-            self.on_change()
+        self.changed()
         return start
 
     def last_stable_offset(self, partition):

@@ -273,7 +273,7 @@ class GroupCoordinator:
             return errors.GROUP_ID_NOT_FOUND, {}
         if group.kind == "classic" and group.state != EMPTY and group.protocol_type != "consumer":
             return errors.NON_EMPTY_GROUP, {}
-        subscribed = self.subscribed_topics(group)
+        subscribed = self.subscribed_topics(group) or ()
         committed = self.offsets.committed(group_id)
         answers, gone = {}, []
         for topic, partitions in asked.items():
@@ -285,10 +285,12 @@ class GroupCoordinator:
         self.offsets.drop(gone)
         return errors.NONE, answers
 
-    def subscribed_topics(self, group):
-        """The topics a group's members subscribe to, as Kafka's isSubscribedToTopic reads them: a KIP-848 group's
-        members' subscriptions; a classic group's of the consumer protocol, from its members' metadata (none when
-        it has no protocol yet, or a member's metadata does not read)."""
+    @staticmethod
+    def subscribed_topics(group):
+        """The topics a group's members subscribe to: a KIP-848 group's members' subscriptions; a classic group's
+        of the consumer protocol, from its members' metadata (none when it has no protocol yet). None when a
+        member's metadata does not read: Kafka then knows no subscription (nothing is subscribed, for OffsetDelete;
+        every offset stays, for expiry)."""
         topics = set()
         if group.kind != "classic":
             for member in group.members.values():
@@ -300,7 +302,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 topics.update(read_subscription(member.metadata(group.protocol_name)).topics)
         except (MalformedProtocol, ValueError, IndexError, KeyError):
-            return set()
+            return None
         return topics
 
     def forget_topic(self, topic):
@@ -430,10 +432,7 @@ class GroupCoordinator:
         if group is None or group.kind != "classic":
             if group is None or not group.members:
                 return None, None
-            subscribed = set()
-            for member in group.members.values():
-                subscribed |= group.topics_of(member)
-            return None, subscribed
+            return None, self.subscribed_topics(group)
         if group.pending_join:
             return None
         if not group.protocol_type:  # it never had members: a standalone committer
@@ -441,13 +440,9 @@ class GroupCoordinator:
         if group.state == EMPTY:
             return self._empty_since.get(group_id), None
         if group.state == STABLE and group.protocol_type == "consumer":
-            subscribed = set()
-            try:
-                for member in group.members.values():
-                    subscribed.update(read_subscription(member.metadata(group.protocol_name)).topics)
-            except (MalformedProtocol, ValueError, IndexError):
-                return None  # Kafka too keeps all when it cannot read what the members subscribe to
-            return None, subscribed
+            subscribed = self.subscribed_topics(group)
+            # Kafka too keeps all when it cannot read what the members subscribe to
+            return None if subscribed is None else (None, subscribed)
         return None
 
     def _active(self, group_id):
