@@ -167,6 +167,15 @@ def wait_for_leader(client, versions, name):
         return [(t.error_code, [(p.error_code, p.leader_id >= 0) for p in t.partitions]) for t in body.topics] == [
             (0, [(0, True)])]
     assert ready(eventually(lambda: client.call(by_name, versions[3][-1]).body, ready)), f"{name} has no leader"
+    # Kafka's metadata cache can name a leader a moment before that leader's replica manager serves the
+    # partition (a Produce then answers NOT_LEADER_OR_FOLLOWER), so wait until the leader itself answers.
+    partition = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)
+    request = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+        name=name, partitions=[partition])])
+
+    def served(body):
+        return [p.error_code for t in body.topics for p in t.partitions] == [0]
+    assert served(eventually(lambda: client.call(request, versions[2][-1]).body, served)), f"{name} is not served"
 
 
 def test_metadata_at_every_version(client):
