@@ -40,7 +40,8 @@ from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
-                                 DescribeLogDirsRequest, ElectLeadersRequest,
+                                 DescribeLogDirsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+                                 ElectLeadersRequest, ListTransactionsRequest, WriteTxnMarkersRequest,
                                  ListGroupsRequest,
                                  DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
                                  FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
@@ -260,8 +261,6 @@ NOT_YET_SERVED = {
     # authorization, quotas and delegation tokens
     "CreateAcls", "DescribeAcls", "DeleteAcls", "DescribeClientQuotas", "AlterClientQuotas",
     "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
-    # transactions' admin, and the markers a coordinator on another broker writes
-    "DescribeProducers", "DescribeTransactions", "ListTransactions", "WriteTxnMarkers",
     # configs, replicas, features and the quorum
     "AlterConfigs", "ListConfigResources", "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
     "DescribeQuorum", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
@@ -816,6 +815,124 @@ def test_transactions_version_2(sides):
     assert not differences(read[1], read[3]), differences(read[1], read[3])
     both(sides, OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)]),
          8, "OffsetFetch of the group the transaction committed for")
+
+
+def test_transactions_admin(sides):
+    """kafka-transactions' requests: DescribeProducers, DescribeTransactions and ListTransactions over an open
+    transaction and an idempotent producer, and WriteTxnMarkers as kafka-transactions abort sends it (a hanging
+    transaction aborted from outside), with its refusals: an older producer epoch, an older coordinator epoch,
+    a partition that does not exist."""
+    kafka, ours = sides
+    kafka_4 = int(kafka.version.split(".")[0]) >= 4
+    topic = f"diff-ta-{uuid.uuid4().hex[:8]}"
+    tid = f"diff-txa-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    both(sides, FindCoordinatorRequest(key_type=1, coordinator_keys=[tid]), 4, "FindCoordinator (transaction)")
+    init = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000)
+    both(sides, init, 4, "InitProducerId (transactional)")
+    k, o = both(sides, init, 4, "InitProducerId again: epoch 1")
+    txn = {"kafka": (k.producer_id, k.producer_epoch), "ours": (o.producer_id, o.producer_epoch)}
+    k, o = both(sides, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4,
+                "InitProducerId (idempotent)")
+    idem = {"kafka": (k.producer_id, k.producer_epoch), "ours": (o.producer_id, o.producer_epoch)}
+
+    def of(ids):
+        return lambda side: ids[side_name(side, sides)]
+
+    txn_of, idem_of = of(txn), of(idem)
+    both(sides, lambda side: AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=tid, v3_and_below_producer_id=txn_of(side)[0],
+        v3_and_below_producer_epoch=txn_of(side)[1], v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), 3, "AddPartitionsToTxn")
+    both(sides, lambda side: produce(topic, 1, batch(b"a", b"b", producer_id=idem_of(side)[0], epoch=0,
+                                                       sequence=0)), 9, "idempotent Produce")
+    both(sides, lambda side: produce(topic, 0, batch(b"open", producer_id=txn_of(side)[0], epoch=txn_of(side)[1],
+                                                       sequence=0, transactional=True), tid), 9,
+         "transactional Produce")
+
+    def compared(what, make, version, timed=("transaction_start_time_ms",), settled=None):
+        """both(), with times each broker takes from its clock put as set (>= 0) or not (-1), and the producer
+        id of a transactional id not found (0, which a real producer may have) left out."""
+        answers = [side.call(make(side) if callable(make) else make, version, settled) for side in sides]
+
+        def untimed(value):
+            if isinstance(value, dict):
+                return {k: (("set" if v >= 0 else v) if k in timed else untimed(v)) for k, v in value.items()
+                        if not (k == "producer_id" and value.get("error_code"))}
+            return [untimed(v) for v in value] if isinstance(value, list) else value
+        found = differences(untimed(answers[0][1]), untimed(answers[1][1]))
+        assert not found, f"{what} v{version}: this broker differs from Apache Kafka:\n" + described(found)
+        return answers[0][0], answers[1][0]
+
+    producers = DescribeProducersRequest(topics=[
+        DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[0, 1, 7]),
+        DescribeProducersRequest.TopicRequest(name="diff-no-such-topic", partition_indexes=[0])])
+    k, _ = both(sides, producers, 0, "DescribeProducers")
+    assert [p.active_producers[0].current_txn_start_offset for p in k.topics[0].partitions[:2]] == [0, -1]
+    describe = DescribeTransactionsRequest(transactional_ids=[tid, "diff-no-such-transactional-id"])
+    k, _ = compared("DescribeTransactions, one open", describe, 0)
+    assert k.transaction_states[0].transaction_state == "Ongoing"
+
+    def listed(body, version, what):
+        """ListTransactions with the other tests' transactions left out (the Kafka broker serves them too)."""
+        answers = []
+        for side in sides:
+            response, plain = side.call(body, version)
+            plain["transaction_states"] = [t for t in plain["transaction_states"] if t["transactional_id"] == tid]
+            answers.append(plain)
+        found = differences(*answers)
+        assert not found, f"{what} v{version}: this broker differs from Apache Kafka:\n" + described(found)
+        return answers[0]
+
+    list_request = ListTransactionsRequest(state_filters=["Ongoing", "NoSuchState"], producer_id_filters=[])
+    assert len(listed(list_request, 0, "ListTransactions of open ones")["transaction_states"]) == 1
+    list_request.duration_filter = 3_600_000
+    assert not listed(list_request, 1, "ListTransactions open for an hour")["transaction_states"]
+    list_request.duration_filter = -1
+    list_request.state_filters = ["CompleteCommit"]
+    listed(list_request, 1, "ListTransactions of committed ones")
+    if kafka_4:
+        listed(ListTransactionsRequest(transactional_id_pattern=tid[:9] + ".*"), 2, "ListTransactions by pattern")
+        listed(ListTransactionsRequest(transactional_id_pattern=tid[1:]), 2, "ListTransactions, part of the id")
+        listed(ListTransactionsRequest(transactional_id_pattern="diff-(("), 2, "ListTransactions, a bad pattern")
+
+    Marker, MarkerTopic = WriteTxnMarkersRequest.WritableTxnMarker, WriteTxnMarkersRequest.WritableTxnMarkerTopic
+
+    def markers(of_side, epoch_delta, coordinator_epoch, partitions=(0,), version_2=False, name=topic):
+        def make(side):
+            producer_id, epoch = of_side(side)
+            return WriteTxnMarkersRequest(markers=[Marker(
+                producer_id=producer_id, producer_epoch=epoch + epoch_delta, transaction_result=False,
+                topics=[MarkerTopic(name=name, partition_indexes=list(partitions))],
+                coordinator_epoch=coordinator_epoch, transaction_version=2 if version_2 else 0)])
+        return make
+
+    # kafka-transactions abort: the open transaction's partition gets an abort marker at the producer's epoch
+    both(sides, markers(txn_of, 0, 0), 1, "WriteTxnMarkers: abort a hanging transaction")
+    both(sides, markers(txn_of, -1, 0), 1, "WriteTxnMarkers at an older producer epoch")
+    both(sides, markers(txn_of, 0, 0, name="diff-no-such-topic"), 1, "WriteTxnMarkers to no such topic")
+    both(sides, markers(txn_of, 0, 0, partitions=(9,)), 1, "WriteTxnMarkers to no such partition")
+    # the idempotent producer's partition: coordinator epochs move on and may not go back
+    both(sides, markers(idem_of, 0, 5, partitions=(1,)), 1, "WriteTxnMarkers, coordinator epoch 5")
+    both(sides, markers(idem_of, 0, 4, partitions=(1,)), 1, "WriteTxnMarkers, coordinator epoch 4 after 5")
+    both(sides, markers(idem_of, 1, 5, partitions=(1,)), 1, "WriteTxnMarkers at a new producer epoch")
+    if kafka_4:
+        both(sides, markers(idem_of, 1, 5, partitions=(1,), version_2=True), 2,
+             "WriteTxnMarkers v2 again at the same epoch, no transaction open: a retry")
+        both(sides, markers(idem_of, 2, 5, partitions=(1,), version_2=True), 2, "WriteTxnMarkers v2, epoch bumped")
+        both(sides, markers(idem_of, 2, 5, partitions=(1,)), 2, "WriteTxnMarkers v2, transaction version 0")
+    compared("DescribeProducers after the markers", producers, 0, timed=("last_timestamp",))
+    for side in sides:
+        side.call(fetch(topic, [0], isolation=1), 12, settled=markers_written)
+    read = [read_partition(side, topic, 1) for side in sides]
+    assert not differences(*read), differences(*read)
+    k, _ = compared("DescribeTransactions after the marker", describe, 0)
+    both(sides, lambda side: EndTxnRequest(transactional_id=tid, producer_id=txn_of(side)[0],
+                                           producer_epoch=txn_of(side)[1], committed=False), 3, "EndTxn abort")
+    # Kafka writes the markers after it answers EndTxn, in PrepareAbort meanwhile
+    compared("DescribeTransactions, aborted", describe, 0,
+             settled=lambda r: not r.transaction_states[0].transaction_state.startswith("Prepare"))
 
 
 def markers_written(response):

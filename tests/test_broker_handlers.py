@@ -19,10 +19,11 @@ from kafkaproto.broker.state.cluster import read_partition_metadata, remove_dire
 from kafkaproto.broker.config import Listener
 from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
                                  DeleteTopicsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
-                                 ElectLeadersRequest, DescribeTopicPartitionsRequest, FetchRequest,
-                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
-                                 ListPartitionReassignmentsRequest, MetadataRequest, ProduceRequest, RequestHeader,
-                                 api)
+                                 DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+                                 ElectLeadersRequest, FetchRequest, IncrementalAlterConfigsRequest,
+                                 InitProducerIdRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+                                 ListTransactionsRequest, MetadataRequest, ProduceRequest, RequestHeader,
+                                 WriteTxnMarkersRequest, api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -435,6 +436,16 @@ def sample_request(key, version, topic_id):
         return DescribeLogDirsRequest(topics=None)
     if key == ApiKey.ELECT_LEADERS:
         return ElectLeadersRequest(topic_partitions=[ElectLeadersRequest.TopicPartitions(topic="t", partitions=[0])])
+    if key == ApiKey.DESCRIBE_PRODUCERS:
+        return DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(name="t", partition_indexes=[0])])
+    if key == ApiKey.DESCRIBE_TRANSACTIONS:
+        return DescribeTransactionsRequest(transactional_ids=["none"])
+    if key == ApiKey.LIST_TRANSACTIONS:
+        return ListTransactionsRequest(state_filters=["Ongoing"])
+    if key == ApiKey.WRITE_TXN_MARKERS:
+        return WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+            producer_id=1, producer_epoch=0, transaction_result=False, coordinator_epoch=0, topics=[
+                WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="t", partition_indexes=[0])])])
     raise AssertionError(f"no sample request for api key {key}: add one")
 
 

@@ -291,3 +291,48 @@ def test_every_transaction_api_at_every_version(state, key):
             assert (response.error_code, response.producer_epoch) == (0, epoch + 1)
             continue
         assert end(state, pid, epoch, True, version=version if key == ApiKey.END_TXN else 3, tid=tid) == 0
+
+
+def described(state):
+    """What kafka-transactions shows: DescribeTransactions of TID and DescribeProducers of t-0, as plain data."""
+    from kafkaproto.messages import DescribeProducersRequest, DescribeTransactionsRequest
+    txn = call(state, DescribeTransactionsRequest(transactional_ids=[TID]), 0).transaction_states[0]
+    producers = call(state, DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+        name="t", partition_indexes=[0])]), 0).topics[0].partitions[0].active_producers
+    return txn.to_dict(), [p.to_dict() for p in producers]
+
+
+def test_what_kafka_transactions_shows_survives_a_restart(tmp_path):
+    """The state, start time and partitions of a transaction, and each producer's last sequence, timestamp,
+    coordinator epoch and open transaction, read again from the logs after a clean restart."""
+    from kafkaproto.messages import WriteTxnMarkersRequest
+    state = make_state(tmp_path)
+    create(state, "t", partitions=2)
+    pid, epoch = init(state)
+    assert add_partitions(state, pid, epoch, partitions=(0, 1)) == [0, 0]
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"a", b"b")).error_code == 0
+    other = call(state, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4).producer_id
+    marker = WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=other, producer_epoch=0, transaction_result=False, coordinator_epoch=3,
+        topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="t", partition_indexes=[0])])
+    written = call(state, WriteTxnMarkersRequest(markers=[marker]), 1).markers[0].topics[0].partitions[0]
+    assert written.error_code == 0
+    before = described(state)
+    txn, producers = before
+    assert txn["transaction_state"] == "Ongoing" and txn["transaction_start_time_ms"] > 0
+    assert txn["topics"] == [{"topic": "t", "partitions": [0, 1]}]
+    by_id = {p["producer_id"]: p for p in producers}
+    assert (by_id[pid]["last_sequence"], by_id[pid]["last_timestamp"], by_id[pid]["current_txn_start_offset"]) == (
+        1, 1_700_000_000_000, 0)
+    assert (by_id[other]["coordinator_epoch"], by_id[other]["last_sequence"]) == (3, -1)
+    state.close()
+    state = make_state(tmp_path)
+    try:
+        # a transaction open at a restart is aborted then (test_a_transaction_open_at_a_crash_is_aborted_on_restart)
+        txn_after, producers_after = described(state)
+        assert txn_after["transaction_start_time_ms"] == txn["transaction_start_time_ms"]
+        by_id_after = {p["producer_id"]: p for p in producers_after}
+        assert by_id_after[other] == by_id[other]
+        assert by_id_after[pid]["current_txn_start_offset"] == -1
+    finally:
+        state.close()

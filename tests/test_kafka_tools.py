@@ -14,7 +14,8 @@ import pytest
 
 from kafkaproto import records
 from kafkaproto.broker import Broker
-from kafkaproto.messages import FindCoordinatorRequest, OffsetCommitRequest, ProduceRequest
+from kafkaproto.messages import (AddPartitionsToTxnRequest, FindCoordinatorRequest, InitProducerIdRequest,
+                                 OffsetCommitRequest, ProduceRequest)
 
 import kafka_jvm
 from test_kafka_broker import RawClient
@@ -30,6 +31,7 @@ TOOLS = {
     "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
@@ -60,13 +62,17 @@ def both(brokers, name, *args, normalise=lambda text: text):
     return ours
 
 
-def produce(port, topic, partition, *values):
-    builder = records.RecordBatchBuilder()
+def produce(port, topic, partition, *values, producer=None):
+    """Produce values; producer: (transactional id, producer id, epoch) of an open transaction to write in."""
+    transactional_id, producer_id, epoch = producer or (None, -1, -1)
+    builder = records.RecordBatchBuilder(producer_id=producer_id, producer_epoch=epoch,
+                                        base_sequence=0 if producer else -1, transactional=bool(producer))
     for value in values:
         builder.append(b"k", value, timestamp=1_700_000_000_000)
     client = RawClient(port)
     try:
-        body = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        body = ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=5000, topic_data=[
+            ProduceRequest.TopicProduceData(
             name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition,
                                                                             records=builder.build())])])
         answer = client.call(body, 9).body.responses[0].partition_responses[0]
@@ -141,3 +147,62 @@ def test_admin_tools_against_kafka_and_this_broker(brokers, tmp_path):
     assert f"{topic} 0 Successful" in deleted
     after = both(brokers, "consumer-groups", "--describe", "--group", group, normalise=table)
     assert f"{group} {topic} 1 1 1 0" in after and f"{topic} 0 " not in after
+
+
+def open_transaction(port, transactional_id, topic):
+    """Begin a transaction that writes one record to partition 0 and is left open (as a producer that died would
+    leave it); (producer id, epoch)."""
+    client = RawClient(port)
+    try:
+        for _ in range(100):  # Kafka's transaction coordinator may still be loading
+            found = client.call(FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), 4).body
+            init = client.call(InitProducerIdRequest(transactional_id=transactional_id,
+                                                     transaction_timeout_ms=600_000), 4).body
+            if found.coordinators[0].error_code == 0 and init.error_code == 0:
+                break
+            time.sleep(0.2)
+        producer = (init.producer_id, init.producer_epoch)
+        added = client.call(AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=producer[0],
+            v3_and_below_producer_epoch=producer[1], v3_and_below_topics=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0])]), 3).body
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0, added
+    finally:
+        client.close()
+    produce(port, topic, 0, b"open", producer=(transactional_id, *producer))
+    return producer
+
+
+def test_transactions_tool(brokers):
+    """kafka-transactions on a transaction left open: list, describe, describe-producers, find-hanging, abort."""
+    topic = f"tools-txn-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"tools-txn-{uuid.uuid4().hex[:8]}"
+    both(brokers, "topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    for port in brokers:
+        open_transaction(port, transactional_id, topic)
+
+    made_up = {"ProducerId": "<producer>", "CurrentTransactionStartTimeMs": "<time>",
+               "TransactionDurationMs": "<duration>", "LastTimestamp": "<time>"}
+
+    def ours_only(text, every_row=False):
+        """The header and this test's rows (the Kafka broker serves other tests too), with the columns each broker
+        makes up (producer ids, times) put in words."""
+        header, *rows = [line.split() for line in text.splitlines() if line.strip()]
+        kept = [row for row in rows if every_row or any(transactional_id in cell or topic in cell for cell in row)]
+        return "\n".join(" ".join(made_up.get(name, cell) for name, cell in zip(header, row))
+                         for row in [header, *kept])
+
+    listed = both(brokers, "transactions", "list", normalise=ours_only)
+    assert f"{transactional_id} " in listed and " Ongoing" in listed
+    described = both(brokers, "transactions", "describe", "--transactional-id", transactional_id,
+                     normalise=ours_only)
+    assert f"{topic}-0" in described
+    both(brokers, "transactions", "describe-producers", "--topic", topic, "--partition", "0",
+         normalise=lambda text: ours_only(text, every_row=True))
+    # younger than the tool's 15 minutes: not hanging yet, but every step of the search is asked of the broker
+    hanging = both(brokers, "transactions", "find-hanging", "--topic", topic)
+    assert hanging.startswith("Topic\tPartition") and topic not in hanging, hanging
+    both(brokers, "transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    after = both(brokers, "transactions", "describe-producers", "--topic", topic, "--partition", "0",
+                 normalise=lambda text: ours_only(text, every_row=True))
+    assert after.split()[-1] == "None", after  # no transaction open on the partition any more

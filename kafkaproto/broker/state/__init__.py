@@ -19,8 +19,8 @@ from .fetch_sessions import FetchSessions
 from .groups import GroupCoordinator
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
-from .transactions import (ABORT, COMMIT, PartitionTransactions, TransactionCoordinator, control_marker,
-                           marker_batch)
+from .transactions import (ABORT, COMMIT, COORDINATOR_EPOCH, PartitionTransactions, TransactionCoordinator,
+                           control_marker, marker_batch)
 
 logger = logging.getLogger("kafkaproto.broker")  # not "log": that is the submodule
 WAKE_ALL, CHANGED = "wake all", "changed"
@@ -96,9 +96,9 @@ class BrokerState:
         txns = partition.transactions = PartitionTransactions()
         for segment in partition.log.segments:
             for batch in segment.batches():
-                producers.appended(batch)
                 marker = control_marker(segment.read(batch.position, batch.size)) if batch.is_control else None
-                txns.observe(batch, marker)
+                producers.appended(batch, -1 if marker is None else marker.coordinator_epoch)
+                txns.observe(batch, None if marker is None else int(marker.type))
 
     @property
     def node_id(self):
@@ -155,12 +155,13 @@ class BrokerState:
                 logger.error("topic %s not created on first use: %s", name, e)
         return made
 
-    def append(self, partition, data, batches, marker=None):
-        """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch); the first offset."""
+    def append(self, partition, data, batches, marker=None, coordinator_epoch=-1):
+        """Append batches that passed the checks (marker: COMMIT or ABORT for a control batch, written by the
+        transaction coordinator at coordinator_epoch); the first offset."""
         offset = partition.log.append(data, batches, partition.leader_epoch)
         producers, txns = partition.producers, partition.transactions
         for batch in batches:
-            producers.appended(batch)
+            producers.appended(batch, coordinator_epoch)
             txns.observe(batch, marker)
         self.changed()
         return offset
@@ -181,8 +182,13 @@ class BrokerState:
             partition, _ = self.partition(self.cluster.topics.get(name), index)
             if partition is None:
                 continue  # deleted meanwhile
-            data = marker_batch(txn.producer_id, txn.epoch, commit)
-            self.append(partition, data, parse_batches(data), marker=COMMIT if commit else ABORT)
+            self.write_marker(partition, txn.producer_id, txn.epoch, commit)
+
+    def write_marker(self, partition, producer_id, epoch, commit, coordinator_epoch=COORDINATOR_EPOCH):
+        """Append a transaction's commit or abort marker to a partition."""
+        data = marker_batch(producer_id, epoch, commit, coordinator_epoch)
+        self.append(partition, data, parse_batches(data), marker=COMMIT if commit else ABORT,
+                    coordinator_epoch=coordinator_epoch)
 
     def _commit_transaction_offsets(self, group_id, offsets):
         self.groups.commit(group_id, [(key, (*value, self.now_ms())) for key, value in offsets.items()])

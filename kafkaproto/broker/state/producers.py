@@ -27,12 +27,18 @@ def _next_sequence(sequence, count):
 
 
 class ProducerEntry:
-    __slots__ = ("epoch", "batches")
+    __slots__ = ("epoch", "batches", "last_timestamp", "coordinator_epoch")
 
     def __init__(self, epoch):
         self.epoch = epoch
         # (first sequence, last sequence, first offset, max timestamp) of the last few batches
         self.batches = deque(maxlen=KEEP_BATCHES)
+        self.last_timestamp = -1  # of its last batch, a transaction marker's too (DescribeProducers)
+        self.coordinator_epoch = -1  # of the transaction coordinator that wrote its last marker
+
+    @property
+    def last_sequence(self):
+        return self.batches[-1][1] if self.batches else -1
 
 
 class PartitionProducers:
@@ -64,8 +70,8 @@ class PartitionProducers:
             return errors.OUT_OF_ORDER_SEQUENCE_NUMBER, None
         return errors.NONE, None
 
-    def appended(self, batch):
-        """Remember a batch just written (or read back on start)."""
+    def appended(self, batch, coordinator_epoch=-1):
+        """Remember a batch just written (or read back on start); coordinator_epoch: a marker's."""
         if self.on_append is not None:
             self.on_append(self)
         if batch.producer_id < 0:
@@ -73,7 +79,9 @@ class PartitionProducers:
         entry = self.entries.get(batch.producer_id)
         if entry is None or batch.producer_epoch > entry.epoch:
             entry = self.entries[batch.producer_id] = ProducerEntry(batch.producer_epoch)
+        entry.last_timestamp = batch.max_timestamp
         if batch.is_control:
+            entry.coordinator_epoch = coordinator_epoch
             return
         entry.batches.append((batch.base_sequence, _next_sequence(batch.base_sequence, batch.record_count - 1),
                               batch.base_offset, batch.max_timestamp))

@@ -31,8 +31,15 @@ EMPTY, ONGOING = "Empty", "Ongoing"
 MAX_EPOCH = 32766  # the last epoch a producer id is used with; then it gets a new id
 PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"
 COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
+# Every state Kafka's coordinator names (ListTransactions filters on them); the last two are never reached here:
+# this broker keeps every transactional id, and a timed-out transaction is aborted without fencing first.
+STATES = (EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, "Dead",
+          "PrepareEpochFence")
 STATE_DIR = "__transaction_state-0"
 ABORT, COMMIT = 0, 1  # control record types
+# The epoch of this broker's transaction coordinator, written in its markers: its one partition of
+# __transaction_state never changes leader, so it stays at the first, as on a one-node Kafka.
+COORDINATOR_EPOCH = 0
 # The first versions of each request under transactions version 2 (KIP-890): a partition joins the
 # transaction with its first Produce, a group with its first TxnOffsetCommit, and EndTxn bumps the epoch.
 IMPLICIT_ADD_PARTITIONS, IMPLICIT_ADD_OFFSETS, END_BUMPS_EPOCH = 12, 5, 5
@@ -65,22 +72,22 @@ class PartitionTransactions:
 
 
 def control_marker(data):
-    """COMMIT or ABORT from a control batch's bytes, as records reads its first record."""
+    """The ControlMarker (type COMMIT or ABORT, coordinator epoch) of a control batch's bytes, as records reads
+    its first record, or None."""
     for batch in iter_batches(data):
-        marker = batch.control_marker
-        return None if marker is None else int(marker.type)
+        return batch.control_marker
     return None
 
 
-def marker_batch(producer_id, epoch, commit):
+def marker_batch(producer_id, epoch, commit, coordinator_epoch=COORDINATOR_EPOCH):
     builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=epoch, transactional=True, control=True)
-    builder.append_end_txn_marker(commit, coordinator_epoch=0)
+    builder.append_end_txn_marker(commit, coordinator_epoch=coordinator_epoch)
     return builder.build()
 
 
 class Transaction:
     __slots__ = ("transactional_id", "producer_id", "epoch", "timeout_ms", "state", "partitions", "groups",
-                 "offsets", "started", "last_producer")
+                 "offsets", "started", "start_time_ms", "last_producer")
 
     def __init__(self, transactional_id, producer_id, epoch, timeout_ms):
         self.transactional_id = transactional_id
@@ -92,6 +99,8 @@ class Transaction:
         self.groups = set()
         self.offsets = {}  # group -> {(topic, partition): (offset, leader epoch, metadata)}
         self.started = 0.0  # when it began (state/clock.py): its timeout counts from then
+        # when it began in wall-clock ms, -1 before the first (DescribeTransactions, ListTransactions' duration)
+        self.start_time_ms = -1
         # (producer id, epoch) before the last bump at an end (transactions version 2): an EndTxn retried with it
         # is answered as the first one was
         self.last_producer = None
@@ -102,6 +111,7 @@ class Transaction:
         if self.state != ONGOING:
             self.state = ONGOING
             self.started = now
+            self.start_time_ms = int(time.time() * 1000)
 
     def timed_out(self, now):
         return self.state == ONGOING and now - self.started > self.timeout_ms
@@ -110,7 +120,7 @@ class Transaction:
         return {"pid": self.producer_id, "epoch": self.epoch, "timeout": self.timeout_ms, "state": self.state,
                 "partitions": sorted(self.partitions), "groups": sorted(self.groups),
                 "offsets": {g: [[t, p, *v] for (t, p), v in o.items()] for g, o in self.offsets.items()},
-                "last": self.last_producer}
+                "last": self.last_producer, "start": self.start_time_ms}
 
     @classmethod
     def from_json(cls, transactional_id, value):
@@ -122,6 +132,7 @@ class Transaction:
         txn.started = clock_ms()  # a transaction loaded at start-up has its whole timeout again
         last = value.get("last")
         txn.last_producer = tuple(last) if last else None
+        txn.start_time_ms = value.get("start", -1)
         return txn
 
 
@@ -206,6 +217,7 @@ class TransactionCoordinator:
             else:
                 txn.epoch += 1
             txn.timeout_ms = timeout_ms
+            txn.start_time_ms = -1  # a new producer session begins with no transaction, as Kafka's Empty
         self.save(txn)
         return errors.NONE, txn.producer_id, txn.epoch
 

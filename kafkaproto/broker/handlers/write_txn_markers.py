@@ -1,0 +1,49 @@
+"""WriteTxnMarkers: write commit or abort markers for a producer to partitions, as a transaction coordinator on
+another broker does, and as kafka-transactions abort does to end a hanging transaction.
+
+Each partition is checked as Kafka's producer state checks a marker: a partition that does not exist is
+UNKNOWN_TOPIC_OR_PARTITION; an epoch older than the producer's is INVALID_PRODUCER_EPOCH (under transactions
+version 2 the marker's epoch must be newer than the data's, as the coordinator bumps it at every end, save for a
+retry once the transaction has ended); a coordinator epoch older than the one that wrote the producer's last
+marker is TRANSACTION_COORDINATOR_FENCED.
+"""
+
+from ... import errors
+from ...messages import ApiKey, WriteTxnMarkersResponse
+from ..dispatch import handles
+from ..state.transactions import MAX_EPOCH
+
+Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
+TopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
+PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
+
+
+def _write(state, marker, name, index):
+    topic, _ = state.topic(name)
+    partition, error = state.partition(topic, index)
+    if partition is None:
+        return error
+    entry = partition.producers.entries.get(marker.producer_id)
+    if entry is not None:
+        epoch, bumps = marker.producer_epoch, marker.transaction_version >= 2
+        if epoch <= entry.epoch if bumps else epoch < entry.epoch:
+            # a retried version-2 marker (same epoch, its transaction already ended) is written again
+            closed = marker.producer_id not in partition.transactions.open
+            if not (bumps and epoch == entry.epoch and (closed or epoch == MAX_EPOCH + 1)):
+                return errors.INVALID_PRODUCER_EPOCH
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            return errors.TRANSACTION_COORDINATOR_FENCED
+    state.write_marker(partition, marker.producer_id, marker.producer_epoch, marker.transaction_result,
+                       marker.coordinator_epoch)
+    return errors.NONE
+
+
+@handles(ApiKey.WRITE_TXN_MARKERS, versions=range(1, 3))
+def write_txn_markers(ctx, request):
+    results = []
+    for marker in request.markers:
+        topics = [TopicResult(name=asked.name, partitions=[
+            PartitionResult(partition_index=index, error_code=_write(ctx.state, marker, asked.name, index).code)
+            for index in asked.partition_indexes]) for asked in marker.topics]
+        results.append(Result(producer_id=marker.producer_id, topics=topics))
+    return WriteTxnMarkersResponse(markers=results)
