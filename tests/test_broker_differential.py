@@ -38,7 +38,9 @@ from kafkaproto import decode_response, encode_request, errors, records
 from kafkaproto.compare import Labels, differences, is_loading, normalise
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
-from kafkaproto.messages import (AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
+from kafkaproto.messages import (AddPartitionsToTxnRequest, AlterConfigsRequest, DescribeConfigsRequest,
+                                 IncrementalAlterConfigsRequest, MetadataResponse,
+                                 ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
                                  DescribeLogDirsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
                                  ElectLeadersRequest, ListTransactionsRequest, WriteTxnMarkersRequest,
@@ -262,7 +264,7 @@ NOT_YET_SERVED = {
     "CreateAcls", "DescribeAcls", "DeleteAcls", "DescribeClientQuotas", "AlterClientQuotas",
     "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
     # configs, replicas, features and the quorum
-    "AlterConfigs", "ListConfigResources", "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
+    "ListConfigResources", "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
     "DescribeQuorum", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
 }
 
@@ -537,6 +539,96 @@ def test_elect_leaders(sides):
         response, _ = side.call(ElectLeadersRequest(election_type=0, timeout_ms=10000, topic_partitions=None), 2)
         assert response.error_code == 0 and all(not r.partition_result for r in response.replica_election_results)
         assert topic in [r.topic for r in response.replica_election_results]
+
+
+def node_id(side):
+    """The broker's node id, as its Metadata names it."""
+    response, _ = side.call(MetadataRequest(topics=[]), 12)
+    assert isinstance(response, MetadataResponse) and len(response.brokers) == 1
+    return str(response.brokers[0].node_id)
+
+
+def test_configs_altered_whole_and_while_the_broker_runs(sides):
+    """AlterConfigs (the request before IncrementalAlterConfigs) replaces a resource's whole set of configs;
+    a broker config Kafka changes while running (log.cleaner.backoff.ms) is changed, one it does not
+    (num.partitions) is refused, either way."""
+    topic = f"diff-ac-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1, configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="100000")])], timeout_ms=10000),
+         7, "CreateTopics")
+    nodes = {side_name(side, sides): node_id(side) for side in sides}
+    Resource, Alterable = AlterConfigsRequest.AlterConfigsResource, AlterConfigsRequest.AlterableConfig
+
+    def described(resource_type, name, keys):
+        return lambda side: DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=resource_type, resource_name=name(side) if callable(name) else name,
+            configuration_keys=keys)], include_synonyms=False)
+
+    def altered(configs, version=2, validate_only=False):
+        return AlterConfigsRequest(validate_only=validate_only, resources=[Resource(
+            resource_type=2, resource_name=topic, configs=[Alterable(name=k, value=v) for k, v in configs.items()])])
+
+    keys = ["retention.ms", "segment.ms", "cleanup.policy"]
+    both(sides, altered({"segment.ms": "200000"}, validate_only=True), 2, "AlterConfigs validate only")
+    both(sides, described(2, topic, keys), 4, "DescribeConfigs after validating only")
+    for version in (0, 1, 2):
+        both(sides, altered({"segment.ms": str(200000 + version)}), version, "AlterConfigs: segment.ms alone")
+        both(sides, described(2, topic, keys), 4, "DescribeConfigs: retention.ms is back to its default")
+    both(sides, altered({"segment.ms": "-5"}), 2, "AlterConfigs with a value out of range")
+    both(sides, altered({"no.such.config": "1"}), 2, "AlterConfigs of an unknown config")
+    both(sides, AlterConfigsRequest(resources=[Resource(resource_type=2, resource_name="diff-no-such-topic",
+                                                        configs=[])]), 2, "AlterConfigs of no such topic")
+
+    def broker(configs, operation=0):
+        return lambda side: IncrementalAlterConfigsRequest(resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=4, resource_name=nodes[side_name(side, sides)], configs=[
+                    IncrementalAlterConfigsRequest.AlterableConfig(name=k, config_operation=operation, value=v)
+                    for k, v in configs.items()])])
+
+    broker_keys = ["log.cleaner.backoff.ms", "num.partitions"]
+
+    def backoff(response):
+        return next((c.value for c in response.results[0].configs), None)
+    try:
+        both(sides, broker({"log.cleaner.backoff.ms": "20000"}), 1, "IncrementalAlterConfigs of a dynamic one")
+        # Kafka's controller takes the change; its broker applies it a moment later
+        both(sides, described(4, lambda side: nodes[side_name(side, sides)], broker_keys[:1]), 4,
+             "DescribeConfigs of the broker's dynamic config", settled=lambda r: backoff(r) == "20000")
+        both(sides, broker({"num.partitions": "3"}), 1, "IncrementalAlterConfigs of a static broker config")
+        both(sides, broker({"log.cleaner.backoff.ms": "-1"}), 1, "IncrementalAlterConfigs, out of range")
+        both(sides, broker({"log.cleanup.policy": "bogus"}), 1, "IncrementalAlterConfigs of a topic default, "
+             "not valid")
+        both(sides, broker({"log.retention.bytes": "many"}), 1, "IncrementalAlterConfigs of a topic default, "
+             "not a number")
+    finally:
+        both(sides, broker({"log.cleaner.backoff.ms": None}, operation=1), 1, "IncrementalAlterConfigs: delete")
+    both(sides, described(4, lambda side: nodes[side_name(side, sides)], broker_keys[:1]), 4,
+         "DescribeConfigs after the delete", settled=lambda r: backoff(r) == "15000")
+
+
+def test_every_topic_config_described_with_its_synonyms(sides):
+    """DescribeConfigs of a topic, all its configs with their sources, types and synonyms, compared whole (not
+    only those set on the topic, as elsewhere): min.insync.replicas aside, which Kafka 4 sets cluster-wide once
+    eligible leader replicas are on (KIP-966)."""
+    topic = f"diff-dc-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1, configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="100000"),
+            CreateTopicsRequest.CreatableTopicConfig(name="cleanup.policy", value="compact,delete")])],
+        timeout_ms=10000), 7, "CreateTopics")
+    if sides[0].version.startswith("3."):
+        pytest.skip("the broker describes Kafka 4.x's topic configs (3.9 has three that 4.0 removed)")
+    for version, synonyms in ((4, True), (1, False)):
+        body = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=2, resource_name=topic, configuration_keys=None)], include_synonyms=synonyms)
+        found = []
+        for side in sides:
+            configs = side.client.call(body, version).body.results[0].configs
+            found.append({c.name: c.to_dict() for c in configs if c.name != "min.insync.replicas"})
+        assert not differences(*found), f"DescribeConfigs v{version}:\n" + described(differences(*found))
+        assert len(found[0]) == 32 and found[0]["retention.ms"]["config_source"] == 1
 
 
 def test_delete_by_id_and_recreate(sides):

@@ -17,13 +17,13 @@ from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.clock import clock_ms
 from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
 from kafkaproto.broker.config import Listener
-from kafkaproto.messages import (ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-                                 DeleteTopicsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
-                                 DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
-                                 ElectLeadersRequest, FetchRequest, IncrementalAlterConfigsRequest,
-                                 InitProducerIdRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
-                                 ListTransactionsRequest, MetadataRequest, ProduceRequest, RequestHeader,
-                                 WriteTxnMarkersRequest, api)
+from kafkaproto.messages import (AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest,
+                                 DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+                                 DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
+                                 DescribeTransactionsRequest, ElectLeadersRequest, FetchRequest,
+                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
+                                 ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
+                                 ProduceRequest, RequestHeader, WriteTxnMarkersRequest, api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -436,6 +436,10 @@ def sample_request(key, version, topic_id):
         return DescribeLogDirsRequest(topics=None)
     if key == ApiKey.ELECT_LEADERS:
         return ElectLeadersRequest(topic_partitions=[ElectLeadersRequest.TopicPartitions(topic="t", partitions=[0])])
+    if key == ApiKey.ALTER_CONFIGS:
+        return AlterConfigsRequest(resources=[AlterConfigsRequest.AlterConfigsResource(
+            resource_type=2, resource_name="t", configs=[AlterConfigsRequest.AlterableConfig(
+                name="retention.ms", value="60000")])])
     if key == ApiKey.DESCRIBE_PRODUCERS:
         return DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(name="t", partition_indexes=[0])])
     if key == ApiKey.DESCRIBE_TRANSACTIONS:
@@ -495,7 +499,8 @@ def test_topic_configs_described_altered_and_kept(tmp_path):
     create(state, "t", **{"retention.bytes": "5000"})
     error, configs = describe(state, 2, "t")
     assert error == 0
-    assert configs["retention.bytes"] == ("5000", 1) and configs["retention.ms"] == ("1000000", 5)
+    # a default the broker's configuration sets is named by its source there, as Kafka names it
+    assert configs["retention.bytes"] == ("5000", 1) and configs["retention.ms"] == ("1000000", 4)
     assert alter(state, 2, "t", ("retention.ms", 0, "60000"), ("retention.bytes", 1, None)).error_code == 0
     assert alter(state, 2, "t", ("message.timestamp.type", 0, "LogAppendTime")).error_code == \
         errors.INVALID_CONFIG.code
@@ -516,9 +521,25 @@ def test_broker_configs_and_dynamic_topic_defaults(state):
     assert alter(state, 4, "1", ("log.retention.ms", 0, "123456")).error_code == 0
     assert describe(state, 4, "1")[1]["log.retention.ms"] == ("123456", 2)
     create(state, "t")
-    assert describe(state, 2, "t")[1]["retention.ms"] == ("123456", 5)
-    assert alter(state, 4, "1", ("num.partitions", 0, "3")).error_code == errors.INVALID_CONFIG.code
+    assert describe(state, 2, "t")[1]["retention.ms"] == ("123456", 2)  # the broker's dynamic default
+    assert alter(state, 4, "1", ("num.partitions", 0, "3")).error_code == errors.INVALID_REQUEST.code
     assert alter(state, 4, "2", ("log.retention.ms", 0, "1")).error_code == errors.INVALID_REQUEST.code
+
+
+def test_a_dynamic_broker_setting_takes_effect_and_stays(tmp_path):
+    """log.cleaner.backoff.ms, which Kafka changes while running: the housekeeping reads the new value, and the
+    metadata log keeps it over a restart; deleted, the file's value is back."""
+    state = make_state(tmp_path, **{"log.cleaner.backoff.ms": "15000"})
+    assert alter(state, 4, "1", ("log.cleaner.backoff.ms", 0, "500")).error_code == 0
+    assert state.config["log.cleaner.backoff.ms"] == 500 and describe(state, 4, "1")[1][
+        "log.cleaner.backoff.ms"] == ("500", 2)
+    state.close()
+    state = make_state(tmp_path, **{"log.cleaner.backoff.ms": "15000"})
+    assert state.config["log.cleaner.backoff.ms"] == 500
+    assert alter(state, 4, "1", ("log.cleaner.backoff.ms", 1, None)).error_code == 0
+    assert state.config["log.cleaner.backoff.ms"] == 15000
+    assert describe(state, 4, "1")[1]["log.cleaner.backoff.ms"] == ("15000", 4)
+    state.close()
 
 
 def test_retention_deletes_whole_old_segments(tmp_path):

@@ -32,6 +32,7 @@ TOOLS = {
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "configs": "kafka.admin.ConfigCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
@@ -206,3 +207,24 @@ def test_transactions_tool(brokers):
     after = both(brokers, "transactions", "describe-producers", "--topic", topic, "--partition", "0",
                  normalise=lambda text: ours_only(text, every_row=True))
     assert after.split()[-1] == "None", after  # no transaction open on the partition any more
+
+
+def test_configs_tool(brokers):
+    """kafka-configs on a topic and on the broker: added, described with their synonyms, deleted."""
+    topic = f"tools-cfg-{uuid.uuid4().hex[:8]}"
+    both(brokers, "topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    on_topic = ("--entity-type", "topics", "--entity-name", topic)
+    both(brokers, "configs", "--alter", *on_topic, "--add-config",
+         "retention.ms=100000,cleanup.policy=[compact,delete]")
+    both(brokers, "configs", "--describe", *on_topic)
+    # min.insync.replicas aside: Kafka 4 sets it cluster-wide once eligible leader replicas are on (KIP-966)
+    both(brokers, "configs", "--describe", "--all", *on_topic,
+         normalise=lambda text: re.sub(r"\n *min\.insync\.replicas=.*", "", text))
+    both(brokers, "configs", "--alter", *on_topic, "--delete-config", "retention.ms")
+    both(brokers, "configs", "--describe", *on_topic)
+    on_broker = ("--entity-type", "brokers", "--entity-name", "1")
+    try:
+        both(brokers, "configs", "--alter", *on_broker, "--add-config", "log.cleaner.backoff.ms=20000")
+        assert "log.cleaner.backoff.ms=20000" in both(brokers, "configs", "--describe", *on_broker)
+    finally:
+        both(brokers, "configs", "--alter", *on_broker, "--delete-config", "log.cleaner.backoff.ms")

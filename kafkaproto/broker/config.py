@@ -100,6 +100,7 @@ class Setting:
     implemented: tuple = None
     unimplemented: str = ""
     check: object = None
+    dynamic: bool = False  # Kafka changes it while the broker runs; read again at each use here too
 
     @property
     def kind(self):
@@ -327,7 +328,8 @@ SETTINGS = {
                                                at_least=1),
     "log.roll.ms": Setting("long", None, "segment.ms", at_least=1),
     "log.roll.hours": Setting("int", 168, at_least=1),
-    "log.cleaner.backoff.ms": Setting("long", 15000, doc="how often compacted topics are compacted", at_least=0),
+    "log.cleaner.backoff.ms": Setting("long", 15000, doc="how often compacted topics are compacted", at_least=0,
+                                      dynamic=True),
     "log.cleaner.delete.retention.ms": Setting("long", 86400000, "delete.retention.ms", at_least=0),
     "log.cleanup.policy": Setting("list", "delete", "cleanup.policy", one_of=CLEANUP_POLICIES),
     "log.message.timestamp.type": Setting("string", "CreateTime", "message.timestamp.type", one_of=TIMESTAMP_TYPES,
@@ -345,8 +347,8 @@ SETTINGS = {
     "socket.receive.buffer.bytes": Setting("int", 102400, doc="SO_RCVBUF of the listening sockets, which their "
                                            "connections inherit (-1: the system's)", check=_check_buffer),
     "connections.max.idle.ms": Setting("long", 600000),
-    "max.connections": Setting("int", INT_MAX, at_least=0),
-    "max.connections.per.ip": Setting("int", INT_MAX, at_least=0),
+    "max.connections": Setting("int", INT_MAX, at_least=0, dynamic=True),
+    "max.connections.per.ip": Setting("int", INT_MAX, at_least=0, dynamic=True),
     "max.connections.per.ip.overrides": Setting("string", "", check=_check_ip_overrides),
     "queued.max.requests": Setting("int", 500, at_least=1, doc="requests read and waiting to be handled, over "
                                    "every connection, past which the broker stops reading"),
@@ -470,6 +472,67 @@ def segment_size(config):
 TOPIC_ONLY = {"max.compaction.lag.ms": "9223372036854775807", "min.compaction.lag.ms": "0",
               "message.timestamp.after.max.ms": "3600000", "message.timestamp.before.max.ms": "9223372036854775807"}
 
+LONG_MAX = "9223372036854775807"
+# Every topic config Kafka 4.3 describes: {name: (Kafka's type, the broker settings behind it, Kafka's default)}.
+# The first broker setting is the one whose default DescribeConfigs names as the synonym (when it has a default);
+# the others set the same value in other units. Those this broker does not act on (flush, preallocation,
+# tiered storage, replication throttles) are described with Kafka's defaults and cannot be set.
+KAFKA_TOPIC_CONFIGS = {
+    "cleanup.policy": ("LIST", ("log.cleanup.policy",), "delete"),
+    "compression.gzip.level": ("INT", ("compression.gzip.level",), "-1"),
+    "compression.lz4.level": ("INT", ("compression.lz4.level",), "9"),
+    "compression.type": ("STRING", ("compression.type",), "producer"),
+    "compression.zstd.level": ("INT", ("compression.zstd.level",), "3"),
+    "delete.retention.ms": ("LONG", ("log.cleaner.delete.retention.ms",), "86400000"),
+    "file.delete.delay.ms": ("LONG", ("log.segment.delete.delay.ms",), "60000"),
+    "flush.messages": ("LONG", ("log.flush.interval.messages",), LONG_MAX),
+    "flush.ms": ("LONG", ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"), LONG_MAX),
+    "follower.replication.throttled.replicas": ("LIST", (), ""),
+    "index.interval.bytes": ("INT", ("log.index.interval.bytes",), "4096"),
+    "leader.replication.throttled.replicas": ("LIST", (), ""),
+    "local.retention.bytes": ("LONG", ("log.local.retention.bytes",), "-2"),
+    "local.retention.ms": ("LONG", ("log.local.retention.ms",), "-2"),
+    "max.compaction.lag.ms": ("LONG", ("log.cleaner.max.compaction.lag.ms",), LONG_MAX),
+    "max.message.bytes": ("INT", ("message.max.bytes",), "1048588"),
+    "message.timestamp.after.max.ms": ("LONG", ("log.message.timestamp.after.max.ms",), "3600000"),
+    "message.timestamp.before.max.ms": ("LONG", ("log.message.timestamp.before.max.ms",), LONG_MAX),
+    "message.timestamp.type": ("STRING", ("log.message.timestamp.type",), "CreateTime"),
+    "min.cleanable.dirty.ratio": ("DOUBLE", ("log.cleaner.min.cleanable.ratio",), "0.5"),
+    "min.compaction.lag.ms": ("LONG", ("log.cleaner.min.compaction.lag.ms",), "0"),
+    "min.insync.replicas": ("INT", ("min.insync.replicas",), "1"),
+    "preallocate": ("BOOLEAN", ("log.preallocate",), "false"),
+    "remote.log.copy.disable": ("BOOLEAN", (), "false"),
+    "remote.log.delete.on.disable": ("BOOLEAN", (), "false"),
+    "remote.storage.enable": ("BOOLEAN", (), "false"),
+    "retention.bytes": ("LONG", ("log.retention.bytes",), "-1"),
+    "retention.ms": ("LONG", ("log.retention.ms", "log.retention.minutes", "log.retention.hours"), "604800000"),
+    "segment.bytes": ("INT", ("log.segment.bytes",), "1073741824"),
+    "segment.index.bytes": ("INT", ("log.index.size.max.bytes",), "10485760"),
+    "segment.jitter.ms": ("LONG", ("log.roll.jitter.ms", "log.roll.jitter.hours"), "0"),
+    "segment.ms": ("LONG", ("log.roll.ms", "log.roll.hours"), "604800000"),
+    "unclean.leader.election.enable": ("BOOLEAN", ("unclean.leader.election.enable",), "false"),
+}
+# Broker settings behind topic configs that have no default of their own (the topic default is worked out from
+# another unit's setting), so DescribeConfigs names no default synonym for them.
+NO_BROKER_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
+
+
+def broker_default(key):
+    """The default of a broker setting behind a topic config, as text, or None when it has none."""
+    if key in NO_BROKER_DEFAULT:
+        return None
+    setting = SETTINGS.get(key)
+    if setting is not None:
+        value = setting.default
+        return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    if key in OTHER_UNIT_DEFAULTS:
+        return OTHER_UNIT_DEFAULTS[key]
+    return next((default for _, keys, default in KAFKA_TOPIC_CONFIGS.values() if keys and keys[0] == key), None)
+
+
+# The defaults of the settings in other units that SETTINGS does not define.
+OTHER_UNIT_DEFAULTS = {"log.flush.scheduler.interval.ms": LONG_MAX, "log.roll.jitter.hours": "0"}
+
 
 def _shown(text):
     """A value as a message shows it: as given, quoted when it is empty or has spaces at an end."""
@@ -557,6 +620,7 @@ class BrokerConfig:
                     where, ", ".join(k + (f" (did you mean {guesses[k][0]}?)" if guesses[k] else "") for k in unused))
         self.extra = {k: values[k] for k in unknown}
         self.given = set(values)  # keys set in the file or by overrides (STATIC_BROKER_CONFIG)
+        self.dynamic = {}  # dynamic settings changed while running (set_dynamic), over values
         get = self.values.__getitem__
         self.node_id = get("node.id")
 
@@ -644,7 +708,19 @@ class BrokerConfig:
             compare("connections.max.idle.ms", "more than", "connection.failed.authentication.delay.ms")
 
     def __getitem__(self, key):
-        return self.values[key]
+        dynamic = self.dynamic
+        return dynamic[key] if dynamic and key in dynamic else self.values[key]
+
+    def set_dynamic(self, key, text):
+        """A dynamic setting's value from AlterConfigs (text, or None: back to the file's or the default); raises
+        ConfigError for one that is not dynamic or not valid."""
+        setting = SETTINGS.get(key)
+        if setting is None or not setting.dynamic:
+            raise ConfigError(f"{key} cannot be changed while the broker runs")
+        if text is None:
+            self.dynamic.pop(key, None)
+        else:
+            self.dynamic[key] = parse_value(key, text, setting.kind, "AlterConfigs")
 
     @classmethod
     def load(cls, path=None, overrides=None, overrides_from="--override"):

@@ -3,7 +3,7 @@
 Importing this package registers every handler with ``dispatch``.
 """
 
-from . import (add_offsets_to_txn, add_partitions_to_txn, api_versions, consumer_group_describe,  # noqa: F401
+from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_versions, consumer_group_describe,  # noqa: F401
                consumer_group_heartbeat, create_partitions, create_topics, delete_groups, delete_partitions,
                delete_records, delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
                describe_producers, describe_topic_partitions, describe_transactions, elect_leaders, end_txn, fetch,

@@ -3,12 +3,13 @@
 Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) or all brokers (3), from
 server.properties or an override (4), a default (5). configuration_keys null asks for every config.
 Documentation is not given (null), as Kafka answers a request that does not ask for it.
-A topic's internal.segment.bytes is listed only where it is set, as Kafka lists it.
+A topic lists every config Kafka's topics have, with the broker settings behind each as its synonyms (named
+as Kafka names them); its internal.segment.bytes is listed only where it is set, as Kafka lists it.
 """
 
 from ... import errors
 from ...messages import ApiKey, DescribeConfigsResponse
-from ..config import CONFIG_TYPE_CODES, SETTINGS, TOPIC_CONFIG_TYPES
+from ..config import CONFIG_TYPE_CODES, KAFKA_TOPIC_CONFIGS, SETTINGS, TOPIC_CONFIG_TYPES, broker_default
 from ..dispatch import handles
 
 TOPIC, BROKER = 2, 4
@@ -24,24 +25,36 @@ def _entry(ctx, name, value, source, kind, synonyms=()):
         documentation=None)  # as Kafka leaves it unless asked; asked, it has no text of Kafka's to give
 
 
+def _broker_synonyms(state, keys):
+    """The broker settings behind a topic config, as Kafka lists them: by source (dynamic, static, default),
+    then left out up to the first that names the setting whose default the config takes."""
+    found = [(key, state.cluster.configs[key], DYNAMIC_BROKER) for key in keys if key in state.cluster.configs]
+    found += [(key, state.config.describe()[key], STATIC_BROKER) for key in keys if key in state.config.given]
+    found += [(key, default, DEFAULT) for key in keys if (default := broker_default(key)) is not None]
+    while found and found[0][0] != keys[0]:
+        found.pop(0)
+    return found
+
+
 def _topic(ctx, request, resource):
     state = ctx.state
     topic = state.cluster.topics.get(resource.resource_name)
     if topic is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {resource.resource_name!r}", []
-    defaults = state.cluster.topic_defaults()
+    effective = state.cluster.topic_config(topic)
+    names = sorted({*KAFKA_TOPIC_CONFIGS, *effective})
     out = []
-    for name, value in sorted(state.cluster.topic_config(topic).items()):
+    for name in names:
         if resource.configuration_keys is not None and name not in resource.configuration_keys:
             continue
-        source = TOPIC_SOURCE if name in topic.configs else DEFAULT
-        synonyms = []
-        if request.include_synonyms:
-            if name in topic.configs:
-                synonyms.append((name, topic.configs[name], TOPIC_SOURCE))
-            if name in defaults:  # internal.segment.bytes has no default behind it
-                synonyms.append((name, defaults[name], DEFAULT))
-        out.append(_entry(ctx, name, value, source, TOPIC_CONFIG_TYPES.get(name, "STRING"), synonyms))
+        kind, broker_keys, kafka_default = KAFKA_TOPIC_CONFIGS.get(name, (TOPIC_CONFIG_TYPES.get(name, "STRING"),
+                                                                          (), None))
+        synonyms = [(name, topic.configs[name], TOPIC_SOURCE)] if name in topic.configs else []
+        if broker_keys:
+            synonyms += _broker_synonyms(state, broker_keys)
+        source = synonyms[0][2] if synonyms else DEFAULT
+        value = effective.get(name, kafka_default)
+        out.append(_entry(ctx, name, value, source, kind, synonyms if request.include_synonyms else ()))
     return errors.NONE, None, out
 
 
@@ -53,12 +66,16 @@ def _broker(ctx, request, resource):
     for name, value in sorted(state.config.describe().items()):
         if resource.configuration_keys is not None and name not in resource.configuration_keys:
             continue
-        source = STATIC_BROKER if name in state.config.given else DEFAULT
+        # the setting and those that give the same value in other units after it (log.retention.hours, say)
+        units = next((keys[keys.index(name):] for _, keys, _ in KAFKA_TOPIC_CONFIGS.values() if name in keys),
+                     (name,))
+        synonyms = _broker_synonyms(state, units)
+        source = synonyms[0][2] if synonyms else DEFAULT
         if name in state.cluster.configs:
-            value, source = state.cluster.configs[name], DYNAMIC_BROKER
+            value = state.cluster.configs[name]
         setting = SETTINGS.get(name)
         kind = setting.type.upper() if setting and setting.type.upper() in CONFIG_TYPE_CODES else "STRING"
-        out.append(_entry(ctx, name, value, source, kind))
+        out.append(_entry(ctx, name, value, source, kind, synonyms if request.include_synonyms else ()))
     return errors.NONE, None, out
 
 

@@ -48,6 +48,7 @@ from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, Remov
                          decode_record, encode_record)
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
+from ..config import SETTINGS, ConfigError, segment_size
 from ..security import SCRAM_NAMES, ScramCredential
 from .clock import clock_ms
 from .groups.offsets import OFFSETS_DIR
@@ -386,6 +387,13 @@ class Cluster:
                 target = self.topics[record.resource_name].configs
             else:
                 target = self.configs
+                setting = SETTINGS.get(record.name)
+                if setting is not None and setting.dynamic:
+                    try:
+                        self.config.set_dynamic(record.name, record.value)
+                    except ConfigError as e:  # checked when it was altered: a log written by another version
+                        log.error("the metadata log's dynamic %s is not used: %s", record.name, e)
+                        return
             if record.value is None:
                 target.pop(record.name, None)
             else:
@@ -465,7 +473,6 @@ class Cluster:
         os.rename(path, stray)
 
     def _new_log(self, path, config, recover=False):
-        from ..config import segment_size  # internal.segment.bytes when the topic sets it
         return PartitionLog(path, segment_bytes=segment_size(config),
                             index_interval=int(config["index.interval.bytes"]), recover=recover,
                             segment_ms=int(config["segment.ms"]), files=self.files)
@@ -649,7 +656,6 @@ class Cluster:
 
     def set_configs(self, resource_type, resource_name, changes):
         """changes: {name: value or None (back to the default)}; open logs take the new segment settings."""
-        from ..config import segment_size
         self._commit([ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=k, value=v)
                       for k, v in changes.items()])
         for topic in self.topics.values():
@@ -682,7 +688,6 @@ class Cluster:
 
     def topic_defaults(self):
         """Topic configs' defaults: the broker's settings, with dynamic broker configs over them."""
-        from ..config import SETTINGS
         out = dict(self.config.topic_defaults())
         for key, value in self.configs.items():
             setting = SETTINGS.get(key)

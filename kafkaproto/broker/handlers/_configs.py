@@ -1,0 +1,81 @@
+"""Changing configs, shared by IncrementalAlterConfigs and the older AlterConfigs: each resource's changes,
+{name: new value or None (back to the default)}, checked whole and then written as one batch of ConfigRecords to
+the metadata log, so they survive a restart. A value the broker would not honour (compaction, LogAppendTime,
+recompression) is INVALID_CONFIG rather than stored and ignored.
+
+A broker takes the topic defaults (under their broker names) and the settings Kafka changes while it runs
+(config.py's dynamic ones, log.cleaner.backoff.ms say); any other, and a value that is not valid, is
+INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID_CONFIG).
+"""
+
+from ... import errors
+from ..config import SETTINGS, ConfigError, parse_value, topic_config_error
+from ..state.cluster import BROKER_RESOURCE, TOPIC_RESOURCE
+
+
+def topic_configs(state, name):
+    """(the topic's own configs, None) or (None, (error, message))."""
+    topic = state.cluster.topics.get(name)
+    if topic is None:
+        return None, (errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+    return topic.configs, None
+
+
+def broker_configs(state, name):
+    """(this broker's dynamic configs, None) or (None, (error, message)) for a broker resource name ("" is every
+    broker's default: this one's)."""
+    if name not in ("", str(state.node_id)):
+        return None, (errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {name!r}")
+    return state.cluster.configs, None
+
+
+def alter_topic(state, name, changes, validate_only):
+    """(error, message) of setting changes on a topic."""
+    for key, value in changes.items():
+        why = topic_config_error(key, value)
+        if why:
+            return errors.INVALID_CONFIG, why
+    if not validate_only:
+        state.cluster.set_configs(TOPIC_RESOURCE, name, changes)
+    return errors.NONE, None
+
+
+def alter_broker(state, name, changes, validate_only):
+    """(error, message) of setting changes on this broker."""
+    static = sorted(key for key in changes if not (SETTINGS.get(key) and (SETTINGS[key].topic_key
+                                                                          or SETTINGS[key].dynamic)))
+    if static:
+        return errors.INVALID_REQUEST, f"these configs cannot be changed while the broker runs: {', '.join(static)}"
+    for key, value in changes.items():
+        setting = SETTINGS[key]
+        try:
+            if value is not None:
+                parse_value(key, value, setting.kind, "AlterConfigs")
+        except ConfigError as e:
+            return errors.INVALID_REQUEST, str(e)
+        why = setting.topic_key and topic_config_error(setting.topic_key, value)
+        if why:
+            return errors.INVALID_REQUEST, why
+    if not validate_only:
+        state.cluster.set_configs(BROKER_RESOURCE, name, changes)
+    return errors.NONE, None
+
+
+def alter(state, resource_type, name, make_changes, validate_only):
+    """(error, message) of altering one resource; make_changes(its current configs) gives the changes or raises
+    ValueError naming what is wrong."""
+    if resource_type == TOPIC_RESOURCE:
+        current, refused = topic_configs(state, name)
+        change = alter_topic
+    elif resource_type == BROKER_RESOURCE:
+        current, refused = broker_configs(state, name)
+        change = alter_broker
+    else:
+        return errors.INVALID_REQUEST, f"resource type {resource_type} cannot be altered here"
+    if refused:
+        return refused
+    try:
+        changes = make_changes(current)
+    except ValueError as e:
+        return errors.INVALID_CONFIG, str(e)
+    return change(state, name, changes, validate_only)
