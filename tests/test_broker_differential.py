@@ -39,6 +39,7 @@ from kafkaproto.compare import Labels, differences, is_loading, normalise
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, AlterConfigsRequest, DescribeConfigsRequest,
+                                 ListConfigResourcesRequest,
                                  IncrementalAlterConfigsRequest, MetadataResponse,
                                  ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
@@ -263,8 +264,8 @@ NOT_YET_SERVED = {
     # authorization, quotas and delegation tokens
     "CreateAcls", "DescribeAcls", "DeleteAcls", "DescribeClientQuotas", "AlterClientQuotas",
     "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
-    # configs, replicas, features and the quorum
-    "ListConfigResources", "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
+    # replicas, features and the quorum
+    "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
     "DescribeQuorum", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
 }
 
@@ -629,6 +630,33 @@ def test_every_topic_config_described_with_its_synonyms(sides):
             found.append({c.name: c.to_dict() for c in configs if c.name != "min.insync.replicas"})
         assert not differences(*found), f"DescribeConfigs v{version}:\n" + described(differences(*found))
         assert len(found[0]) == 32 and found[0]["retention.ms"]["config_source"] == 1
+
+
+def test_list_config_resources(sides):
+    """ListConfigResources: client metrics only at v0; at v1 the types asked for, or every type; a type with no
+    configs is refused. The Kafka broker serves other tests too: of topics and groups, this test's are compared."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("Kafka 3.9 does not serve ListConfigResources")
+    topic, group = f"diff-lcr-{uuid.uuid4().hex[:8]}", f"diff-lcr-g-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    both(sides, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4, "FindCoordinator")
+    both(sides, OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]), 8,
+         "OffsetCommit")
+    nodes = [node_id(side) for side in sides]
+    for version, types in ((0, []), (1, []), (1, [2, 32]), (1, [4, 8, 16]), (1, [2, 2]), (1, [1]), (1, [64])):
+        answers = []
+        for side, node in zip(sides, nodes):
+            response, plain = side.call(ListConfigResourcesRequest(resource_types=types), version)
+            plain["config_resources"] = [
+                r if r["resource_name"] != node else {**r, "resource_name": "<node>"}
+                for r in plain["config_resources"] if r["resource_name"] in (topic, group, node)
+                or r["resource_type"] not in (2, 32)]
+            answers.append(plain)
+        found = differences(*answers)
+        assert not found, f"ListConfigResources v{version} {types}:\n" + described(found)
 
 
 def test_delete_by_id_and_recreate(sides):

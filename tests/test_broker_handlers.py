@@ -21,9 +21,9 @@ from kafkaproto.messages import (AlterConfigsRequest, ApiKey, ApiVersionsRequest
                                  DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
                                  DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
                                  DescribeTransactionsRequest, ElectLeadersRequest, FetchRequest,
-                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListOffsetsRequest,
-                                 ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
-                                 ProduceRequest, RequestHeader, WriteTxnMarkersRequest, api)
+                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListConfigResourcesRequest,
+                                 ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
+                                 MetadataRequest, ProduceRequest, RequestHeader, WriteTxnMarkersRequest, api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -440,6 +440,8 @@ def sample_request(key, version, topic_id):
         return AlterConfigsRequest(resources=[AlterConfigsRequest.AlterConfigsResource(
             resource_type=2, resource_name="t", configs=[AlterConfigsRequest.AlterableConfig(
                 name="retention.ms", value="60000")])])
+    if key == ApiKey.LIST_CONFIG_RESOURCES:
+        return ListConfigResourcesRequest()
     if key == ApiKey.DESCRIBE_PRODUCERS:
         return DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(name="t", partition_indexes=[0])])
     if key == ApiKey.DESCRIBE_TRANSACTIONS:
