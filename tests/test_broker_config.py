@@ -19,7 +19,8 @@ import pytest
 import kafka_jvm
 from kafkaproto import errors, records
 from kafkaproto.broker import Broker, BrokerConfig, ConfigError
-from kafkaproto.broker.config import DIFFERENCES, INTEGER_BOUNDS, SETTINGS, TOPIC_CONFIGS, topic_config_error
+from kafkaproto.broker.config import (AUTHORIZER_SETTINGS, DIFFERENCES, INTEGER_BOUNDS, SETTINGS, TOPIC_CONFIGS,
+                                      topic_config_error)
 from kafkaproto.broker.embedded import serve
 from kafkaproto.broker.server import ListenError
 from kafkaproto.messages import (CreateTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
@@ -446,7 +447,7 @@ def test_every_key_has_kafkas_type(kafka_probe):
     for name, setting in TOPIC_CONFIGS.items():
         assert kafka_probe("topic-type", name) == setting.type.upper(), name
     ours = [k for k in SETTINGS if kafka_probe("broker-type", k) == "missing"]
-    assert all(k.startswith(("kafkaproto.", "delete.topic.partition.")) for k in ours), ours
+    assert all(k.startswith(("kafkaproto.", "delete.topic.partition.")) or k in AUTHORIZER_SETTINGS for k in ours), ours
 
 
 def differences(kafka_probe, kind, keys, ours):

@@ -262,7 +262,7 @@ NOT_YET_SERVED = {
     # streams groups (KIP-1071)
     "StreamsGroupHeartbeat", "StreamsGroupDescribe",
     # authorization, quotas and delegation tokens
-    "CreateAcls", "DescribeAcls", "DeleteAcls", "DescribeClientQuotas", "AlterClientQuotas",
+    "DescribeClientQuotas", "AlterClientQuotas",
     "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
     # replicas, features and the quorum
     "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
@@ -848,6 +848,9 @@ def test_a_transaction_committed_and_one_aborted(sides):
                                           producer_epoch=pid(side)[1], committed=commit)
 
     both(sides, add, 3, "AddPartitionsToTxn")
+    both(sides, lambda side: produce(topic, 0, batch(b"no id", producer_id=pid(side)[0], epoch=pid(side)[1],
+                                                     sequence=0, transactional=True)), 9,
+         "transactional Produce without its transactional id")
     both(sides, send(0, b"kept"), 9, "transactional Produce")
     both(sides, fetch(topic, [0], isolation=1), 12, "Fetch read_committed, transaction open")
     both(sides, end(True), 3, "EndTxn commit")

@@ -16,14 +16,15 @@ from kafkaproto.broker.dispatch import (ANSWER_API_VERSIONS_V0, CLOSE, HANDLERS,
 from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.clock import clock_ms
 from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
-from kafkaproto.broker.config import Listener
-from kafkaproto.messages import (AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest,
-                                 DeleteRecordsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-                                 DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
-                                 DescribeTransactionsRequest, ElectLeadersRequest, FetchRequest,
-                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListConfigResourcesRequest,
-                                 ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
-                                 MetadataRequest, ProduceRequest, RequestHeader, WriteTxnMarkersRequest, api)
+from kafkaproto.broker.config import STANDARD_AUTHORIZER, Listener
+from kafkaproto.messages import (AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest,
+                                 CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+                                 DescribeAclsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
+                                 DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+                                 ElectLeadersRequest, FetchRequest, IncrementalAlterConfigsRequest,
+                                 InitProducerIdRequest, ListConfigResourcesRequest, ListOffsetsRequest,
+                                 ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
+                                 ProduceRequest, RequestHeader, WriteTxnMarkersRequest, api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -440,6 +441,16 @@ def sample_request(key, version, topic_id):
         return AlterConfigsRequest(resources=[AlterConfigsRequest.AlterConfigsResource(
             resource_type=2, resource_name="t", configs=[AlterConfigsRequest.AlterableConfig(
                 name="retention.ms", value="60000")])])
+    if key == ApiKey.CREATE_ACLS:
+        return CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+            resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*", operation=3,
+            permission_type=3)])
+    if key in (ApiKey.DESCRIBE_ACLS, ApiKey.DELETE_ACLS):
+        acl_filter = dict(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                          principal_filter=None, host_filter=None, operation=1, permission_type=1)
+        if key == ApiKey.DESCRIBE_ACLS:
+            return DescribeAclsRequest(**acl_filter)
+        return DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**acl_filter)])
     if key == ApiKey.LIST_CONFIG_RESOURCES:
         return ListConfigResourcesRequest()
     if key == ApiKey.DESCRIBE_PRODUCERS:
@@ -464,10 +475,12 @@ SECURITY_APIS = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.ALTER_U
                  ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS}
 
 
-def test_every_handler_answers_at_every_version_it_serves(state):
+def test_every_handler_answers_at_every_version_it_serves(tmp_path):
     """Each response must be writable at the request's version: no field set that the version lacks.
     (The group, transaction and security APIs go through whole lives at each version in test_broker_groups.py,
-    test_broker_consumer_groups.py, test_broker_transactions.py and test_broker_security.py.)"""
+    test_broker_consumer_groups.py, test_broker_transactions.py and test_broker_security.py.) The broker has an
+    authorizer, and the client is a super user: the ACL APIs answer, and every check is passed."""
+    state = make_state(tmp_path, **{"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ANONYMOUS"})
     topic_id = create(state, "t").topic_id
     produce(state, batch(b"a"))
     for key, handler in HANDLERS.items():
@@ -479,6 +492,7 @@ def test_every_handler_answers_at_every_version_it_serves(state):
             response = call(state, sample_request(key, version, topic_id), version)
             assert type(response).__name__ == api(key).response.__name__, (key, version)
             assert getattr(response, "error_code", 0) == 0, (key, version)
+    state.close()
 
 
 def alter(state, resource_type, name, *changes, version=1):

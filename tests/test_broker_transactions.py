@@ -165,7 +165,9 @@ def test_transactional_data_needs_the_partition_added(state):
         errors.INVALID_PRODUCER_ID_MAPPING.code
     assert add_partitions(state, pid, epoch, partitions=[0, 9]) == [errors.OPERATION_NOT_ATTEMPTED.code,
                                                                    errors.UNKNOWN_TOPIC_OR_PARTITION.code]
-    assert produce(state, txn_batch(pid, epoch, 0, b"v")).error_code == errors.INVALID_PRODUCER_ID_MAPPING.code
+    # transactional data with no transactional id: refused before anything is looked at, as Kafka refuses it
+    assert produce(state, txn_batch(pid, epoch, 0, b"v")).error_code == \
+        errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code
 
 
 def test_verify_only_checks_membership(state):

@@ -298,6 +298,7 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("compact", "delete")
 ONLY_CREATE_TIME = "only CreateTime timestamps are implemented here (Kafka also has LogAppendTime)"
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ONLY_PRODUCER = "only compression.type=producer is implemented here (the broker does not recompress)"
 # Where this broker takes what Kafka 4.3 refuses, on purpose: {key: why}. None at present.
 DIFFERENCES = {}
@@ -413,7 +414,17 @@ SETTINGS = {
     "ssl.truststore.location": Setting("string", None),
     "ssl.truststore.certificates": Setting("password", None),
     "ssl.client.auth": Setting("string", "none", one_of=("required", "requested", "none")),
+    # Authorization (state/acls.py): Kafka's StandardAuthorizer, or none (every request allowed, and the ACL
+    # requests answered SECURITY_DISABLED).
+    "authorizer.class.name": Setting("string", "", implemented=("", STANDARD_AUTHORIZER),
+                                     unimplemented=f"the authorizer implemented here is {STANDARD_AUTHORIZER}",
+                                     doc=f"{STANDARD_AUTHORIZER} to enforce ACLs (empty: none)"),
+    "super.users": Setting("string", "", doc="principals allowed everything, separated by ';' (User:admin)"),
+    "allow.everyone.if.no.acl.found": Setting("boolean", False, doc="whether a resource no ACL names is open to "
+                                              "everyone"),
 }
+# Read by Kafka's StandardAuthorizer rather than its broker config (so not among KafkaConfig's keys).
+AUTHORIZER_SETTINGS = ("super.users", "allow.everyone.if.no.acl.found")
 SENSITIVE = {key for key, setting in SETTINGS.items() if setting.type == "password"}
 LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
 

@@ -99,6 +99,19 @@ class Context:
         self.regions = regions
 
     @property
+    def principal(self):
+        """Who sent the request: the SASL user ("User:alice"), or User:ANONYMOUS."""
+        session = self.session
+        return session.principal if session is not None and session.principal else "User:ANONYMOUS"
+
+    def allowed(self, operation, resource_type, name):
+        """Whether the request's principal may do operation on the resource (state/acls.py); always, without an
+        authorizer."""
+        acls = self.state.cluster.acls
+        return not acls.enabled or acls.allowed(self.principal, self.client_host.lstrip("/"), operation, resource_type,
+                                                name)
+
+    @property
     def endpoint(self):
         """(host, port) of this broker as advertised on the listener the request came in on."""
         return self.state.endpoint_for(self.session.listener.name if self.session is not None else None)

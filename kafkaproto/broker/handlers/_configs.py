@@ -10,6 +10,7 @@ INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID
 
 from ... import errors
 from ..config import SETTINGS, ConfigError, parse_value, topic_config_error
+from ..state import acls
 from ..state.cluster import BROKER_RESOURCE, TOPIC_RESOURCE
 
 
@@ -61,9 +62,15 @@ def alter_broker(state, name, changes, validate_only):
     return errors.NONE, None
 
 
-def alter(state, resource_type, name, make_changes, validate_only):
+def alter(ctx, resource_type, name, make_changes, validate_only):
     """(error, message) of altering one resource; make_changes(its current configs) gives the changes or raises
-    ValueError naming what is wrong."""
+    ValueError naming what is wrong. With an authorizer, a topic needs ALTER_CONFIGS on it, a broker on the
+    cluster."""
+    state = ctx.state
+    if resource_type == TOPIC_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.TOPIC, name):
+        return errors.TOPIC_AUTHORIZATION_FAILED, None
+    if resource_type == BROKER_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.CLUSTER, acls.CLUSTER_NAME):
+        return errors.CLUSTER_AUTHORIZATION_FAILED, None
     if resource_type == TOPIC_RESOURCE:
         current, refused = topic_configs(state, name)
         change = alter_topic

@@ -1,7 +1,17 @@
-"""What the group handlers share: the clock they move the groups to, and how long a parked request waits."""
+"""What the group handlers share: the clock they move the groups to, how long a parked request waits, and
+whether the client may use the group."""
+
+from ... import errors
 
 from ..dispatch import Wait
+from ..state.acls import GROUP, READ
 from ..state.groups import Waiter, clock_ms
+
+
+def group_refused(ctx, group_id, operation=READ):
+    """GROUP_AUTHORIZATION_FAILED when the client may not do operation on the group (READ to be a member or
+    commit, DESCRIBE to look, DELETE to delete), else None."""
+    return None if ctx.allowed(operation, GROUP, group_id) else errors.GROUP_AUTHORIZATION_FAILED
 
 
 def advance(state):

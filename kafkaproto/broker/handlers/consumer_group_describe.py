@@ -4,8 +4,10 @@ and target assignment (topics by ID and name). A classic group, or none, is GROU
 from ... import errors
 from ...messages import ApiKey, ConsumerGroupDescribeResponse
 from ..dispatch import handles
+from ..state.acls import DESCRIBE
 from ..state.groups.assignors import java_order, string_hash, topic_order
 from ..state.groups.consumer import GroupError
+from ._groups import group_refused
 
 R = ConsumerGroupDescribeResponse
 UNKNOWN_OPERATIONS = -2147483648
@@ -30,6 +32,10 @@ def consumer_group_describe(ctx, request):
                                   authorized_operations=UNKNOWN_OPERATIONS)
                  for group_id in request.group_ids if not group_id]
     for group_id in filter(None, request.group_ids):
+        if group_refused(ctx, group_id, DESCRIBE):
+            described.append(R.DescribedGroup(group_id=group_id, error_code=errors.GROUP_AUTHORIZATION_FAILED.code,
+                                              authorized_operations=UNKNOWN_OPERATIONS))
+            continue
         try:
             group = coordinator.consumer_group(group_id)
         except GroupError as e:

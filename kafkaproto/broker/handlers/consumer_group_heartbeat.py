@@ -12,13 +12,17 @@ from ...messages import ApiKey, ConsumerGroupHeartbeatResponse
 from ..dispatch import handles
 from ..state.groups.assignors import topic_order
 from ..state.groups.consumer import GroupError
-from ._groups import advance
+from ._groups import advance, group_refused
 
 R = ConsumerGroupHeartbeatResponse
 
 
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=range(0, 2))
 def consumer_group_heartbeat(ctx, request):
+    refused = group_refused(ctx, request.group_id)
+    if refused:
+        return R(throttle_time_ms=0, error_code=refused.code, error_message=None, member_id=None, member_epoch=0,
+                 heartbeat_interval_ms=0)
     try:
         beat = ctx.state.groups.consumer_heartbeat(advance(ctx.state), request, ctx.version,
                                                    ctx.header.client_id or "", ctx.client_host)

@@ -13,6 +13,7 @@ import logging
 from ... import errors
 from ...messages import ApiKey, CreatePartitionsResponse
 from ..dispatch import handles
+from ..state.acls import ALTER, TOPIC
 from ..state.cluster import READ_WRITE
 from ..state.log import LogError
 from .create_topics import MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS
@@ -45,7 +46,8 @@ def create_partitions(ctx, request):
     over = False  # a topic went over the limit: Kafka has no room for any later one either
     for item in request.topics:
         topic = state.cluster.topics.get(item.name)
-        error, message = _check(state, item, topic) or (errors.NONE, None)
+        error, message = ((errors.TOPIC_AUTHORIZATION_FAILED, None) if not ctx.allowed(ALTER, TOPIC, item.name)
+                          else _check(state, item, topic) or (errors.NONE, None))
         if error is errors.NONE:
             more = item.count - len(topic.partitions)
             if over or added + more > MAX_RECORDS_PER_REQUEST:

@@ -23,6 +23,9 @@ exists."), as does any topic of the name; and a name that is an existing
 topic's once '.' and '_' are made alike is INVALID_TOPIC_EXCEPTION ("Topic 'a_b'
 collides with existing topic: a.b"). The topics of one request are checked
 against those before it, so two of them may collide with each other.
+
+With an authorizer, CREATE on the cluster allows every topic, else each needs CREATE on itself
+(TOPIC_AUTHORIZATION_FAILED).
 """
 
 import logging
@@ -33,6 +36,7 @@ from ...messages import ApiKey, CreateTopicsResponse
 from ...uuid import Uuid
 from ..config import topic_config_error
 from ..dispatch import handles
+from ..state.acls import CLUSTER, CLUSTER_NAME, CREATE, TOPIC
 from ..state import topic_name_error
 from ..state.cluster import METADATA_TOPIC
 from ..state.log import LogError
@@ -140,7 +144,9 @@ def create_topics(ctx, request):
     if _partitions_asked(state, topics) > MAX_PARTITIONS_PER_REQUEST:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_PARTITIONS) for item in topics] + last)
-    checked = [(item, _check(state, node, item)) for item in topics]
+    everywhere = ctx.allowed(CREATE, CLUSTER, CLUSTER_NAME)
+    checked = [(item, _check(state, node, item) if everywhere or ctx.allowed(CREATE, TOPIC, item.name)
+                else (errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")) for item in topics]
     # The records the topics that can be created would take: over the limit, Kafka makes none of them.
     if sum(1 + len(_configs(item)) + _partition_count(state, item)
            for item, problem in checked if problem is None) > MAX_RECORDS_PER_REQUEST:

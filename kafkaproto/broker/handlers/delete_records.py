@@ -9,6 +9,7 @@ the move (or -1 with an error). The new start is kept across restarts, and the s
 from ... import errors
 from ...messages import ApiKey, DeleteRecordsResponse
 from ..dispatch import handles
+from ..state.acls import DELETE, TOPIC
 
 HIGH_WATERMARK = -1
 Topic, Partition = DeleteRecordsResponse.DeleteRecordsTopicResult, DeleteRecordsResponse.DeleteRecordsPartitionResult
@@ -20,6 +21,8 @@ def delete_records(ctx, request):
     topics = []
     for item in request.topics:
         topic, error = state.topic(item.name)
+        if not ctx.allowed(DELETE, TOPIC, item.name):
+            topic, error = None, errors.TOPIC_AUTHORIZATION_FAILED
         deletes = "delete" in state.cluster.topic_config(topic)["cleanup.policy"] if topic is not None else False
         partitions = []
         for p in item.partitions:

@@ -2,13 +2,15 @@
 
 The topic leaves the metadata log at once; its partition directories are
 renamed to ``<topic>-<partition>.<id>-delete`` and removed after
-log.segment.delete.delay.ms. A stale or unknown ID is UNKNOWN_TOPIC_ID.
+log.segment.delete.delay.ms. A stale or unknown ID is UNKNOWN_TOPIC_ID. With an authorizer, a topic the
+client may not DELETE is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from ... import errors
 from ...messages import ApiKey, DeleteTopicsResponse
 from ...uuid import Uuid
 from ..dispatch import handles
+from ..state.acls import DELETE, TOPIC
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 
@@ -27,6 +29,10 @@ def delete_topics(ctx, request):
                                   error_message="give a topic's name or its ID, not both"))
             continue
         topic, error = state.topic(name, topic_id)
+        if (topic.name if topic is not None else name) is not None and not ctx.allowed(
+                DELETE, TOPIC, topic.name if topic is not None else name):
+            results.append(Result(name=name, topic_id=topic_id, error_code=errors.TOPIC_AUTHORIZATION_FAILED.code))
+            continue
         if topic is None:
             results.append(Result(name=name, topic_id=topic_id, error_code=error.code, error_message=error.message))
             continue

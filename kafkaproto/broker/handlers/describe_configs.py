@@ -11,6 +11,7 @@ from ... import errors
 from ...messages import ApiKey, DescribeConfigsResponse
 from ..config import CONFIG_TYPE_CODES, KAFKA_TOPIC_CONFIGS, SETTINGS, TOPIC_CONFIG_TYPES, broker_default
 from ..dispatch import handles
+from ..state import acls
 
 TOPIC, BROKER = 2, 4
 TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 3, 4, 5
@@ -79,11 +80,23 @@ def _broker(ctx, request, resource):
     return errors.NONE, None, out
 
 
+def _refused(ctx, operation, resource):
+    """The authorization error for operation on a topic or the cluster (a broker's configs), or None."""
+    if resource.resource_type == TOPIC and not ctx.allowed(operation, acls.TOPIC, resource.resource_name):
+        return errors.TOPIC_AUTHORIZATION_FAILED
+    if resource.resource_type == BROKER and not ctx.allowed(operation, acls.CLUSTER, acls.CLUSTER_NAME):
+        return errors.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
 @handles(ApiKey.DESCRIBE_CONFIGS, versions=range(1, 5))
 def describe_configs(ctx, request):
     results = []
     for resource in request.resources:
-        if resource.resource_type == TOPIC:
+        refused = _refused(ctx, acls.DESCRIBE_CONFIGS, resource)
+        if refused:
+            error, message, configs = refused, None, []
+        elif resource.resource_type == TOPIC:
             error, message, configs = _topic(ctx, request, resource)
         elif resource.resource_type == BROKER:
             error, message, configs = _broker(ctx, request, resource)

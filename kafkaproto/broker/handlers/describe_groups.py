@@ -9,8 +9,9 @@ GROUP_ID_NOT_FOUND, as Kafka answers.
 from ... import errors
 from ...messages import ApiKey, DescribeGroupsResponse
 from ..dispatch import handles
+from ..state.acls import DESCRIBE
 from ..state.groups import DEAD
-from ._groups import advance
+from ._groups import advance, group_refused
 
 R = DescribeGroupsResponse
 UNKNOWN_OPERATIONS = -2147483648
@@ -21,6 +22,12 @@ def describe_groups(ctx, request):
     advance(ctx.state)
     described = []
     for group_id in request.groups:
+        if group_refused(ctx, group_id, DESCRIBE):
+            described.append(R.DescribedGroup(
+                error_code=errors.GROUP_AUTHORIZATION_FAILED.code, group_id=group_id, group_state="",
+                error_message=None, protocol_type="", protocol_data="", members=[],
+                authorized_operations=UNKNOWN_OPERATIONS))
+            continue
         group = ctx.state.groups.group(group_id)
         if group is None or group.kind != "classic":
             error = errors.GROUP_ID_NOT_FOUND if ctx.version >= 6 else errors.NONE

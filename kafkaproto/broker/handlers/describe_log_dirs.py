@@ -7,8 +7,10 @@ sizes; v5 says whether it is cordoned (never, here).
 
 import os
 
+from ... import errors
 from ...messages import ApiKey, DescribeLogDirsResponse
 from ..dispatch import handles
+from ..state.acls import CLUSTER, CLUSTER_NAME, DESCRIBE
 
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
 Topic, Partition = DescribeLogDirsResponse.DescribeLogDirsTopic, DescribeLogDirsResponse.DescribeLogDirsPartition
@@ -17,6 +19,9 @@ Topic, Partition = DescribeLogDirsResponse.DescribeLogDirsTopic, DescribeLogDirs
 @handles(ApiKey.DESCRIBE_LOG_DIRS, versions=range(1, 6))
 def describe_log_dirs(ctx, request):
     cluster = ctx.state.cluster
+    if not ctx.allowed(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=errors.CLUSTER_AUTHORIZATION_FAILED.code,
+                                       results=[])
     if request.topics is None:
         asked = {name: None for name in cluster.topics}
     else:

@@ -5,14 +5,18 @@ last transaction marker, and where its open transaction starts (-1 when none is 
 from ... import errors
 from ...messages import ApiKey, DescribeProducersResponse
 from ..dispatch import handles
+from ..state.acls import READ, TOPIC
 
 Topic, Partition = DescribeProducersResponse.TopicResponse, DescribeProducersResponse.PartitionResponse
 Producer = DescribeProducersResponse.ProducerState
 
 
-def _partition(state, name, index):
+def _partition(ctx, name, index):
+    state = ctx.state
     topic, _ = state.topic(name)
     partition, error = state.partition(topic, index)
+    if not ctx.allowed(READ, TOPIC, name):
+        partition, error = None, errors.TOPIC_AUTHORIZATION_FAILED
     if partition is None:
         return Partition(partition_index=index, error_code=error.code, error_message=None, active_producers=[])
     open_txns = partition.transactions.open
@@ -26,6 +30,6 @@ def _partition(state, name, index):
 @handles(ApiKey.DESCRIBE_PRODUCERS, versions=range(0, 1))
 def describe_producers(ctx, request):
     return DescribeProducersResponse(throttle_time_ms=0, topics=[
-        Topic(name=asked.name, partitions=[_partition(ctx.state, asked.name, index)
+        Topic(name=asked.name, partitions=[_partition(ctx, asked.name, index)
                                            for index in asked.partition_indexes])
         for asked in request.topics])

@@ -8,6 +8,7 @@ from ... import errors
 from ...messages import ApiKey, DescribeTopicPartitionsResponse
 from ...uuid import Uuid
 from ..dispatch import handles
+from ..state.acls import DESCRIBE, TOPIC
 
 R = DescribeTopicPartitionsResponse
 UNKNOWN_OPERATIONS = -2147483648
@@ -26,6 +27,12 @@ def describe_topic_partitions(ctx, request):
         if start_name is not None and name < start_name:
             continue
         topic = state.cluster.topics.get(name)
+        if not ctx.allowed(DESCRIBE, TOPIC, name):
+            if request.topics:  # asked for every topic, the client sees those it may describe
+                topics.append(R.DescribeTopicPartitionsResponseTopic(
+                    error_code=errors.TOPIC_AUTHORIZATION_FAILED.code, name=name, topic_id=Uuid.ZERO,
+                    partitions=[], topic_authorized_operations=UNKNOWN_OPERATIONS))
+            continue
         if topic is None:
             topics.append(R.DescribeTopicPartitionsResponseTopic(
                 error_code=errors.UNKNOWN_TOPIC_OR_PARTITION.code, name=name, topic_id=Uuid.ZERO, partitions=[],

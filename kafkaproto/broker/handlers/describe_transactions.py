@@ -5,6 +5,7 @@ know is TRANSACTIONAL_ID_NOT_FOUND, its other fields left at zero as Kafka leave
 from ... import errors
 from ...messages import ApiKey, DescribeTransactionsResponse
 from ..dispatch import handles
+from ..state.acls import DESCRIBE, TRANSACTIONAL_ID
 
 State, TopicData = DescribeTransactionsResponse.TransactionState, DescribeTransactionsResponse.TopicData
 
@@ -27,4 +28,7 @@ def _described(txn, transactional_id):
 def describe_transactions(ctx, request):
     by_id = ctx.state.transactions.by_id
     return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=[
-        _described(by_id.get(tid), tid) for tid in request.transactional_ids])
+        _described(by_id.get(tid), tid) if ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, tid) else State(
+            error_code=errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code, transactional_id=tid, transaction_state="",
+            transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=[])
+        for tid in request.transactional_ids])

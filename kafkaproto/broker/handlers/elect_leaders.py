@@ -9,6 +9,7 @@ every topic but leaves out the partitions that need no election: each topic's li
 from ... import errors
 from ...messages import ApiKey, ElectLeadersResponse
 from ..dispatch import handles
+from ..state.acls import ALTER, CLUSTER, CLUSTER_NAME
 
 Result, PartitionResult = ElectLeadersResponse.ReplicaElectionResult, ElectLeadersResponse.PartitionResult
 
@@ -24,6 +25,12 @@ def _elect(state, name, index):
 
 @handles(ApiKey.ELECT_LEADERS, versions=range(0, 3))
 def elect_leaders(ctx, request):
+    if not ctx.allowed(ALTER, CLUSTER, CLUSTER_NAME):
+        refused = errors.CLUSTER_AUTHORIZATION_FAILED
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=refused.code, replica_election_results=[
+            Result(topic=asked.topic, partition_result=[
+                PartitionResult(partition_id=index, error_code=refused.code, error_message=refused.message)
+                for index in asked.partitions]) for asked in request.topic_partitions or ()])
     if request.topic_partitions is None:
         return ElectLeadersResponse(throttle_time_ms=0, error_code=0, replica_election_results=[
             Result(topic=name, partition_result=[]) for name in ctx.state.cluster.topics])

@@ -15,6 +15,7 @@ PRODUCER_FENCED; errors carry producer id and epoch -1. This follows Kafka 4.3's
 from ... import errors
 from ...messages import ApiKey, EndTxnResponse
 from ..dispatch import handles
+from ..state.acls import TRANSACTIONAL_ID, WRITE
 
 
 def _answer(error, txn=None):
@@ -25,5 +26,7 @@ def _answer(error, txn=None):
 
 @handles(ApiKey.END_TXN, versions=range(0, 6))
 def end_txn(ctx, request):
+    if not ctx.allowed(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return _answer(errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     return _answer(*ctx.state.transactions.end(request.transactional_id, request.producer_id,
                                                request.producer_epoch, request.committed, ctx.version))

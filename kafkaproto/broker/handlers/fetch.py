@@ -18,7 +18,8 @@ session is FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH
 and a session opened by topic name continued by topic ID (or the reverse)
 FETCH_SESSION_TOPIC_ID_ERROR, as in Kafka. The session and topic IDs are resolved when
 the request arrives: a fetch that waits keeps its session if another request closes
-it meanwhile, and a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION.
+it meanwhile, and a topic deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION. With an authorizer, a
+topic the consumer may not READ is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from collections import OrderedDict
@@ -27,6 +28,7 @@ from ... import errors
 from ...messages import ApiKey, FetchResponse
 from ...uuid import Uuid
 from ..dispatch import Wait, handles
+from ..state.acls import READ, TOPIC
 from ..state.fetch_sessions import CachedPartition
 
 PartitionData = FetchResponse.PartitionData
@@ -127,6 +129,9 @@ def _read(ctx, request, scope, by_id):
     read = []
     for cached in scope.values():
         topic, error = state.topic(None if by_id else cached.topic, cached.topic if by_id else None)
+        name = topic.name if topic is not None else None if by_id else cached.topic
+        if name is not None and not ctx.allowed(READ, TOPIC, name):
+            topic, error = None, errors.TOPIC_AUTHORIZATION_FAILED
         partition, perror = state.partition(topic, cached.index) if topic is not None else (None, error)
         if found is not None and (cached.topic, cached.index) in found:
             if partition is None:

@@ -1,11 +1,13 @@
 """FindCoordinator: this broker coordinates every group and every transactional id.
 
-v0-3 ask for one key; v4+ for a list of them, answered one by one.
+v0-3 ask for one key; v4+ for a list of them, answered one by one. With an authorizer, a key the client may
+not DESCRIBE is GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from ... import errors
 from ...messages import ApiKey, FindCoordinatorResponse
 from ..dispatch import handles
+from ..state import acls
 
 GROUP, TRANSACTION = 0, 1
 
@@ -22,9 +24,19 @@ def find_coordinator(ctx, request):
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
             FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=error.code)
             for k in request.coordinator_keys])
+    resource, refusal = ((acls.GROUP, errors.GROUP_AUTHORIZATION_FAILED) if request.key_type == GROUP
+                         else (acls.TRANSACTIONAL_ID, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+
+    def allowed(key):
+        return ctx.allowed(acls.DESCRIBE, resource, key)
     if ctx.version < 4:
+        if not allowed(request.key):
+            return FindCoordinatorResponse(throttle_time_ms=0, error_code=refusal.code, node_id=-1, host="",
+                                           port=-1)
         return FindCoordinatorResponse(throttle_time_ms=0, error_code=errors.NONE.code, node_id=node, host=host,
                                        port=port)
     return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
         FindCoordinatorResponse.Coordinator(key=k, node_id=node, host=host, port=port, error_code=errors.NONE.code)
+        if allowed(k) else
+        FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=refusal.code)
         for k in request.coordinator_keys])

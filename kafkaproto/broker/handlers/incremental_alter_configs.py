@@ -42,7 +42,7 @@ def _changes(configs):
 def incremental_alter_configs(ctx, request):
     out = []
     for resource in request.resources:
-        error, message = alter(ctx.state, resource.resource_type, resource.resource_name,
+        error, message = alter(ctx, resource.resource_type, resource.resource_name,
                                _changes(resource.configs), request.validate_only)
         out.append(R(error_code=error.code, error_message=message, resource_type=resource.resource_type,
                      resource_name=resource.resource_name))

@@ -14,7 +14,7 @@ coordinator answers them); an empty one becomes a classic group.
 from ...messages import ApiKey, JoinGroupResponse
 from ..dispatch import Wait, handles
 from ..state.groups import JoinRequest
-from ._groups import awaited
+from ._groups import awaited, group_refused
 
 
 def _join_request(ctx, request):
@@ -31,6 +31,11 @@ def _join_request(ctx, request):
 
 @handles(ApiKey.JOIN_GROUP, versions=range(0, 10))
 def join_group(ctx, request):
+    refused = group_refused(ctx, request.group_id)
+    if refused:
+        return JoinGroupResponse(throttle_time_ms=0, error_code=refused.code, generation_id=-1,
+                                 protocol_type=None, protocol_name=None if ctx.version >= 7 else "", leader="",
+                                 skip_assignment=False, member_id="", members=[])
     result = awaited(ctx, lambda now, waiter: ctx.state.groups.join(now, request.group_id,
                                                                     _join_request(ctx, request), waiter))
     return result if isinstance(result, Wait) else _response(ctx.version, result)

@@ -8,7 +8,7 @@ leaves and the answer is its error, at the top level, as Kafka converts it.
 from ... import errors
 from ...messages import ApiKey, LeaveGroupResponse
 from ..dispatch import handles
-from ._groups import advance
+from ._groups import advance, group_refused
 
 
 @handles(ApiKey.LEAVE_GROUP, versions=range(0, 6))
@@ -18,6 +18,9 @@ def leave_group(ctx, request):
                else [(m.member_id, m.group_instance_id) for m in request.members])
     if not request.group_id:
         return LeaveGroupResponse(throttle_time_ms=0, error_code=errors.INVALID_GROUP_ID.code, members=[])
+    refused = group_refused(ctx, request.group_id)
+    if refused:
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=refused.code, members=[])
     results = ctx.state.groups.leave(now, request.group_id, leaving)
     ctx.state.changed()
     if ctx.version < 3:

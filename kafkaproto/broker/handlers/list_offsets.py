@@ -2,12 +2,14 @@
 
 read_committed (v2+) puts latest at the last stable offset. Earliest-local (-4)
 answers as earliest, there being no remote storage. A timestamp no batch
-reaches gives offset -1 and timestamp -1, as Kafka does.
+reaches gives offset -1 and timestamp -1, as Kafka does. With an authorizer, a topic the client may not
+DESCRIBE is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from ... import errors
 from ...messages import ApiKey, ListOffsetsResponse
 from ..dispatch import handles
+from ..state.acls import DESCRIBE, TOPIC
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -32,6 +34,8 @@ def list_offsets(ctx, request):
     topics = []
     for item in request.topics:
         topic, error = state.topic(item.name)
+        if not ctx.allowed(DESCRIBE, TOPIC, item.name):
+            topic, error = None, errors.TOPIC_AUTHORIZATION_FAILED
         partitions = []
         for p in item.partitions:
             partition, perror = state.partition(topic, p.partition_index) if topic else (None, error)

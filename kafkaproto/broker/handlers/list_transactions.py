@@ -10,6 +10,7 @@ import time
 from ... import errors
 from ...messages import ApiKey, ListTransactionsResponse
 from ..dispatch import handles
+from ..state.acls import DESCRIBE, TRANSACTIONAL_ID
 from ..state.transactions import STATES
 
 Listed = ListTransactionsResponse.TransactionState
@@ -37,7 +38,8 @@ def list_transactions(ctx, request):
     for txn in ctx.state.transactions.by_id.values():
         if ((producer_ids and txn.producer_id not in producer_ids) or (states and txn.state not in states)
                 or (request.duration_filter >= 0 and now - txn.start_time_ms <= request.duration_filter)
-                or (pattern is not None and not pattern.fullmatch(txn.transactional_id))):
+                or (pattern is not None and not pattern.fullmatch(txn.transactional_id))
+                or not ctx.allowed(DESCRIBE, TRANSACTIONAL_ID, txn.transactional_id)):
             continue
         response.transaction_states.append(Listed(transactional_id=txn.transactional_id,
                                                   producer_id=txn.producer_id, transaction_state=txn.state))

@@ -12,6 +12,10 @@ existing topic's is not created, nor are the names of the broker's own logs
 (``__cluster_metadata``, ``__consumer_offsets``, ``__transaction_state``).
 Kafka answers UNKNOWN_TOPIC_OR_PARTITION for every topic its controller
 refused, and flags the names of its internal topics (is_internal) even then.
+
+With an authorizer, every-topic requests list only the topics the client may DESCRIBE; one asked for by name
+that it may not is TOPIC_AUTHORIZATION_FAILED whether it exists or not, and one it may describe but that does
+not exist is created only with CREATE on the cluster or on the topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from ... import errors
@@ -19,6 +23,7 @@ from ...messages import ApiKey, api
 from ...uuid import Uuid
 from ..dispatch import handles
 from ..state import topic_name_error
+from ..state.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from ..state.cluster import INTERNAL_TOPICS
 
 UNKNOWN_OPERATIONS = -2147483648
@@ -64,24 +69,42 @@ def metadata(ctx, request):
                                            topic_id=item.topic_id, is_internal=False, partitions=[])
             for item in wanted])
     if wanted is None or (ctx.version == 0 and not wanted):
-        topics = [describe_topic(state, t, response, modes) for t in state.cluster.topics.values()]
+        topics = [describe_topic(state, t, response, modes) for t in state.cluster.topics.values()
+                  if ctx.allowed(DESCRIBE, TOPIC, t.name)]
     else:
         allow_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
+        refused = {item.name for item in wanted if item.name is not None and not item.topic_id.int
+                   and not ctx.allowed(DESCRIBE, TOPIC, item.name)}
         if allow_create:  # together, so that they are checked against the topics before this request
-            state.auto_create([item.name for item in wanted if not item.topic_id.int and item.name is not None
-                               and item.name not in state.cluster.topics and not topic_name_error(item.name)])
-        topics = [_one(state, item, response, modes) for item in wanted]
+            new = [item.name for item in wanted if not item.topic_id.int and item.name is not None
+                   and item.name not in state.cluster.topics and item.name not in refused
+                   and not topic_name_error(item.name)]
+            if new and not ctx.allowed(CREATE, CLUSTER, CLUSTER_NAME):
+                refused.update(name for name in new if not ctx.allowed(CREATE, TOPIC, name))
+                new = [name for name in new if name not in refused]
+            state.auto_create(new)
+        topics = [_refused(item.name, response) if item.name in refused and not item.topic_id.int
+                  else _one(ctx, item, response, modes) for item in wanted]
     host, port = ctx.endpoint
     broker = response.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
     return response(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,
                     controller_id=state.node_id, topics=topics, cluster_authorized_operations=UNKNOWN_OPERATIONS)
 
 
-def _one(state, item, response, modes):
+def _refused(name, response):
+    answer = unknown(errors.TOPIC_AUTHORIZATION_FAILED, name, response=response)
+    answer.is_internal = name in INTERNAL_TOPICS
+    return answer
+
+
+def _one(ctx, item, response, modes):
+    state = ctx.state
     if item.topic_id.int:
         topic, error = state.topic(item.name, item.topic_id)
         if topic is None:
             return unknown(error, None, item.topic_id, response)
+        if not ctx.allowed(DESCRIBE, TOPIC, topic.name):
+            return unknown(errors.TOPIC_AUTHORIZATION_FAILED, None, item.topic_id, response)
         return describe_topic(state, topic, response, modes)
     if item.name is None:
         return unknown(errors.INVALID_REQUEST)

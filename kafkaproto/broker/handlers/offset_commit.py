@@ -14,7 +14,8 @@ from ... import errors
 from ...messages import ApiKey, OffsetCommitResponse
 from ...uuid import Uuid
 from ..dispatch import handles
-from ._groups import advance
+from ..state.acls import READ, TOPIC
+from ._groups import advance, group_refused
 
 MAX_METADATA = 4096  # Kafka's offset.metadata.max.bytes
 
@@ -23,15 +24,18 @@ MAX_METADATA = 4096  # Kafka's offset.metadata.max.bytes
 def offset_commit(ctx, request):
     state = ctx.state
     # "" too is a group id: Kafka 3.9 and 4.3 take it as any other
-    error = state.groups.commit_error(advance(state), request.group_id, request, ctx.version,
-                                      request.generation_id_or_member_epoch, request.member_id,
-                                      request.group_instance_id if ctx.version >= 7 else None)
+    error = group_refused(ctx, request.group_id) or state.groups.commit_error(
+        advance(state), request.group_id, request, ctx.version, request.generation_id_or_member_epoch,
+        request.member_id, request.group_instance_id if ctx.version >= 7 else None)
     by_id = ctx.version >= 10
     now = state.now_ms()
     topics = []
     commits = []
     for item in request.topics:
         topic, topic_error = state.topic(None if by_id else item.name, item.topic_id if by_id else None)
+        name = topic.name if topic is not None else None if by_id else item.name
+        if name is not None and not ctx.allowed(READ, TOPIC, name):
+            topic, topic_error = None, errors.TOPIC_AUTHORIZATION_FAILED
         partitions = []
         for p in item.partitions:
             code = error

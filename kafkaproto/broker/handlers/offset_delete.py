@@ -8,7 +8,8 @@ unknown group is GROUP_ID_NOT_FOUND, with no topics. Partitions without a commit
 from ... import errors
 from ...messages import ApiKey, OffsetDeleteResponse
 from ..dispatch import handles
-from ._groups import advance
+from ..state.acls import DELETE, READ, TOPIC
+from ._groups import advance, group_refused
 
 Topic, Partition = OffsetDeleteResponse.OffsetDeleteResponseTopic, OffsetDeleteResponse.OffsetDeleteResponsePartition
 
@@ -16,6 +17,9 @@ Topic, Partition = OffsetDeleteResponse.OffsetDeleteResponseTopic, OffsetDeleteR
 @handles(ApiKey.OFFSET_DELETE, versions=range(0, 1))
 def offset_delete(ctx, request):
     advance(ctx.state)
+    refused = group_refused(ctx, request.group_id, DELETE)
+    if refused:
+        return OffsetDeleteResponse(error_code=refused.code, throttle_time_ms=0, topics=[])
     asked, known = {}, {}
     for item in request.topics:
         topic = ctx.state.cluster.topics.get(item.name)
@@ -23,6 +27,8 @@ def offset_delete(ctx, request):
         for p in item.partitions:
             exists = topic is not None and 0 <= p.partition_index < len(topic.partitions)
             partitions[p.partition_index] = None if exists else errors.UNKNOWN_TOPIC_OR_PARTITION
+            if not ctx.allowed(READ, TOPIC, item.name):
+                exists, partitions[p.partition_index] = False, errors.TOPIC_AUTHORIZATION_FAILED
             if exists:
                 known.setdefault(item.name, []).append(p.partition_index)
     error, answers = ctx.state.groups.delete_offsets(request.group_id, known)

@@ -8,6 +8,8 @@ from ... import errors
 from ...messages import ApiKey, OffsetFetchResponse
 from ...uuid import Uuid
 from ..dispatch import handles
+from ..state.acls import DESCRIBE, TOPIC
+from ._groups import group_refused
 
 R = OffsetFetchResponse
 
@@ -18,17 +20,20 @@ def _committed(ctx, group_id, wanted, partition_class):
     if wanted is None:
         wanted = {}
         for (topic, partition) in sorted(offsets):
-            wanted.setdefault(topic, []).append(partition)
+            if ctx.allowed(DESCRIBE, TOPIC, topic):  # asked for all, the client sees those it may describe
+                wanted.setdefault(topic, []).append(partition)
         wanted = list(wanted.items())
     out = []
     for name, partitions in wanted:
         rows = []
+        refused = not ctx.allowed(DESCRIBE, TOPIC, name)
         for index in partitions:
-            offset, epoch, metadata, _ = offsets.get((name, index), (-1, -1, "", 0))
+            offset, epoch, metadata, _ = (-1, -1, "", 0) if refused else offsets.get((name, index), (-1, -1, "", 0))
             rows.append(partition_class(partition_index=index, committed_offset=offset,
                                         committed_leader_epoch=epoch if ctx.version >= 5 else -1,
                                         metadata=metadata if metadata is not None else "",
-                                        error_code=errors.NONE.code))
+                                        error_code=(errors.TOPIC_AUTHORIZATION_FAILED if refused
+                                                    else errors.NONE).code))
         out.append((name, rows))
     return out
 
@@ -37,6 +42,9 @@ def _committed(ctx, group_id, wanted, partition_class):
 def offset_fetch(ctx, request):
     state = ctx.state
     if ctx.version < 8:
+        refused = group_refused(ctx, request.group_id, DESCRIBE)
+        if refused:
+            return R(throttle_time_ms=0, error_code=refused.code, topics=[])
         wanted = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
         found = _committed(ctx, request.group_id, wanted, R.OffsetFetchResponsePartition)
         return R(throttle_time_ms=0, error_code=errors.NONE.code,
@@ -45,8 +53,9 @@ def offset_fetch(ctx, request):
     groups = []
     for group in request.groups:
         # from v9 a consumer-protocol member names itself and its epoch, which must be current
-        error = state.groups.fetch_error(group.group_id, group.member_id, group.member_epoch) \
-            if ctx.version >= 9 else errors.NONE
+        error = group_refused(ctx, group.group_id, DESCRIBE) or (
+            state.groups.fetch_error(group.group_id, group.member_id, group.member_epoch)
+            if ctx.version >= 9 else errors.NONE)
         if error is not errors.NONE:
             groups.append(R.OffsetFetchResponseGroup(group_id=group.group_id, topics=[], error_code=error.code))
             continue

@@ -4,6 +4,7 @@ partition has one epoch, 0: asking for it (or a later one not yet begun) gives t
 from ... import errors
 from ...messages import ApiKey, OffsetForLeaderEpochResponse
 from ..dispatch import handles
+from ..state.acls import DESCRIBE, TOPIC
 
 Result = OffsetForLeaderEpochResponse.EpochEndOffset
 
@@ -14,6 +15,8 @@ def offset_for_leader_epoch(ctx, request):
     topics = []
     for item in request.topics:
         topic, error = state.topic(item.topic)
+        if not ctx.allowed(DESCRIBE, TOPIC, item.topic):
+            topic, error = None, errors.TOPIC_AUTHORIZATION_FAILED
         partitions = []
         for p in item.partitions:
             partition, perror = state.partition(topic, p.partition) if topic else (None, error)

@@ -29,6 +29,10 @@ transaction on its own; control batches come from the broker only
 followers to wait for); with acks 0 the server sends no response. Versions 0-2
 are advertised, as Kafka 4 does for old librdkafka's sake (KAFKA-18659), but
 not served: such a request closes the connection, as it does on Kafka 4.
+
+With an authorizer, a request with transactional data needs WRITE on its transactional id (else every
+partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE (else TOPIC_AUTHORIZATION_FAILED,
+whether the topic exists or not).
 """
 
 
@@ -43,6 +47,7 @@ from ..config import segment_size
 from ..dispatch import Close, handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
+from ..state.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..state.clock import clock_ms
 
 ZSTD_VERSION = 7  # the first Produce version that may carry zstd (KIP-110)
@@ -189,11 +194,18 @@ def _produce(ctx, request):
         # fails the whole request.
         error = errors.UNKNOWN_SERVER_ERROR
         return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
+    if _has_transactional(request) and not (request.transactional_id is not None and ctx.allowed(
+            WRITE, TRANSACTIONAL_ID, request.transactional_id)):
+        error = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return _response([(t, [_result(p.index, error) for p in t.partition_data]) for t in request.topic_data])
     out = []
     for item in request.topic_data:
         by_id = ctx.version >= 13
         topic, error = state.topic(None if by_id else item.name, item.topic_id if by_id else None)
-        if topic is None and not by_id and item.name in INTERNAL_TOPICS:
+        name = topic.name if by_id and topic is not None else item.name
+        if name is not None and not ctx.allowed(WRITE, TOPIC, name):
+            topic, error = None, errors.TOPIC_AUTHORIZATION_FAILED
+        elif topic is None and not by_id and item.name in INTERNAL_TOPICS:
             error = errors.INVALID_TOPIC_EXCEPTION  # Kafka's answer: clients never append to internal topics
         if topic is None:
             out.append((item, [_result(p.index, error) for p in item.partition_data]))
@@ -201,6 +213,18 @@ def _produce(ctx, request):
         out.append((item, [produce_partition(state, topic, p.index, p.records, request.transactional_id, ctx.version)
                            for p in item.partition_data]))
     return _response(out)
+
+
+def _has_transactional(request):
+    """Whether a partition's data begins with a transactional batch (Kafka authorizes the transactional id of
+    such a request before anything else)."""
+    for item in request.topic_data:
+        for p in item.partition_data:
+            data = p.records
+            if data is not None and len(data) > ATTRIBUTES_OFFSET + 1 and data[MAGIC_OFFSET] == 2 and (
+                    data[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL):
+                return True
+    return False
 
 
 def _unknown_codec(state, request, version):

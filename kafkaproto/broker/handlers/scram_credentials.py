@@ -9,6 +9,7 @@ from ... import errors
 from ...messages import AlterUserScramCredentialsResponse, ApiKey, DescribeUserScramCredentialsResponse
 from ...metadata import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from ..dispatch import handles
+from ..state.acls import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from ..security import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_CODES, SCRAM_NAMES, credential_from_salted
 
 AlterResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
@@ -23,12 +24,15 @@ def alter_user_scram_credentials(ctx, request):
     for name, _, _ in changes:
         counts[name] = counts.get(name, 0) + 1
     results, records = {}, []
+    allowed = ctx.allowed(ALTER, CLUSTER, CLUSTER_NAME)
     for name, mechanism, upsert in changes:
         if name in results:
             continue
         error, message = errors.NONE, None
         scram = SCRAM_NAMES.get(mechanism)
-        if counts[name] > 1:
+        if not allowed:
+            error = errors.CLUSTER_AUTHORIZATION_FAILED
+        elif counts[name] > 1:
             error, message = errors.DUPLICATE_RESOURCE, f"user {name!r} appears more than once in the request"
         elif not name:
             error, message = errors.UNACCEPTABLE_CREDENTIAL, "the user name is empty"
@@ -59,6 +63,9 @@ def alter_user_scram_credentials(ctx, request):
 @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=range(0, 1))
 def describe_user_scram_credentials(ctx, request):
     R = DescribeUserScramCredentialsResponse
+    if not ctx.allowed(DESCRIBE, CLUSTER, CLUSTER_NAME):
+        return R(throttle_time_ms=0, error_code=errors.CLUSTER_AUTHORIZATION_FAILED.code, error_message=None,
+                 results=[])
     known = {}
     for (mechanism, user), credential in ctx.state.credentials.scram.items():
         known.setdefault(user, []).append(R.CredentialInfo(mechanism=SCRAM_CODES[mechanism],

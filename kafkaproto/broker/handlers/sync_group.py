@@ -10,7 +10,7 @@ from ... import errors
 from ...messages import ApiKey, SyncGroupResponse
 from ..dispatch import Wait, handles
 from ..state.groups import SyncResult
-from ._groups import awaited
+from ._groups import awaited, group_refused
 
 
 def _start(ctx, request, now, waiter):
@@ -25,6 +25,10 @@ def _start(ctx, request, now, waiter):
 
 @handles(ApiKey.SYNC_GROUP, versions=range(0, 6))
 def sync_group(ctx, request):
+    refused = group_refused(ctx, request.group_id)
+    if refused:
+        return SyncGroupResponse(throttle_time_ms=0, error_code=refused.code, protocol_type=None,
+                                 protocol_name=None, assignment=b"")
     r = awaited(ctx, lambda now, waiter: _start(ctx, request, now, waiter))
     if isinstance(r, Wait):
         return r

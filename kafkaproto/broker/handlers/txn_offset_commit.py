@@ -11,6 +11,7 @@ from ... import errors
 from ...messages import ApiKey, TxnOffsetCommitResponse
 from ...uuid import Uuid
 from ..dispatch import handles
+from ..state.acls import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from ..state.clock import clock_ms
 from ._groups import advance
 
@@ -28,8 +29,13 @@ def _member_error(ctx, request):
 @handles(ApiKey.TXN_OFFSET_COMMIT, versions=range(0, 6))
 def txn_offset_commit(ctx, request):
     state = ctx.state
-    txn, error = state.transactions.offsets_error(request.transactional_id, request.producer_id,
-                                                  request.producer_epoch, ctx.version, request.group_id)
+    if not ctx.allowed(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        txn, error = None, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.allowed(READ, GROUP, request.group_id):
+        txn, error = None, errors.GROUP_AUTHORIZATION_FAILED
+    else:
+        txn, error = state.transactions.offsets_error(request.transactional_id, request.producer_id,
+                                                      request.producer_epoch, ctx.version, request.group_id)
     if error is errors.NONE:
         error = _member_error(ctx, request)
     topics = []
@@ -39,6 +45,8 @@ def txn_offset_commit(ctx, request):
         rows = []
         for p in item.partitions:
             code = error
+            if code is errors.NONE and not ctx.allowed(READ, TOPIC, item.name):
+                code = errors.TOPIC_AUTHORIZATION_FAILED
             if code is errors.NONE:
                 if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                     code = errors.UNKNOWN_TOPIC_OR_PARTITION

@@ -11,6 +11,7 @@ marker is TRANSACTION_COORDINATOR_FENCED.
 from ... import errors
 from ...messages import ApiKey, WriteTxnMarkersResponse
 from ..dispatch import handles
+from ..state.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
 from ..state.transactions import MAX_EPOCH
 
 Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -40,10 +41,12 @@ def _write(state, marker, name, index):
 
 @handles(ApiKey.WRITE_TXN_MARKERS, versions=range(1, 3))
 def write_txn_markers(ctx, request):
+    allowed = ctx.allowed(CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
     results = []
     for marker in request.markers:
         topics = [TopicResult(name=asked.name, partitions=[
-            PartitionResult(partition_index=index, error_code=_write(ctx.state, marker, asked.name, index).code)
+            PartitionResult(partition_index=index, error_code=(_write(ctx.state, marker, asked.name, index) if allowed
+                                                               else errors.CLUSTER_AUTHORIZATION_FAILED).code)
             for index in asked.partition_indexes]) for asked in marker.topics]
         results.append(Result(producer_id=marker.producer_id, topics=topics))
     return WriteTxnMarkersResponse(markers=results)

@@ -44,12 +44,14 @@ import uuid as _uuid
 
 from ... import errors, registry
 from ...exceptions import DecodeError
-from ...metadata import (ConfigRecord, PartitionRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord,
-                         decode_record, encode_record)
+from ...metadata import (AccessControlEntryRecord, ConfigRecord, PartitionRecord, ProducerIdsRecord,
+                         RemoveAccessControlEntryRecord, RemoveTopicRecord, TopicRecord, decode_record,
+                         encode_record)
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..config import SETTINGS, ConfigError, segment_size
 from ..security import SCRAM_NAMES, ScramCredential
+from .acls import Acl, Acls
 from .clock import clock_ms
 from .groups.offsets import OFFSETS_DIR
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
@@ -291,6 +293,9 @@ class Cluster:
         self._derived = {}  # (Topic, derive) -> derive(its effective configs), as long as _effective
         self.pending_deletes = []  # (when due, on state/clock.py, path) of renamed-away partition directories
         self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
+        self.acls = Acls(enabled=bool(config["authorizer.class.name"]),
+                         super_users=[u.strip() for u in config["super.users"].split(";") if u.strip()],
+                         allow_if_none=config["allow.everyone.if.no.acl.found"])
         clean = os.path.exists(self._clean_marker)
         if clean:
             os.unlink(self._clean_marker)
@@ -405,6 +410,11 @@ class Cluster:
                 bytes(record.salt), bytes(record.stored_key), bytes(record.server_key), record.iterations)
         elif kind == "RemoveUserScramCredentialRecord":
             self.scram.pop((SCRAM_NAMES.get(record.mechanism), record.name), None)
+        elif kind == "AccessControlEntryRecord":
+            self.acls.add(record.id, Acl(record.resource_type, record.resource_name, record.pattern_type,
+                                         record.principal, record.host, record.operation, record.permission_type))
+        elif kind == "RemoveAccessControlEntryRecord":
+            self.acls.remove(record.id)
 
     def _open_partitions(self, recover):
         """Open each known partition's log; remove, delete or set aside the directories no known topic owns."""
@@ -649,6 +659,15 @@ class Cluster:
             self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, gone))
         partition.log = None
         partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def add_acls(self, acls):
+        """New ACLs into the metadata log; their ids."""
+        ids = [Uuid.random() for _ in acls]
+        self._commit([AccessControlEntryRecord(id=acl_id, **acl._asdict()) for acl_id, acl in zip(ids, acls)])
+        return ids
+
+    def remove_acls(self, ids):
+        self._commit([RemoveAccessControlEntryRecord(id=acl_id) for acl_id in ids])
 
     def set_scram(self, records):
         """UserScramCredentialRecords and RemoveUserScramCredentialRecords, into the metadata log."""
