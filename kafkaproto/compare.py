@@ -14,8 +14,8 @@ The rules (``RULES`` names them):
 - ``free-text``: throttle times, error messages, config documentation and authorized-operation bit sets are
   dropped, and of the configs a DescribeConfigs or CreateTopics answer lists, only those set on the resource
   itself are compared (by name): each broker lists its own files' values and defaults besides;
-- ``hash-order``: partitions are listed by index, group members by id, topics named by ID by that ID (brokers
-  list them in the order of their hash maps, and each side's ids differ);
+- ``hash-order``: partitions are listed by index, group members by id, topics by ID, then by name (brokers
+  list them in the order of their hash maps and sets, and each side's ids differ);
 - ``batches``: record batches are compared as decoded fields, not bytes, and the timestamps of control batches
   (the time each broker wrote the marker) are dropped;
 - ``loading``: an answer saying a coordinator or a partition leader is not ready yet (``is_loading``) is one to ask
@@ -105,7 +105,7 @@ def normalise(value, labels, field=None):
         if items and all(isinstance(v, dict) and "member_id" in v for v in items):
             items.sort(key=lambda v: str(v["member_id"]))
         elif items and all(isinstance(v, dict) and "topic_id" in v and "partitions" in v for v in items):
-            items.sort(key=lambda v: str(v["topic_id"]))
+            items.sort(key=lambda v: (str(v["topic_id"]), str(v.get("name"))))
         return items
     if field == "records" and value is not None:
         return batches(value, labels)

@@ -255,10 +255,10 @@ SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs={log_dir}
 num.partitions=1
@@ -272,6 +272,24 @@ auto.create.topics.enable=false
 GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
                   "group.max.size": "3"}
 SERVER_PROPERTIES += "".join(f"{k}={v}\n" for k, v in GROUP_SETTINGS.items())
+# Authorization as the tests compare it: ACLs enforced by Kafka's StandardAuthorizer; clients on the PLAINTEXT
+# listener are User:ANONYMOUS, a super user (every other test goes on as without an authorizer); the SASL/PLAIN
+# listener's users (ACL_USERS) are held to the ACLs a test makes.
+ACL_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+AUTHORIZER_SETTINGS = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{user}="{password}"' for user, password in ACL_USERS.items()) + ";",
+}
+SERVER_PROPERTIES += "".join(f"{k}={v}\n" for k, v in AUTHORIZER_SETTINGS.items())
+# This broker set up as the test Kafka is: its group settings, no topic made by a Metadata request, and the
+# same authorizer and listeners (the PLAINTEXT one first: Broker.port is its port).
+LIKE_KAFKA = {**GROUP_SETTINGS, "auto.create.topics.enable": "false", **AUTHORIZER_SETTINGS,
+              "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"}
 
 
 class KafkaBroker:
@@ -290,11 +308,14 @@ class KafkaBroker:
         self.controller_port = free_port()
         while self.controller_port == self.port:
             self.controller_port = free_port()
+        self.sasl_port = free_port()
+        while self.sasl_port in (self.port, self.controller_port):
+            self.sasl_port = free_port()
         java = _tool("java")
         cp = classpath(version)
         props = self.workdir / "server.properties"
         props.write_text(SERVER_PROPERTIES.format(port=self.port, controller_port=self.controller_port,
-                                                  log_dir=self.workdir / "data"))
+                                                  sasl_port=self.sasl_port, log_dir=self.workdir / "data"))
         cluster_id = str(Uuid.random())  # Kafka's own form: an ID starting with '-' reads as an option
         fmt = subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
                              capture_output=True, text=True, timeout=120)

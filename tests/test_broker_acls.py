@@ -8,7 +8,7 @@ import pytest
 
 from kafkaproto import decode_request, encode_request, errors
 from kafkaproto.broker.config import STANDARD_AUTHORIZER
-from kafkaproto.broker.dispatch import Context, dispatch
+from kafkaproto.broker.dispatch import Close, Context, dispatch
 from kafkaproto.broker.state import acls as A
 from kafkaproto.broker.state.acls import Acl, Acls, Filter
 from kafkaproto.messages import (CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest, FindCoordinatorRequest,
@@ -92,6 +92,8 @@ def call_as(state, principal, body, version):
     session = types.SimpleNamespace(principal=principal, listener=state.advertised[0])
     response = dispatch(Context(state, request.header, final=True, session=session, client_host="/10.0.0.1"),
                         request.body)
+    if isinstance(response, Close):
+        return response
     return type(response).decode(response.encode(version), version)
 
 
@@ -121,13 +123,18 @@ def test_acl_requests_and_acls_kept_across_a_restart(tmp_path):
     state = authorizing(tmp_path)
     made = call_as(state, "User:admin", CreateAclsRequest(creations=[
         creation("orders", A.READ), creation("orders", A.READ), creation("logs-", A.WRITE, pattern=A.PREFIXED),
-        creation("", A.READ), creation("t", A.ANY), creation("t", A.READ, principal="alice"),
+        creation("", A.READ), creation("t", 16), creation("t", A.READ, principal="alice"),
         creation("other", A.READ, resource_type=A.CLUSTER)]), 3)
     assert [r.error_code for r in made.results] == [0, 0, 0] + [errors.INVALID_REQUEST.code] * 4
+    # ANY cannot be an ACL's: the whole request fails, as in Kafka; UNKNOWN (0) cannot be read at all
+    failed = call_as(state, "User:admin", CreateAclsRequest(creations=[creation("t", A.READ),
+                                                                        creation("t", A.ANY)]), 3)
+    assert [r.error_code for r in failed.results] == [errors.UNKNOWN_SERVER_ERROR.code] * 2
+    assert isinstance(call_as(state, "User:admin", CreateAclsRequest(creations=[creation("t", 0)]), 3), Close)
     assert listed(state) == (0, [("logs-", "User:alice", A.WRITE, A.ALLOW), ("orders", "User:alice", A.READ, A.ALLOW)])
     assert listed(state, resource_name_filter="orders-eu", pattern_type_filter=A.MATCH) == (0, [])
     assert listed(state, resource_name_filter="logs-app", pattern_type_filter=A.MATCH)[1][0][0] == "logs-"
-    assert listed(state, operation=0)[0] == errors.INVALID_REQUEST.code
+    assert listed(state, operation=16) == (0, [])  # a code Kafka does not know matches nothing
     # only a principal with the right on the cluster may list or change ACLs
     assert listed(state, "User:alice") == (errors.CLUSTER_AUTHORIZATION_FAILED.code, [])
     state.close()

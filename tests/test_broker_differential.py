@@ -6,8 +6,8 @@ What is normalised, and why:
 - identifiers each broker makes up (cluster id, node and controller ids, broker addresses, topic IDs,
   producer ids, member ids, fetch session ids): each distinct value becomes a label in order of first
   appearance, so that which ids are equal to which is still compared;
-- the order of partitions within a topic, and of topics listed by ID with their partitions (Kafka lists them
-  in hash order, and each side's topic IDs differ);
+- the order of partitions within a topic, and of topics (by ID, then by name: Kafka lists them in the order of
+  its hash maps and sets, and each side's topic IDs differ);
 - requests Kafka answers with COORDINATOR_LOAD_IN_PROGRESS (or NOT_AVAILABLE) while its coordinators start,
   or with NOT_LEADER_OR_FOLLOWER (or LEADER_NOT_AVAILABLE) for a moment after it creates a topic, are sent
   again until it answers (and a topic just created is used once its partitions answer ListOffsets), and so
@@ -39,7 +39,8 @@ from kafkaproto.compare import Labels, differences, is_loading, normalise
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, AlterConfigsRequest, DescribeConfigsRequest,
-                                 ListConfigResourcesRequest,
+                                 ListConfigResourcesRequest, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
+                                 SaslAuthenticateRequest, SaslHandshakeRequest,
                                  IncrementalAlterConfigsRequest, MetadataResponse,
                                  ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
@@ -92,8 +93,8 @@ class Side:
 @pytest.fixture(scope="module")
 def broker_like_kafka():
     """This broker with the settings the test Kafka has that matter here (its groups' timeouts and sizes, no
-    topic made by a Metadata request)."""
-    with Broker({**kafka_jvm.GROUP_SETTINGS, "auto.create.topics.enable": "false"}) as broker:
+    topic made by a Metadata request, its authorizer and SASL listener)."""
+    with Broker(kafka_jvm.LIKE_KAFKA) as broker:
         yield broker
 
 
@@ -101,7 +102,9 @@ def broker_like_kafka():
 def sides(kafka_broker, broker_like_kafka):
     kafka = Side(kafka_broker.port)
     kafka.version = kafka_broker.version
+    kafka.sasl_port = kafka_broker.sasl_port
     ours = Side(broker_like_kafka.port)
+    ours.sasl_port = broker_like_kafka.ports["SASL_PLAINTEXT"]
     yield kafka, ours
     kafka.client.close()
     ours.client.close()
@@ -657,6 +660,117 @@ def test_list_config_resources(sides):
             answers.append(plain)
         found = differences(*answers)
         assert not found, f"ListConfigResources v{version} {types}:\n" + described(found)
+
+
+def signed_in(port, user):
+    """A RawClient authenticated with SASL/PLAIN as user (kafka_jvm.ACL_USERS) on the SASL listener at port."""
+    client = RawClient(port)
+    assert client.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).body.error_code == 0
+    token = f"\0{user}\0{kafka_jvm.ACL_USERS[user]}".encode()
+    assert client.call(SaslAuthenticateRequest(auth_bytes=token), 2).body.error_code == 0
+    return client
+
+
+def test_acls_enforced(sides):
+    """The same ACLs made on both brokers (by the super user of the PLAINTEXT listener), then alice, signed in
+    over SASL, asks for what they allow and what they do not: every answer compared."""
+    run = uuid.uuid4().hex[:6]
+    name = lambda what: f"acl-{run}-{what}"  # noqa: E731
+    topics = ["open-1", "open-ro", "described", "closed"]
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name(t), num_partitions=1, replication_factor=1) for t in topics], timeout_ms=10000), 7, "CreateTopics")
+    Creation = CreateAclsRequest.AclCreation
+
+    def allow(resource_type, resource, operation, pattern=3, permission=3, principal="User:alice"):
+        return Creation(resource_type=resource_type, resource_name=resource, resource_pattern_type=pattern,
+                        principal=principal, host="*", operation=operation, permission_type=permission)
+
+    made = [allow(2, name("open"), 2, pattern=4), allow(2, name("open-ro"), 4, permission=2),
+            allow(2, name("described"), 8), allow(3, name("g"), 3), allow(5, name("t"), 4),
+            allow(2, name("open-1"), 3, principal="User:bob"), allow(3, "", 3), allow(2, name("x"), 16),
+            allow(4, "cluster", 3), allow(2, name("x"), 3, principal="alice")]
+    both(sides, CreateAclsRequest(creations=made), 3, "CreateAcls (the last four refused)")
+    both(sides, CreateAclsRequest(creations=[allow(2, name("y"), 3), allow(2, name("y"), 1)]), 3,
+         "CreateAcls with an ANY operation: the whole request fails")
+    every = dict(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+                 host_filter=None, operation=1, permission_type=1)
+
+    def listed(what, **narrower):
+        answers = []
+        for side in sides:
+            response, plain = side.call(DescribeAclsRequest(**{**every, **narrower}), 3)
+            plain["resources"] = sorted(
+                ({**r, "acls": sorted(r["acls"], key=str)} for r in plain["resources"]
+                 if r["resource_name"].startswith(f"acl-{run}")), key=str)
+            answers.append(plain)
+        found = differences(*answers)
+        assert not found, f"{what}:\n" + described(found)
+        return answers[0]
+
+    assert len(listed("DescribeAcls, every ACL")["resources"]) == 6
+    listed("DescribeAcls of alice's", principal_filter="User:alice")
+    listed("DescribeAcls matching one topic", resource_type_filter=2, resource_name_filter=name("open-ro"),
+           pattern_type_filter=2)
+    listed("DescribeAcls, literal ones of a name", resource_name_filter=name("open"), pattern_type_filter=3)
+    listed("DescribeAcls with an operation Kafka does not know", operation=16)
+
+    clients = [signed_in(side.sasl_port, "alice") for side in sides]
+
+    def as_alice(body, version, what):
+        answers = [side.call(body, version, client=client) for side, client in zip(sides, clients)]
+        found = differences(answers[0][1], answers[1][1])
+        assert not found, f"{what} v{version}, as alice:\n" + described(found)
+        return answers[0][0]
+
+    try:
+        every_topic = [side.call(MetadataRequest(topics=None), 12, client=client)[0]
+                       for side, client in zip(sides, clients)]
+        seen = [sorted(t.name for t in m.topics if t.name.startswith(f"acl-{run}")) for m in every_topic]
+        assert seen[0] == seen[1] == sorted(name(t) for t in ("open-1", "open-ro", "described")), seen
+        asked = [name(t) for t in (*topics, "missing", "open-missing")]
+        as_alice(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in asked]), 12,
+                 "Metadata of each topic")
+        for topic in asked:
+            as_alice(produce(topic, 0, batch(b"v")), 9, f"Produce to {topic}")
+            as_alice(fetch(topic, [0]), 12, f"Fetch from {topic}")
+            as_alice(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])]),
+                7, f"ListOffsets of {topic}")
+        as_alice(FindCoordinatorRequest(key_type=0, coordinator_keys=[name("g"), name("h")]), 4,
+                 "FindCoordinator of groups")
+        as_alice(FindCoordinatorRequest(key_type=1, coordinator_keys=[name("t"), name("u")]), 4,
+                 "FindCoordinator of transactional ids")
+        for group in (name("g"), name("h")):
+            as_alice(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])
+                for t in (name("open-1"), name("closed"))]), 8, f"OffsetCommit to {group}")
+            as_alice(OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group, topics=None)]), 8, f"OffsetFetch of {group}")
+        as_alice(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4,
+                 "InitProducerId, idempotent (alice may write some topic)")
+        for tid in (name("t"), name("u")):
+            as_alice(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4,
+                     f"InitProducerId of {tid}")
+        as_alice(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name(t), num_partitions=1, replication_factor=1) for t in ("open-new", "closed-new")],
+            timeout_ms=10000, validate_only=True), 7, "CreateTopics, validate only")
+        as_alice(DeleteTopicsRequest(topic_names=[name("closed")], timeout_ms=10000), 5, "DeleteTopics")
+        as_alice(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=t, resource_name=n, configuration_keys=["retention.ms"])
+            for t, n in ((2, name("open-1")), (2, name("closed")), (4, "1"))]), 4, "DescribeConfigs")
+        as_alice(DeleteRecordsRequest(timeout_ms=10000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+            name=name("closed"), partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0,
+                                                                                     offset=0)])]), 2,
+                 "DeleteRecords")
+        as_alice(DescribeAclsRequest(**every), 3, "DescribeAcls")
+        as_alice(ListGroupsRequest(), 4, "ListGroups")
+    finally:
+        for client in clients:
+            client.close()
+        both(sides, DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**{
+            **every, "resource_name_filter": acl.resource_name}) for acl in made[:6]]), 3, "DeleteAcls")
+    assert not listed("DescribeAcls after deleting them")["resources"]
 
 
 def test_delete_by_id_and_recreate(sides):

@@ -39,9 +39,9 @@ TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
 @pytest.fixture(scope="module")
 def brokers(kafka_brokers):
-    """(Kafka's port, this broker's port): this broker with the test Kafka's group settings."""
+    """(Kafka's port, this broker's port): this broker with the test Kafka's settings (kafka_jvm.LIKE_KAFKA)."""
     kafka = kafka_brokers(VERSION)
-    with Broker({**kafka_jvm.GROUP_SETTINGS, "auto.create.topics.enable": "false"}) as ours:
+    with Broker(kafka_jvm.LIKE_KAFKA) as ours:
         yield kafka.port, ours.port
 
 

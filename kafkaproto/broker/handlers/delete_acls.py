@@ -1,18 +1,21 @@
 """DeleteAcls (kafka-acls --remove): every ACL each filter selects is removed, and listed in the answer under
-that filter (an ACL two filters select is listed under both, and removed once)."""
+that filter (an ACL two filters select is listed under both, and removed once). A filter with a code Kafka
+does not know is INVALID_REQUEST; one with an UNKNOWN (0) field closes the connection."""
 
 from ... import errors
 from ...messages import ApiKey, DeleteAclsResponse
-from ..dispatch import handles
+from ..dispatch import Close, handles
 from ..state.acls import ALTER
 from ._acls import refused
-from .describe_acls import acl_filter, unknown
+from .describe_acls import acl_filter, not_known, unparsable
 
 Result, Matching = DeleteAclsResponse.DeleteAclsFilterResult, DeleteAclsResponse.DeleteAclsMatchingAcl
 
 
 @handles(ApiKey.DELETE_ACLS, versions=range(1, 4))
 def delete_acls(ctx, request):
+    if any(unparsable(acl_filter(asked)) for asked in request.filters):
+        return Close("DeleteAcls with an UNKNOWN field (0)")
     denied = refused(ctx, ALTER)
     if denied:
         error, message = denied
@@ -22,7 +25,7 @@ def delete_acls(ctx, request):
     results, removed = [], {}
     for asked in request.filters:
         chosen = acl_filter(asked)
-        why = unknown(chosen)
+        why = not_known(chosen)
         if why:
             results.append(Result(error_code=errors.INVALID_REQUEST.code, error_message=why, matching_acls=[]))
             continue

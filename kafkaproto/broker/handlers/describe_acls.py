@@ -1,10 +1,10 @@
 """DescribeAcls (kafka-acls --list): the ACLs a filter selects (state/acls.py: Filter), grouped by resource
-pattern."""
+pattern. A filter with an UNKNOWN (0) field closes the connection, as Kafka cannot read it."""
 
 from ... import errors
 from ...messages import ApiKey, DescribeAclsResponse
-from ..dispatch import handles
-from ..state.acls import DESCRIBE, Filter
+from ..dispatch import Close, handles
+from ..state.acls import DESCRIBE, KNOWN, UNKNOWN, Filter
 from ._acls import refused
 
 Resource, Description = DescribeAclsResponse.DescribeAclsResource, DescribeAclsResponse.AclDescription
@@ -16,19 +16,28 @@ def acl_filter(asked):
                   asked.principal_filter, asked.host_filter, asked.operation, asked.permission_type)
 
 
-def unknown(acl_filter):
-    """Why Kafka refuses a filter with UNKNOWN (0) in a field, or None."""
-    if 0 in (acl_filter.resource_type, acl_filter.pattern_type, acl_filter.operation, acl_filter.permission_type):
-        return "The filter contains UNKNOWN elements"
+def unparsable(acl_filter):
+    """Whether a field is UNKNOWN (0): Kafka cannot read such a filter, and closes the connection."""
+    return UNKNOWN in (acl_filter.resource_type, acl_filter.pattern_type, acl_filter.operation,
+                       acl_filter.permission_type)
+
+
+def not_known(acl_filter):
+    """Why DeleteAcls refuses a filter with a code Kafka does not know (it reads as UNKNOWN), or None; DescribeAcls
+    takes it, and it matches nothing."""
+    if acl_filter.resource_type > KNOWN["resource_type"] or acl_filter.pattern_type > KNOWN["pattern_type"]:
+        return "Unknown patternFilter."
+    if acl_filter.operation > KNOWN["operation"] or acl_filter.permission_type > KNOWN["permission_type"]:
+        return "Unknown entryFilter."
     return None
 
 
 @handles(ApiKey.DESCRIBE_ACLS, versions=range(1, 4))
 def describe_acls(ctx, request):
-    denied = refused(ctx, DESCRIBE)
     chosen = acl_filter(request)
-    if not denied and unknown(chosen):
-        denied = errors.INVALID_REQUEST, unknown(chosen)
+    if unparsable(chosen):
+        return Close("DescribeAcls with an UNKNOWN field (0)")
+    denied = refused(ctx, DESCRIBE)
     if denied:
         error, message = denied
         return DescribeAclsResponse(throttle_time_ms=0, error_code=error.code, error_message=message, resources=[])

@@ -73,18 +73,21 @@ def metadata(ctx, request):
                   if ctx.allowed(DESCRIBE, TOPIC, t.name)]
     else:
         allow_create = request.allow_auto_topic_creation if ctx.version >= 4 else True
-        refused = {item.name for item in wanted if item.name is not None and not item.topic_id.int
-                   and not ctx.allowed(DESCRIBE, TOPIC, item.name)}
+        by_name = [item for item in wanted if item.name is not None and not item.topic_id.int]
+        hidden = {item.name for item in by_name if not ctx.allowed(DESCRIBE, TOPIC, item.name)}
+        not_creatable = set()
         if allow_create:  # together, so that they are checked against the topics before this request
-            new = [item.name for item in wanted if not item.topic_id.int and item.name is not None
-                   and item.name not in state.cluster.topics and item.name not in refused
-                   and not topic_name_error(item.name)]
+            new = [item.name for item in by_name if item.name not in state.cluster.topics
+                   and item.name not in hidden and not topic_name_error(item.name)]
             if new and not ctx.allowed(CREATE, CLUSTER, CLUSTER_NAME):
-                refused.update(name for name in new if not ctx.allowed(CREATE, TOPIC, name))
-                new = [name for name in new if name not in refused]
-            state.auto_create(new)
-        topics = [_refused(item.name, response) if item.name in refused and not item.topic_id.int
-                  else _one(ctx, item, response, modes) for item in wanted]
+                not_creatable = {name for name in new if not ctx.allowed(CREATE, TOPIC, name)}
+            state.auto_create([name for name in new if name not in not_creatable])
+        # As Kafka lists them: those the client may see, then those it may not create, then those it may not see.
+        refused = hidden | not_creatable
+        topics = [_one(ctx, item, response, modes) for item in wanted
+                  if item.topic_id.int or item.name not in refused]
+        topics += [_refused(item.name, response) for item in by_name if item.name in not_creatable]
+        topics += [_refused(item.name, response) for item in by_name if item.name in hidden]
     host, port = ctx.endpoint
     broker = response.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
     return response(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,

@@ -52,9 +52,11 @@ def offset_commit(ctx, request):
                                     (p.committed_offset, epoch, p.committed_metadata, now)))
             partitions.append(OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                                                                  error_code=code.code))
-        topics.append(OffsetCommitResponse.OffsetCommitResponseTopic(
+        topics.append((error is errors.NONE and topic is None, OffsetCommitResponse.OffsetCommitResponseTopic(
             name=item.name if not by_id else "", topic_id=item.topic_id if by_id else Uuid.ZERO,
-            partitions=partitions))
+            partitions=partitions)))
     if commits:
         state.groups.commit(request.group_id, commits)
-    return OffsetCommitResponse(throttle_time_ms=0, topics=topics)
+    # As Kafka answers: the topics refused before the coordinator (not allowed, unknown) first.
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[t for refused, t in topics if refused]
+                                + [t for refused, t in topics if not refused])

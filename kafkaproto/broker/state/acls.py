@@ -17,7 +17,7 @@ The ACLs themselves live in the metadata log (state/cluster.py applies the recor
 from typing import NamedTuple
 
 # Kafka's codes (org.apache.kafka.common.resource, .acl)
-ANY = 1
+UNKNOWN, ANY = 0, 1
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = 2, 3, 4, 5, 6, 7
 MATCH, LITERAL, PREFIXED = 2, 3, 4
 ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION = 2, 3, 4, 5, 6, 7, 8, 9
@@ -25,6 +25,8 @@ DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKEN
 DENY, ALLOW = 2, 3
 RESOURCE_TYPES = frozenset({TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER})
 OPERATIONS = frozenset(range(ALL, TWO_PHASE_COMMIT + 1))
+# The codes Kafka knows, ANY (and MATCH) included: a greater one reads as its UNKNOWN.
+KNOWN = {"resource_type": USER, "pattern_type": PREFIXED, "operation": TWO_PHASE_COMMIT, "permission_type": ALLOW}
 WILDCARD = "*"
 CLUSTER_NAME = "kafka-cluster"
 # What an ALLOW of an operation also allows.
