@@ -33,6 +33,7 @@ TOOLS = {
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "transactions": "org.apache.kafka.tools.TransactionsCommand",
     "configs": "kafka.admin.ConfigCommand",
+    "acls": "org.apache.kafka.tools.AclCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
@@ -228,3 +229,28 @@ def test_configs_tool(brokers):
         assert "log.cleaner.backoff.ms=20000" in both(brokers, "configs", "--describe", *on_broker)
     finally:
         both(brokers, "configs", "--alter", *on_broker, "--delete-config", "log.cleaner.backoff.ms")
+
+
+def test_acls_tool(brokers):
+    """kafka-acls: ACLs added for a producer and a consumer, listed by resource and by principal, removed."""
+    run = uuid.uuid4().hex[:8]
+    topic, group = f"tools-acl-{run}", f"tools-acl-group-{run}"
+
+    def lines(text):  # the tool lists a resource's ACLs in its authorizer's order
+        return "\n".join(sorted(line.strip() for line in text.splitlines() if line.strip()))
+
+    both(brokers, "acls", "--add", "--allow-principal", "User:alice", "--producer", "--topic", topic,
+         normalise=lines)
+    both(brokers, "acls", "--add", "--allow-principal", "User:bob", "--consumer", "--topic", topic, "--group", group,
+         normalise=lines)
+    both(brokers, "acls", "--add", "--deny-principal", "User:mallory", "--operation", "All", "--topic", "tools-acl-",
+         "--resource-pattern-type", "prefixed", normalise=lines)
+    listed = both(brokers, "acls", "--list", "--topic", topic, normalise=lines)
+    assert "principal=User:alice" in listed and "operation=WRITE" in listed
+    both(brokers, "acls", "--list", "--principal", "User:bob", normalise=lines)
+    both(brokers, "acls", "--list", "--topic", topic, "--resource-pattern-type", "match", normalise=lines)
+    both(brokers, "acls", "--remove", "--force", "--topic", topic, normalise=lines)
+    both(brokers, "acls", "--remove", "--force", "--group", group, normalise=lines)
+    both(brokers, "acls", "--remove", "--force", "--topic", "tools-acl-", "--resource-pattern-type", "prefixed",
+         normalise=lines)
+    assert topic not in both(brokers, "acls", "--list", "--topic", topic, normalise=lines)
