@@ -342,3 +342,51 @@ def test_java_clients_over_sasl_ssl_scram(tls_broker, certificates, tmp_path):
         run = subprocess.run(["java", f"-Dclient.config={config}", "-cp", cp, "Clients",
                               f"127.0.0.1:{sasl_port}", mode, topic], capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, f"Java {mode} over SASL_SSL failed:\n{run.stderr[-3000:]}"
+
+
+def test_confluent_kafka_held_to_acls_over_scram():
+    """With an authorizer: alice (SCRAM) may write one topic and read it in one group. librdkafka's producer is
+    refused another topic, and its consumer another group, with Kafka's errors; the admin (a super user) makes
+    the ACLs with CreateAcls."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
+                                       ResourcePatternType, ResourceType)
+    overrides = {**SASL_OVERRIDES, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                 "super.users": "User:bob", "auto.create.topics.enable": "false"}
+    run = uuid.uuid4().hex[:8]
+    allowed, refused, group = f"acl-ok-{run}", f"acl-no-{run}", f"acl-group-{run}"
+    with Broker(overrides) as broker:
+        base = {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-512"}
+        admin = AdminClient({**base, "sasl.username": "bob", "sasl.password": "b0b"})
+        for future in admin.create_topics([NewTopic(t, 1, 1) for t in (allowed, refused)]).values():
+            future.result(20)
+        bindings = [AclBinding(ResourceType.TOPIC, allowed, ResourcePatternType.LITERAL, "User:alice", "*", op,
+                               AclPermissionType.ALLOW) for op in (AclOperation.WRITE, AclOperation.READ)]
+        bindings.append(AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL, "User:alice", "*",
+                                   AclOperation.READ, AclPermissionType.ALLOW))
+        for future in admin.create_acls(bindings).values():
+            future.result(20)
+        alice = {**base, "sasl.username": "alice", "sasl.password": "alice-secret"}
+        producer = confluent_kafka.Producer(alice)
+        reports = []
+        for topic in (allowed, refused):
+            producer.produce(topic, b"v", on_delivery=lambda err, msg: reports.append(err))
+        producer.flush(20)
+        assert reports[0] is None or reports[1] is None
+        codes = sorted(err.code() if err is not None else 0 for err in reports)
+        assert codes == [0, confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED], reports
+
+        def consumed(group_id):
+            consumer = confluent_kafka.Consumer({**alice, "group.id": group_id, "auto.offset.reset": "earliest"})
+            consumer.subscribe([allowed])
+            try:
+                for _ in range(40):
+                    message = consumer.poll(0.5)
+                    if message is not None:
+                        return message.error().code() if message.error() else message.value()
+                return None
+            finally:
+                consumer.close()
+        assert consumed(group) == b"v"
+        assert consumed(f"other-{run}") == confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
