@@ -111,3 +111,32 @@ def test_offset_delete_keeps_what_a_kip848_member_subscribes_to(tmp_path):
         assert offset_delete(state, "nope", {"t": [0]}) == (errors.GROUP_ID_NOT_FOUND.code, {})
     finally:
         state.close()
+
+
+def finalized(state):
+    from kafkaproto.messages import ApiVersionsRequest
+    response = call(state, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
+    return ({f.name: f.max_version_level for f in response.finalized_features},
+            {k.api_key for k in response.api_keys})
+
+
+def test_update_features_finalizes_levels_for_good(tmp_path):
+    """kafka-features downgrade: transaction.version 1 and group.version 0 (which takes ConsumerGroupHeartbeat
+    and ConsumerGroupDescribe out of ApiVersions, as Kafka does), kept over a restart, and back up again."""
+    from kafkaproto.messages import ApiKey, UpdateFeaturesRequest
+    Key = UpdateFeaturesRequest.FeatureUpdateKey
+    state = make_state(tmp_path)
+    levels, apis = finalized(state)
+    assert levels == {"group.version": 1, "transaction.version": 2} and ApiKey.CONSUMER_GROUP_HEARTBEAT in apis
+    down = UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
+        Key(feature="transaction.version", max_version_level=1, upgrade_type=2),
+        Key(feature="group.version", max_version_level=0, upgrade_type=2)])
+    assert call(state, down, 1).error_code == 0
+    state.close()
+    state = make_state(tmp_path)
+    levels, apis = finalized(state)
+    assert levels == {"transaction.version": 1} and ApiKey.CONSUMER_GROUP_HEARTBEAT not in apis
+    up = UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
+        Key(feature="group.version", max_version_level=1, upgrade_type=1)])
+    assert call(state, up, 2).error_code == 0 and finalized(state)[0]["group.version"] == 1
+    state.close()

@@ -40,7 +40,8 @@ from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, AlterConfigsRequest, DescribeConfigsRequest,
                                  ListConfigResourcesRequest, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
-                                 SaslAuthenticateRequest, SaslHandshakeRequest,
+                                 SaslAuthenticateRequest, SaslHandshakeRequest, UpdateFeaturesRequest,
+                                 DescribeQuorumRequest,
                                  IncrementalAlterConfigsRequest, MetadataResponse,
                                  ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
@@ -267,9 +268,8 @@ NOT_YET_SERVED = {
     # authorization, quotas and delegation tokens
     "DescribeClientQuotas", "AlterClientQuotas",
     "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
-    # replicas, features and the quorum
-    "AlterPartitionReassignments", "AlterReplicaLogDirs", "UpdateFeatures",
-    "DescribeQuorum", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
+    # replicas and the quorum's membership
+    "AlterPartitionReassignments", "AlterReplicaLogDirs", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
 }
 
 
@@ -771,6 +771,52 @@ def test_acls_enforced(sides):
         both(sides, DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**{
             **every, "resource_name_filter": acl.resource_name}) for acl in made[:6]]), 3, "DeleteAcls")
     assert not listed("DescribeAcls after deleting them")["resources"]
+
+
+def test_update_features_and_describe_quorum(sides):
+    """UpdateFeatures as kafka-features sends it, validated only (the Kafka broker serves other tests): what is
+    refused and why, at each version; DescribeQuorum of the metadata log and of another partition."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("the broker follows Kafka 4.x's features (3.9 has no group.version to finalize)")
+    Key = UpdateFeaturesRequest.FeatureUpdateKey
+    cases = {
+        "a level already finalized": [Key(feature="group.version", max_version_level=1, upgrade_type=1)],
+        "a downgrade as an upgrade": [Key(feature="transaction.version", max_version_level=1, upgrade_type=1)],
+        "a safe downgrade": [Key(feature="transaction.version", max_version_level=1, upgrade_type=2)],
+        "an unsafe downgrade": [Key(feature="transaction.version", max_version_level=0, upgrade_type=3)],
+        "a feature no broker has": [Key(feature="kafkaproto.nothing", max_version_level=1, upgrade_type=1)],
+        "a level too high": [Key(feature="group.version", max_version_level=5, upgrade_type=1)],
+        "an unknown upgrade type": [Key(feature="group.version", max_version_level=1, upgrade_type=0)],
+        "one good, one refused": [Key(feature="group.version", max_version_level=1, upgrade_type=1),
+                                  Key(feature="transaction.version", max_version_level=9, upgrade_type=1)],
+        "nothing": [],
+    }
+    for what, updates in cases.items():
+        for version in (1, 2):
+            both(sides, UpdateFeaturesRequest(timeout_ms=10000, feature_updates=updates, validate_only=True),
+                 version, f"UpdateFeatures, {what}")
+    quorum = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+        topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+    for version in (0, 1, 2):
+        answers = []
+        for side in sides:
+            response, plain = side.call(quorum, version)
+            part = plain["topics"][0]["partitions"][0]
+            # the metadata logs' lengths and the times differ; they agree with each other on each side
+            assert part["high_watermark"] == part["current_voters"][0]["log_end_offset"] >= 0
+            assert (part["current_voters"][0]["last_fetch_timestamp"] > 0) == (version >= 1)
+            for key in ("high_watermark",):
+                part[key] = "set"
+            for voter in part["current_voters"]:
+                voter.update(log_end_offset="set", last_fetch_timestamp="set", last_caught_up_timestamp="set")
+            for node in plain["nodes"]:
+                for listener in node["listeners"]:
+                    listener["name"] = "<the controller's>"  # Kafka's CONTROLLER, this broker's own listener
+            answers.append(plain)
+        found = differences(*answers)
+        assert not found, f"DescribeQuorum v{version}:\n" + described(found)
+    quorum.topics[0].topic_name = "__consumer_offsets"
+    both(sides, quorum, 2, "DescribeQuorum of another partition")
 
 
 def test_delete_by_id_and_recreate(sides):

@@ -20,11 +20,12 @@ from kafkaproto.broker.config import STANDARD_AUTHORIZER, Listener
 from kafkaproto.messages import (AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest,
                                  CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
                                  DescribeAclsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
-                                 DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
-                                 ElectLeadersRequest, FetchRequest, IncrementalAlterConfigsRequest,
-                                 InitProducerIdRequest, ListConfigResourcesRequest, ListOffsetsRequest,
-                                 ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
-                                 ProduceRequest, RequestHeader, WriteTxnMarkersRequest, api)
+                                 DescribeProducersRequest, DescribeQuorumRequest, DescribeTopicPartitionsRequest,
+                                 DescribeTransactionsRequest, ElectLeadersRequest, FetchRequest,
+                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListConfigResourcesRequest,
+                                 ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
+                                 MetadataRequest, ProduceRequest, RequestHeader, UpdateFeaturesRequest,
+                                 WriteTxnMarkersRequest, api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -451,6 +452,12 @@ def sample_request(key, version, topic_id):
         if key == ApiKey.DESCRIBE_ACLS:
             return DescribeAclsRequest(**acl_filter)
         return DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**acl_filter)])
+    if key == ApiKey.UPDATE_FEATURES:
+        return UpdateFeaturesRequest(feature_updates=[UpdateFeaturesRequest.FeatureUpdateKey(
+            feature="group.version", max_version_level=1, upgrade_type=1)])
+    if key == ApiKey.DESCRIBE_QUORUM:
+        return DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+            topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
     if key == ApiKey.LIST_CONFIG_RESOURCES:
         return ListConfigResourcesRequest()
     if key == ApiKey.DESCRIBE_PRODUCERS:

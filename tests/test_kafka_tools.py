@@ -34,6 +34,8 @@ TOOLS = {
     "transactions": "org.apache.kafka.tools.TransactionsCommand",
     "configs": "kafka.admin.ConfigCommand",
     "acls": "org.apache.kafka.tools.AclCommand",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
@@ -46,20 +48,21 @@ def brokers(kafka_brokers):
         yield kafka.port, ours.port
 
 
-def tool(port, name, *args):
-    """What Kafka's tool ``name`` prints on standard output against the broker on port; it must succeed."""
+def tool(port, name, *args, code=0):
+    """What Kafka's tool ``name`` prints on standard output against the broker on port; it must exit with code."""
     java = shutil.which("java") or kafka_jvm.unavailable("java is not installed")
     command = [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", kafka_jvm.classpath(VERSION), TOOLS[name],
                "--bootstrap-server", f"127.0.0.1:{port}", *args]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, \
+    assert proc.returncode == code, \
         f"kafka-{name} {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
 
-def both(brokers, name, *args, normalise=lambda text: text):
-    """Run a tool against both brokers and assert they print the same (after normalise); what they printed."""
-    kafka, ours = (normalise(tool(port, name, *args)) for port in brokers)
+def both(brokers, name, *args, normalise=lambda text: text, code=0):
+    """Run a tool against both brokers and assert they print the same (after normalise) and exit with code; what
+    they printed."""
+    kafka, ours = (normalise(tool(port, name, *args, code=code)) for port in brokers)
     assert kafka == ours, f"kafka-{name} {' '.join(args)}:\n--- Kafka\n{kafka}\n--- this broker\n{ours}"
     return ours
 
@@ -254,3 +257,26 @@ def test_acls_tool(brokers):
     both(brokers, "acls", "--remove", "--force", "--topic", "tools-acl-", "--resource-pattern-type", "prefixed",
          normalise=lines)
     assert topic not in both(brokers, "acls", "--list", "--topic", topic, normalise=lines)
+
+
+def test_features_and_metadata_quorum_tools(brokers):
+    """kafka-features describe and a dry-run downgrade, kafka-metadata-quorum describe. Compared: the features
+    this broker implements (Kafka has more: metadata.version, kraft.version and those of the protocols not
+    served yet), and the quorum with what each broker makes up (ids, offsets, addresses, times) put in words."""
+    def ours(text):
+        kept = [line for line in text.splitlines() if "group.version" in line or "transaction.version" in line]
+        return "\n".join(re.sub(r"\s+Epoch: \d+", "", line) for line in kept)
+
+    described = both(brokers, "features", "describe", normalise=ours)
+    assert "FinalizedVersionLevel: 2" in described
+    both(brokers, "features", "downgrade", "--feature", "transaction.version=1", "--dry-run")
+    refused = both(brokers, "features", "upgrade", "--feature", "group.version=9", "--dry-run", code=1)
+    assert "only supports versions 0-1" in refused
+
+    def quorum(text):
+        text = re.sub(r"(ClusterId|HighWatermark|LeaderEpoch):\s+\S+", r"\1: <made up>", text)
+        text = re.sub(r'"directoryId": "[^"]*"', '"directoryId": "<id>"', text)
+        return re.sub(r'"endpoints": \[[^\]]*\]', '"endpoints": [<the controller>]', text)
+
+    status = both(brokers, "metadata-quorum", "describe", "--status", normalise=quorum)
+    assert "LeaderId:" in status

@@ -12,6 +12,7 @@ import re
 from ... import errors
 from ...messages import ApiKey, ApiVersionsResponse
 from ..dispatch import advertised, handles
+from ..state.features import FEATURES
 
 SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -21,19 +22,13 @@ def table(state):
             for key, low, high in advertised(state)]
 
 
-# Features this broker implements, with the levels it supports, each finalized at its highest, as a new Kafka 4.3
-# cluster finalizes them: transaction.version 2 (KIP-890's epoch bump at every end, partitions and groups joining
-# a transaction on their own), group.version 1 (KIP-848 consumer groups). Clients read them to choose protocols.
-FEATURES = {"group.version": (0, 1), "transaction.version": (0, 2)}
-
-
 def response(state, version=4):
     # Before v4 a client cannot take a supported feature whose lowest level is 0 (KAFKA-17011): Kafka leaves
     # those out of the supported list then.
     supported = [ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
                  for name, (low, high) in FEATURES.items() if version >= 4 or low > 0]
-    finalized = [ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=high, max_version_level=high)
-                 for name, (_, high) in FEATURES.items() if high > 0]
+    finalized = [ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+                 for name, level in state.cluster.features.items() if level > 0]
     return ApiVersionsResponse(error_code=0, api_keys=table(state), throttle_time_ms=0, supported_features=supported,
                                finalized_features=finalized,
                                finalized_features_epoch=max(0, state.cluster.metadata.log_end_offset - 1))

@@ -5,6 +5,7 @@ from ... import errors
 from ...messages import ApiKey, ConsumerGroupDescribeResponse
 from ..dispatch import handles
 from ..state.acls import DESCRIBE
+from ..state.features import consumer_groups_enabled
 from ..state.groups.assignors import java_order, string_hash, topic_order
 from ..state.groups.consumer import GroupError
 from ._groups import group_refused
@@ -24,7 +25,7 @@ def _assignment(cluster, partitions):
     return R.Assignment(topic_partitions=listed)
 
 
-@handles(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=range(0, 2))
+@handles(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=range(0, 2), enabled=consumer_groups_enabled)
 def consumer_group_describe(ctx, request):
     coordinator = ctx.state.groups
     # As Kafka does, the ids that cannot name a group are answered first, then the groups.

@@ -10,6 +10,7 @@ survives a restart.
 
 from ...messages import ApiKey, ConsumerGroupHeartbeatResponse
 from ..dispatch import handles
+from ..state.features import consumer_groups_enabled
 from ..state.groups.assignors import topic_order
 from ..state.groups.consumer import GroupError
 from ._groups import advance, group_refused
@@ -17,7 +18,7 @@ from ._groups import advance, group_refused
 R = ConsumerGroupHeartbeatResponse
 
 
-@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=range(0, 2))
+@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=range(0, 2), enabled=consumer_groups_enabled)
 def consumer_group_heartbeat(ctx, request):
     refused = group_refused(ctx, request.group_id)
     if refused:

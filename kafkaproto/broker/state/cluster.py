@@ -44,7 +44,7 @@ import uuid as _uuid
 
 from ... import errors, registry
 from ...exceptions import DecodeError
-from ...metadata import (AccessControlEntryRecord, ConfigRecord, PartitionRecord, ProducerIdsRecord,
+from ...metadata import (AccessControlEntryRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord, ProducerIdsRecord,
                          RemoveAccessControlEntryRecord, RemoveTopicRecord, TopicRecord, decode_record,
                          encode_record)
 from ...records import RecordBatchBuilder, iter_batches
@@ -53,6 +53,7 @@ from ..config import SETTINGS, ConfigError, segment_size
 from ..security import SCRAM_NAMES, ScramCredential
 from .acls import Acl, Acls
 from .clock import clock_ms
+from .features import FEATURES
 from .groups.offsets import OFFSETS_DIR
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
 from .transactions import STATE_DIR
@@ -293,6 +294,8 @@ class Cluster:
         self._derived = {}  # (Topic, derive) -> derive(its effective configs), as long as _effective
         self.pending_deletes = []  # (when due, on state/clock.py, path) of renamed-away partition directories
         self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
+        # finalized feature levels, {name: level}: FEATURES' highest until UpdateFeatures records others
+        self.features = {name: high for name, (_, high) in FEATURES.items()}
         self.acls = Acls(enabled=bool(config["authorizer.class.name"]),
                          super_users=[u.strip() for u in config["super.users"].split(";") if u.strip()],
                          allow_if_none=config["allow.everyone.if.no.acl.found"])
@@ -410,6 +413,8 @@ class Cluster:
                 bytes(record.salt), bytes(record.stored_key), bytes(record.server_key), record.iterations)
         elif kind == "RemoveUserScramCredentialRecord":
             self.scram.pop((SCRAM_NAMES.get(record.mechanism), record.name), None)
+        elif kind == "FeatureLevelRecord":
+            self.features[record.name] = record.feature_level
         elif kind == "AccessControlEntryRecord":
             self.acls.add(record.id, Acl(record.resource_type, record.resource_name, record.pattern_type,
                                          record.principal, record.host, record.operation, record.permission_type))
@@ -659,6 +664,10 @@ class Cluster:
             self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, gone))
         partition.log = None
         partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def set_features(self, levels):
+        """Finalize feature levels, {name: level} (0: the feature is off), in the metadata log."""
+        self._commit([FeatureLevelRecord(name=name, feature_level=level) for name, level in levels.items()])
 
     def add_acls(self, acls):
         """New ACLs into the metadata log; their ids."""
