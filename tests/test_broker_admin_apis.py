@@ -140,3 +140,57 @@ def test_update_features_finalizes_levels_for_good(tmp_path):
         Key(feature="group.version", max_version_level=1, upgrade_type=1)])
     assert call(state, up, 2).error_code == 0 and finalized(state)[0]["group.version"] == 1
     state.close()
+
+
+def test_quotas_throttle_producers_and_consumers_and_are_kept(tmp_path):
+    """A client id's produce and fetch quotas: within them no throttle; the request that takes the client over
+    is answered with a throttle time (a fetch with no data, as Kafka's); the quotas survive a restart and,
+    removed, throttle no more. The rate is Kafka's: bytes over at least ten one-second windows."""
+    from kafkaproto.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest, ProduceRequest
+    from kafkaproto.broker.dispatch import Context, dispatch
+    from kafkaproto import decode_request, encode_request
+    from kafkaproto.messages import RequestHeader
+    state = make_state(tmp_path)
+    create(state, "t")
+    Entity, Op = AlterClientQuotasRequest.EntityData, AlterClientQuotasRequest.OpData
+
+    def quotas(remove=False):
+        return AlterClientQuotasRequest(entries=[AlterClientQuotasRequest.EntryData(
+            entity=[Entity(entity_type="client-id", entity_name="slow")],
+            ops=[Op(key="producer_byte_rate", value=10_000, remove=remove),
+                 Op(key="consumer_byte_rate", value=10_000, remove=remove)])])
+    assert call(state, quotas(), 1).entries[0].error_code == 0
+
+    def as_slow(body, version):
+        header = RequestHeader(request_api_key=body.api_key, request_api_version=version, correlation_id=1,
+                               client_id="slow")
+        request = decode_request(encode_request(header, body, version)[4:])
+        ctx = Context(state, request.header, final=True)
+        response = dispatch(ctx, request.body)
+        return type(response).decode(response.encode(version), version), ctx.throttle_ms
+
+    def produced(size):
+        body = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch(bytes(size)))])])
+        return as_slow(body, 9)
+
+    response, muted = produced(60_000)  # 6 kB/s over ten seconds: within
+    assert response.throttle_time_ms == 0 == muted
+    response, muted = produced(60_000)  # 12 kB/s: over by a fifth, a fifth of the window to wait
+    assert 1500 <= response.throttle_time_ms <= 2500 and muted == response.throttle_time_ms
+    from kafkaproto.messages import FetchRequest
+    fetch_body = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                              session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic="t", partitions=[
+                                  FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                                              partition_max_bytes=1 << 20)])])
+    answer, muted = as_slow(fetch_body, 12)  # 120 kB read: over, so no data, and the wait
+    assert answer.throttle_time_ms > 0 and answer.responses == [] and muted == answer.throttle_time_ms
+    state.close()
+    state = make_state(tmp_path)
+    described = call(state, DescribeClientQuotasRequest(components=[], strict=False), 1).entries
+    assert {v.key: v.value for v in described[0].values} == {"producer_byte_rate": 10_000,
+                                                             "consumer_byte_rate": 10_000}
+    assert call(state, quotas(remove=True), 1).entries[0].error_code == 0
+    assert produced(500_000)[0].throttle_time_ms == 0
+    assert not call(state, DescribeClientQuotasRequest(components=[], strict=False), 1).entries
+    state.close()

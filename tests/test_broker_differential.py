@@ -41,7 +41,7 @@ from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.messages import (AddPartitionsToTxnRequest, AlterConfigsRequest, DescribeConfigsRequest,
                                  ListConfigResourcesRequest, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
                                  SaslAuthenticateRequest, SaslHandshakeRequest, UpdateFeaturesRequest,
-                                 DescribeQuorumRequest,
+                                 DescribeQuorumRequest, AlterClientQuotasRequest, DescribeClientQuotasRequest,
                                  IncrementalAlterConfigsRequest, MetadataResponse,
                                  ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
@@ -265,8 +265,7 @@ NOT_YET_SERVED = {
     "ReadShareGroupStateSummary", "WriteShareGroupState", "DeleteShareGroupState",
     # streams groups (KIP-1071)
     "StreamsGroupHeartbeat", "StreamsGroupDescribe",
-    # authorization, quotas and delegation tokens
-    "DescribeClientQuotas", "AlterClientQuotas",
+    # delegation tokens
     "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
     # replicas and the quorum's membership
     "AlterPartitionReassignments", "AlterReplicaLogDirs", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
@@ -817,6 +816,114 @@ def test_update_features_and_describe_quorum(sides):
         assert not found, f"DescribeQuorum v{version}:\n" + described(found)
     quorum.topics[0].topic_name = "__consumer_offsets"
     both(sides, quorum, 2, "DescribeQuorum of another partition")
+
+
+def test_client_quotas(sides):
+    """AlterClientQuotas refused as Kafka refuses it (validated only), then quotas set for this test's own user
+    and client ids, described through every kind of filter, and removed."""
+    run = uuid.uuid4().hex[:6]
+    user, client = f"quota-user-{run}", f"quota-client-{run}"
+    Entity, Op = AlterClientQuotasRequest.EntityData, AlterClientQuotasRequest.OpData
+
+    def entry(entity, *ops):
+        return AlterClientQuotasRequest.EntryData(entity=[Entity(entity_type=t, entity_name=n) for t, n in entity],
+                                                  ops=[Op(key=k, value=v, remove=r) for k, v, r in ops])
+    produce_rate = ("producer_byte_rate", 1000.0, False)
+    refused = [entry([("ip", "127.0.0.1"), ("user", user)], produce_rate), entry([("group", "g")], produce_rate),
+               entry([("user", user + "-1")], ("foo", 1.0, False)),
+               entry([("user", user + "-2")], ("producer_byte_rate", -5, False)),
+               entry([("user", user + "-3")], ("producer_byte_rate", 0.5, False)), entry([], produce_rate),
+               entry([("ip", "not-an-ip")], ("connection_creation_rate", 5.0, False)),
+               entry([("user", user + "-4")], produce_rate, produce_rate),
+               entry([("user", user + "-5")], ("connection_creation_rate", 5.0, False)),
+               entry([("ip", "127.0.0.1")], produce_rate), entry([("user", "")], produce_rate),
+               entry([("user", user + "-6")], produce_rate), entry([("user", user + "-6")], produce_rate)]
+    taken = [entry([("user", user)], produce_rate), entry([("user", user), ("client-id", client)],
+                                                           ("consumer_byte_rate", 2000.0, False)),
+             entry([("user", None), ("client-id", client)], ("request_percentage", 150.0, False)),
+             entry([("ip", "127.0.0.7")], ("connection_creation_rate", 5.0, False))]
+    for version in (0, 1):
+        # Kafka answers each entity once, in the order of its hash maps: compared as sets
+        answers = []
+        for side in sides:
+            _, plain = side.call(AlterClientQuotasRequest(entries=refused + taken, validate_only=True), version)
+            answers.append(sorted(({**e, "entity": sorted(e["entity"], key=str)} for e in plain["entries"]),
+                                  key=str))
+        found = differences(*answers)
+        assert not found, f"AlterClientQuotas v{version}, validated only:\n" + described(found)
+        assert len(answers[0]) == len(refused) + len(taken) - 1
+    for side in sides:
+        assert side.call(AlterClientQuotasRequest(entries=taken[:3]), 1)[0].entries[0].error_code == 0
+    Component = DescribeClientQuotasRequest.ComponentData
+
+    def quotas(what, components, strict=False, settled=None):
+        """Of the entities, this test's own (the Kafka broker serves other tests too)."""
+        answers = []
+        for side in sides:
+            response, plain = side.call(DescribeClientQuotasRequest(components=components, strict=strict), 1,
+                                        settled=settled)
+            if plain["entries"] is not None:
+                plain["entries"] = sorted(
+                    ({"entity": sorted(e["entity"], key=str), "values": sorted(e["values"], key=str)}
+                     for e in plain["entries"] if run in str(e["entity"])), key=str)
+            answers.append(plain)
+        found = differences(*answers)
+        assert not found, f"DescribeClientQuotas, {what}:\n" + described(found)
+        return answers[0]
+
+    # Kafka's controller takes the quotas; its broker learns them a moment later
+    assert len(quotas("everything", [], settled=lambda r: sum(run in str(e.entity) for e in r.entries) == 3)[
+        "entries"]) == 3
+    quotas("a user exactly", [Component(entity_type="user", match_type=0, match=user)])
+    quotas("a user exactly, strict", [Component(entity_type="user", match_type=0, match=user)], strict=True)
+    quotas("the default user", [Component(entity_type="user", match_type=1, match=None)])
+    quotas("any named client id", [Component(entity_type="client-id", match_type=2, match=None)])
+    quotas("a user and a client id", [Component(entity_type="user", match_type=2, match=None),
+                                         Component(entity_type="client-id", match_type=0, match=client)], strict=True)
+    for components in ([Component(entity_type="user", match_type=0, match=None)],
+                       [Component(entity_type="user", match_type=3, match=None)],
+                       [Component(entity_type="user", match_type=2, match=None)] * 2,
+                       [Component(entity_type="ip", match_type=2, match=None),
+                        Component(entity_type="user", match_type=2, match=None)],
+                       [Component(entity_type="group", match_type=2, match=None)],
+                       [Component(entity_type="user", match_type=1, match="x")]):
+        quotas(f"refused: {components}", components)
+    removed = [entry(e.entity and [(x.entity_type, x.entity_name) for x in e.entity],
+                     *[(op.key, 0.0, True) for op in e.ops]) for e in taken[:3]]
+    for side in sides:
+        assert {e.error_code for e in side.call(AlterClientQuotasRequest(entries=removed), 1)[0].entries} == {0}
+    assert not quotas("after the removal", [], settled=lambda r: not any(run in str(e.entity) for e in r.entries))[
+        "entries"]
+
+
+def test_a_producer_over_its_quota_is_throttled(sides):
+    """A client id held to 100 kB/s: the produce that takes it over is answered with a throttle time, and the
+    connection muted as long, by both."""
+    client = f"quota-producer-{uuid.uuid4().hex[:6]}"
+    Entity, Op = AlterClientQuotasRequest.EntityData, AlterClientQuotasRequest.OpData
+    quota = AlterClientQuotasRequest.EntryData(entity=[Entity(entity_type="client-id", entity_name=client)],
+                                               ops=[Op(key="producer_byte_rate", value=100_000.0, remove=False)])
+    both(sides, AlterClientQuotasRequest(entries=[quota]), 1, "AlterClientQuotas")
+    topic = f"diff-quota-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    time.sleep(1)  # Kafka's brokers learn the quota from the metadata log a moment after its controller
+    data = batch(*[bytes(400_000)])
+    throttled = []
+    try:
+        for side in sides:
+            connection = RawClient(side.port, client_id=client)
+            times = [connection.call(produce(topic, 0, data), 9).body.throttle_time_ms for _ in range(3)]
+            throttled.append([ms > 0 for ms in times])
+            # the connection is muted meanwhile: the next answer comes no sooner
+            began = time.monotonic()
+            connection.call(ApiVersionsRequest(), 3)
+            assert time.monotonic() - began >= times[-1] / 1000 * 0.9, (side_name(side, sides), times)
+            connection.close()
+    finally:
+        quota.ops[0].remove = True
+        both(sides, AlterClientQuotasRequest(entries=[quota]), 1, "AlterClientQuotas, removed")
+    assert throttled[0] == throttled[1] == [False, False, True], throttled
 
 
 def test_delete_by_id_and_recreate(sides):

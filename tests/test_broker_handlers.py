@@ -17,15 +17,15 @@ from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.clock import clock_ms
 from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
 from kafkaproto.broker.config import STANDARD_AUTHORIZER, Listener
-from kafkaproto.messages import (AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateAclsRequest,
-                                 CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-                                 DescribeAclsRequest, DescribeConfigsRequest, DescribeLogDirsRequest,
-                                 DescribeProducersRequest, DescribeQuorumRequest, DescribeTopicPartitionsRequest,
-                                 DescribeTransactionsRequest, ElectLeadersRequest, FetchRequest,
-                                 IncrementalAlterConfigsRequest, InitProducerIdRequest, ListConfigResourcesRequest,
-                                 ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
-                                 MetadataRequest, ProduceRequest, RequestHeader, UpdateFeaturesRequest,
-                                 WriteTxnMarkersRequest, api)
+from kafkaproto.messages import (AlterClientQuotasRequest, AlterConfigsRequest, ApiKey, ApiVersionsRequest,
+                                 CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest,
+                                 DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
+                                 DescribeConfigsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+                                 DescribeQuorumRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+                                 ElectLeadersRequest, FetchRequest, IncrementalAlterConfigsRequest,
+                                 InitProducerIdRequest, ListConfigResourcesRequest, ListOffsetsRequest,
+                                 ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
+                                 ProduceRequest, RequestHeader, UpdateFeaturesRequest, WriteTxnMarkersRequest, api)
 from kafkaproto.uuid import Uuid
 
 # The broker is the same code over either codec implementation (conftest.py: the pure-Python pass).
@@ -452,6 +452,12 @@ def sample_request(key, version, topic_id):
         if key == ApiKey.DESCRIBE_ACLS:
             return DescribeAclsRequest(**acl_filter)
         return DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(**acl_filter)])
+    if key == ApiKey.ALTER_CLIENT_QUOTAS:
+        return AlterClientQuotasRequest(entries=[AlterClientQuotasRequest.EntryData(
+            entity=[AlterClientQuotasRequest.EntityData(entity_type="user", entity_name="u")],
+            ops=[AlterClientQuotasRequest.OpData(key="producer_byte_rate", value=1e9, remove=False)])])
+    if key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
+        return DescribeClientQuotasRequest(components=[], strict=False)
     if key == ApiKey.UPDATE_FEATURES:
         return UpdateFeaturesRequest(feature_updates=[UpdateFeaturesRequest.FeatureUpdateKey(
             feature="group.version", max_version_level=1, upgrade_type=1)])

@@ -29,9 +29,10 @@ pytestmark = pytest.mark.xdist_group("kafka-broker")
 
 
 class RawClient:
-    def __init__(self, port):
+    def __init__(self, port, client_id="kafkaproto-tests"):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.correlation_id = 0
+        self.client_id = client_id
 
     def send_frame(self, frame):
         self.sock.sendall(frame)
@@ -42,7 +43,7 @@ class RawClient:
         """Send one request; returns the decoded Response, checked to re-encode byte for byte."""
         self.correlation_id += 1
         header = RequestHeader(request_api_key=body.api_key, request_api_version=version,
-                               correlation_id=self.correlation_id, client_id="kafkaproto-tests")
+                               correlation_id=self.correlation_id, client_id=self.client_id)
         raw = self.send_frame(encode_request(header, body, version))
         return check_response(raw, body.api_key, version, self.correlation_id)
 

@@ -280,3 +280,18 @@ def test_features_and_metadata_quorum_tools(brokers):
 
     status = both(brokers, "metadata-quorum", "describe", "--status", normalise=quorum)
     assert "LeaderId:" in status
+
+
+def test_configs_tool_for_client_quotas(brokers):
+    """kafka-configs on users and client ids: quotas added, described, deleted."""
+    user, client = f"tools-quota-{uuid.uuid4().hex[:8]}", f"tools-client-{uuid.uuid4().hex[:8]}"
+    on_user = ("--entity-type", "users", "--entity-name", user)
+    on_both = (*on_user, "--entity-type", "clients", "--entity-name", client)
+    both(brokers, "configs", "--alter", *on_user, "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048")
+    both(brokers, "configs", "--alter", *on_both, "--add-config", "request_percentage=50")
+    shown = both(brokers, "configs", "--describe", *on_user)
+    assert "producer_byte_rate=1024.0" in shown
+    both(brokers, "configs", "--describe", *on_both)
+    both(brokers, "configs", "--alter", *on_user, "--delete-config", "producer_byte_rate,consumer_byte_rate")
+    both(brokers, "configs", "--alter", *on_both, "--delete-config", "request_percentage")
+    both(brokers, "configs", "--describe", *on_user)

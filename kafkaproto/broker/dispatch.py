@@ -84,7 +84,8 @@ class Close(NamedTuple):
 class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
-    __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo", "regions")
+    __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo", "regions",
+                 "throttle_ms")
 
     def __init__(self, state, header, final=False, session=None, client_host="", regions=None):
         self.state = state
@@ -97,6 +98,20 @@ class Context:
         # A list when the connection can send file bytes with sendfile: a log read may then answer with
         # FileRegions, listed here so that the server releases them once sent (or dropped).
         self.regions = regions
+        # How long the client must wait before it is read from again: over a quota (state/quotas.py), the
+        # response says so (throttle_time_ms) and the server mutes the connection as long, as Kafka does.
+        self.throttle_ms = 0
+
+    def throttled(self, key, amount):
+        """Count amount against the client's quota of key (state/quotas.py); the throttle time in ms, 0 within
+        it."""
+        quotas = self.state.cluster.quotas
+        if not quotas.by_entity:
+            return 0
+        user = self.principal.partition(":")[2]
+        ms = quotas.throttle_ms(key, user, self.header.client_id or "", amount, self.state.now_ms())
+        self.throttle_ms = max(self.throttle_ms, ms)
+        return ms
 
     @property
     def principal(self):

@@ -502,6 +502,9 @@ class Server:
                             sendfile = await _send_parts(stream, answer)
                         else:
                             stream.write(answer)
+                    if ctx.throttle_ms:  # over a quota: nothing more is read from the client meanwhile
+                        await stream.drain()
+                        await asyncio.wait((stream.lost,), timeout=ctx.throttle_ms / 1000)
                 finally:
                     _release(ctx)
                 if session.failed:

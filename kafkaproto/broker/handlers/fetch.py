@@ -30,6 +30,7 @@ from ...uuid import Uuid
 from ..dispatch import Wait, handles
 from ..state.acls import READ, TOPIC
 from ..state.fetch_sessions import CachedPartition
+from ..state.quotas import FETCH as CONSUMER_BYTE_RATE
 
 PartitionData = FetchResponse.PartitionData
 READ_COMMITTED = 1
@@ -72,6 +73,15 @@ def fetch(ctx, request):
     answers, total, read = _read(ctx, request, scope, by_id)
     if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
         return Wait(request.max_wait_ms, on=read)  # asked again when one of these partitions takes a batch
+    throttle = ctx.throttled(CONSUMER_BYTE_RATE, total)
+    if throttle:
+        # Over its quota, a consumer gets the throttle time and no data, as from Kafka, and asks again once it
+        # may; a session goes on, a new one is not made.
+        if session is not None:
+            session.partitions = scope
+            session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+        return FetchResponse(throttle_time_ms=throttle, error_code=errors.NONE.code,
+                             session_id=session.session_id if session is not None else 0, responses=[])
     if session is None and epoch == INITIAL_EPOCH and ctx.version >= 7:
         session = ctx.state.fetch_sessions.create(by_id, scope)
         session_id = session.session_id if session is not None else 0

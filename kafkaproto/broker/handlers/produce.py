@@ -48,6 +48,7 @@ from ..dispatch import Close, handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError
 from ..state.acls import TOPIC, TRANSACTIONAL_ID, WRITE
+from ..state.quotas import PRODUCE as PRODUCER_BYTE_RATE
 from ..state.clock import clock_ms
 
 ZSTD_VERSION = 7  # the first Produce version that may carry zstd (KIP-110)
@@ -174,6 +175,10 @@ def produce_partition(state, topic, index, records, transactional_id, version):
 @handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)
 def produce(ctx, request):
     response = _produce(ctx, request)
+    # Over its quota, the producer is told to wait, and the connection is muted meanwhile (with acks 0 it is
+    # only muted), as Kafka throttles it.
+    response.throttle_time_ms = ctx.throttled(PRODUCER_BYTE_RATE, sum(
+        len(p.records) for t in request.topic_data for p in t.partition_data if p.records is not None))
     if request.acks == 0:
         # No answer is sent with acks 0, so a failure is told the one way Kafka has: the connection is closed,
         # and the producer refreshes its metadata when it reconnects.

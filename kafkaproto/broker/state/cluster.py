@@ -44,9 +44,9 @@ import uuid as _uuid
 
 from ... import errors, registry
 from ...exceptions import DecodeError
-from ...metadata import (AccessControlEntryRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord, ProducerIdsRecord,
-                         RemoveAccessControlEntryRecord, RemoveTopicRecord, TopicRecord, decode_record,
-                         encode_record)
+from ...metadata import (AccessControlEntryRecord, ClientQuotaRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord,
+                         ProducerIdsRecord, RemoveAccessControlEntryRecord, RemoveTopicRecord, TopicRecord,
+                         decode_record, encode_record)
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..config import SETTINGS, ConfigError, segment_size
@@ -54,6 +54,7 @@ from ..security import SCRAM_NAMES, ScramCredential
 from .acls import Acl, Acls
 from .clock import clock_ms
 from .features import FEATURES
+from .quotas import Quotas
 from .groups.offsets import OFFSETS_DIR
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
 from .transactions import STATE_DIR
@@ -296,6 +297,7 @@ class Cluster:
         self.scram = {}  # (mechanism, user) -> ScramCredential, from AlterUserScramCredentials
         # finalized feature levels, {name: level}: FEATURES' highest until UpdateFeatures records others
         self.features = {name: high for name, (_, high) in FEATURES.items()}
+        self.quotas = Quotas()  # client quotas, from AlterClientQuotas
         self.acls = Acls(enabled=bool(config["authorizer.class.name"]),
                          super_users=[u.strip() for u in config["super.users"].split(";") if u.strip()],
                          allow_if_none=config["allow.everyone.if.no.acl.found"])
@@ -413,6 +415,9 @@ class Cluster:
                 bytes(record.salt), bytes(record.stored_key), bytes(record.server_key), record.iterations)
         elif kind == "RemoveUserScramCredentialRecord":
             self.scram.pop((SCRAM_NAMES.get(record.mechanism), record.name), None)
+        elif kind == "ClientQuotaRecord":
+            self.quotas.apply([(e.entity_type, e.entity_name) for e in record.entity], record.key, record.value,
+                              record.remove)
         elif kind == "FeatureLevelRecord":
             self.features[record.name] = record.feature_level
         elif kind == "AccessControlEntryRecord":
@@ -664,6 +669,12 @@ class Cluster:
             self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, gone))
         partition.log = None
         partition.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def set_quotas(self, changes):
+        """Client quota changes [(entity [(type, name)], key, value, remove)] into the metadata log."""
+        self._commit([ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type=t, entity_name=n)
+                                                for t, n in entity], key=key, value=value, remove=remove)
+                      for entity, key, value, remove in changes])
 
     def set_features(self, levels):
         """Finalize feature levels, {name: level} (0: the feature is off), in the metadata log."""
