@@ -255,10 +255,10 @@ SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs={log_dir}
 num.partitions=1
@@ -284,7 +284,15 @@ AUTHORIZER_SETTINGS = {
         "org.apache.kafka.common.security.plain.PlainLoginModule required "
         + " ".join(f'user_{user}="{password}"' for user, password in ACL_USERS.items()) + ";",
 }
-SERVER_PROPERTIES += "".join(f"{k}={v}\n" for k, v in AUTHORIZER_SETTINGS.items())
+# The tests' Kafka (KafkaBroker): the benchmark's (SERVER_PROPERTIES), with the SASL listener and the authorizer.
+TEST_SERVER_PROPERTIES = SERVER_PROPERTIES.replace(
+    "listeners=PLAINTEXT://127.0.0.1:{port},",
+    "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},").replace(
+    "advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n",
+    "advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}\n").replace(
+    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,",
+    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,") + "".join(
+    f"{k}={v}\n" for k, v in AUTHORIZER_SETTINGS.items())
 # This broker set up as the test Kafka is: its group settings, no topic made by a Metadata request, and the
 # same authorizer and listeners (the PLAINTEXT one first: Broker.port is its port).
 LIKE_KAFKA = {**GROUP_SETTINGS, "auto.create.topics.enable": "false", **AUTHORIZER_SETTINGS,
@@ -314,7 +322,7 @@ class KafkaBroker:
         java = _tool("java")
         cp = classpath(version)
         props = self.workdir / "server.properties"
-        props.write_text(SERVER_PROPERTIES.format(port=self.port, controller_port=self.controller_port,
+        props.write_text(TEST_SERVER_PROPERTIES.format(port=self.port, controller_port=self.controller_port,
                                                   sasl_port=self.sasl_port, log_dir=self.workdir / "data"))
         cluster_id = str(Uuid.random())  # Kafka's own form: an ID starting with '-' reads as an option
         fmt = subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
