@@ -86,3 +86,17 @@ def alter(ctx, resource_type, name, make_changes, validate_only):
     except ValueError as e:
         return errors.INVALID_CONFIG, str(e)
     return change(state, name, changes, validate_only)
+
+
+def alter_resources(ctx, request, response_class, changes_of):
+    """The answer to AlterConfigs or IncrementalAlterConfigs: each resource altered (alter) with the changes
+    changes_of(its configs) makes."""
+    result = response_class.AlterConfigsResourceResponse
+    out = []
+    for resource in request.resources:
+        error, message = alter(ctx, resource.resource_type, resource.resource_name, changes_of(resource.configs),
+                               request.validate_only)
+        out.append(result(error_code=error.code, error_message=message, resource_type=resource.resource_type,
+                          resource_name=resource.resource_name))
+    ctx.state.changed()
+    return response_class(throttle_time_ms=0, responses=out)

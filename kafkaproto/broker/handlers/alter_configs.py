@@ -4,9 +4,7 @@ _configs.py checks and writes them."""
 
 from ...messages import AlterConfigsResponse, ApiKey
 from ..dispatch import handles
-from ._configs import alter
-
-R = AlterConfigsResponse.AlterConfigsResourceResponse
+from ._configs import alter_resources
 
 
 def _replace(configs):
@@ -18,11 +16,4 @@ def _replace(configs):
 
 @handles(ApiKey.ALTER_CONFIGS, versions=range(0, 3))
 def alter_configs(ctx, request):
-    out = []
-    for resource in request.resources:
-        error, message = alter(ctx, resource.resource_type, resource.resource_name,
-                               _replace(resource.configs), request.validate_only)
-        out.append(R(error_code=error.code, error_message=message, resource_type=resource.resource_type,
-                     resource_name=resource.resource_name))
-    ctx.state.changed()
-    return AlterConfigsResponse(throttle_time_ms=0, responses=out)
+    return alter_resources(ctx, request, AlterConfigsResponse, _replace)

@@ -4,10 +4,9 @@ from list configs, for a topic or for this broker; _configs.py checks and writes
 from ...messages import ApiKey, IncrementalAlterConfigsResponse
 from ..config import SETTINGS, TOPIC_CONFIG_TYPES
 from ..dispatch import handles
-from ._configs import alter
+from ._configs import alter_resources
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-R = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 
 def _is_list(name):
@@ -40,11 +39,4 @@ def _changes(configs):
 
 @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, versions=range(0, 2))
 def incremental_alter_configs(ctx, request):
-    out = []
-    for resource in request.resources:
-        error, message = alter(ctx, resource.resource_type, resource.resource_name,
-                               _changes(resource.configs), request.validate_only)
-        out.append(R(error_code=error.code, error_message=message, resource_type=resource.resource_type,
-                     resource_name=resource.resource_name))
-    ctx.state.changed()
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=out)
+    return alter_resources(ctx, request, IncrementalAlterConfigsResponse, _changes)
