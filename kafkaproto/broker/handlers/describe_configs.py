@@ -26,11 +26,11 @@ def _entry(ctx, name, value, source, kind, synonyms=()):
         documentation=None)  # as Kafka leaves it unless asked; asked, it has no text of Kafka's to give
 
 
-def _broker_synonyms(state, keys):
+def _broker_synonyms(state, keys, described):
     """The broker settings behind a topic config, as Kafka lists them: by source (dynamic, static, default),
     then left out up to the first that names the setting whose default the config takes."""
     found = [(key, state.cluster.configs[key], DYNAMIC_BROKER) for key in keys if key in state.cluster.configs]
-    found += [(key, state.config.describe()[key], STATIC_BROKER) for key in keys if key in state.config.given]
+    found += [(key, described[key], STATIC_BROKER) for key in keys if key in state.config.given]
     found += [(key, default, DEFAULT) for key in keys if (default := broker_default(key)) is not None]
     while found and found[0][0] != keys[0]:
         found.pop(0)
@@ -43,6 +43,7 @@ def _topic(ctx, request, resource):
     if topic is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {resource.resource_name!r}", []
     effective = state.cluster.topic_config(topic)
+    described = state.config.describe()
     names = sorted({*KAFKA_TOPIC_CONFIGS, *effective})
     out = []
     for name in names:
@@ -52,7 +53,7 @@ def _topic(ctx, request, resource):
                                                                           (), None))
         synonyms = [(name, topic.configs[name], TOPIC_SOURCE)] if name in topic.configs else []
         if broker_keys:
-            synonyms += _broker_synonyms(state, broker_keys)
+            synonyms += _broker_synonyms(state, broker_keys, described)
         source = synonyms[0][2] if synonyms else DEFAULT
         value = effective.get(name, kafka_default)
         out.append(_entry(ctx, name, value, source, kind, synonyms if request.include_synonyms else ()))
@@ -64,13 +65,14 @@ def _broker(ctx, request, resource):
     if resource.resource_name not in ("", str(state.node_id)):
         return errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {resource.resource_name!r}", []
     out = []
-    for name, value in sorted(state.config.describe().items()):
+    described = state.config.describe()
+    for name, value in sorted(described.items()):
         if resource.configuration_keys is not None and name not in resource.configuration_keys:
             continue
         # the setting and those that give the same value in other units after it (log.retention.hours, say)
         units = next((keys[keys.index(name):] for _, keys, _ in KAFKA_TOPIC_CONFIGS.values() if name in keys),
                      (name,))
-        synonyms = _broker_synonyms(state, units)
+        synonyms = _broker_synonyms(state, units, described)
         source = synonyms[0][2] if synonyms else DEFAULT
         if name in state.cluster.configs:
             value = state.cluster.configs[name]
