@@ -1,6 +1,7 @@
 """Exchanges from damaged traffic whose truth is known: every exchange the capture holds is recovered exactly,
 and every one it does not hold whole is reported with the status that says so."""
 
+import os
 import random
 
 import pytest
@@ -60,6 +61,10 @@ def test_clean_traffic_gives_exactly_the_truth(ipv6):
     check(conns, sent, out)
 
 
+# Each example is a few connections' worth of traffic, about half a second: KAFKAPROTO_DAMAGE_EXAMPLES sets more
+# for a long run.
+DAMAGE_EXAMPLES = int(os.environ.get("KAFKAPROTO_DAMAGE_EXAMPLES", "50"))
+
 damage = st.builds(
     Damage,
     reorder=st.sampled_from([0.0, 0.3]),
@@ -74,7 +79,7 @@ damage = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=DAMAGE_EXAMPLES, deadline=None)
 @given(seed=st.integers(0, 2**32), damage=damage)
 # A response start found after a hole by its correlation id alone (0, in other bytes), with a size that swallowed
 # the rest of the broker's stream: a cut response is now trusted only where its captured start reads.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import made_once
+from workers import built_dist
 
 # Packaging builds its own venvs; it does not depend on the codecs in use (conftest.py: the pure-Python pass).
 pytestmark = pytest.mark.above_the_codecs
@@ -26,10 +26,8 @@ def dist(tmp_path_factory):
         pytest.skip("packaging does not depend on the codecs in use; the compiled pass checks it")
     if not (ROOT / "pyproject.toml").is_file():
         pytest.skip("needs the source tree")
-    # Builds the sdist, then the wheel from the unpacked sdist: so the sdist must be self-contained. Once for all
-    # workers: two builds at once in the source tree would trip over each other's files.
-    return made_once(tmp_path_factory, "dist", lambda out: subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], check=True, capture_output=True, text=True))
+    # Builds the sdist, then the wheel from the unpacked sdist: so the sdist must be self-contained.
+    return built_dist(tmp_path_factory)
 
 
 @pytest.mark.parametrize("kind", ["sdist", "wheel"])

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import kafka_jvm
+from workers import built_dist
 
 pytest.importorskip("pyspark")
 from test_spark import CAPTURES, spark  # noqa: E402, F401 - the local session, for the same job
@@ -82,10 +83,11 @@ class Cluster:
         self.daemon("stop", "org.apache.spark.deploy.master.Master", 1)
 
 
-def shipped_kafkaproto(folder):
-    """What the README tells users to ship: kafkaproto and what it needs, installed into a folder, as a tar.gz."""
+def shipped_kafkaproto(folder, wheel):
+    """What the README tells users to ship: kafkaproto and what it needs, installed into a folder, as a tar.gz.
+    From the wheel the packaging tests build (the same source tree), so the codecs are compiled once a run."""
     target = folder / "kafkaproto-lib"
-    run = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), str(ROOT)],
+    run = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), str(wheel)],
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     archive = folder / "kafkaproto-lib.tar.gz"
@@ -94,12 +96,14 @@ def shipped_kafkaproto(folder):
     return archive
 
 
-def test_a_job_on_a_standalone_cluster_equals_a_local_session(spark, tmp_path):  # noqa: F811 - the fixture
+def test_a_job_on_a_standalone_cluster_equals_a_local_session(spark, tmp_path, tmp_path_factory):  # noqa: F811
     sys.path.insert(0, str(JOB.parent))
     import capture_job  # tests/spark/capture_job.py, the job itself
 
     paths = [str(CAPTURES[i]) for i in range(3)] + [str(p) for p in CAPTURES if p.stem == "java-4.3.1"]
-    archive = shipped_kafkaproto(tmp_path)
+    pytest.importorskip("build")
+    (wheel,) = built_dist(tmp_path_factory).glob("*.whl")
+    archive = shipped_kafkaproto(tmp_path, wheel)
     cluster = Cluster(tmp_path)
     try:
         out = tmp_path / "cluster.json"

@@ -22,3 +22,15 @@ def made_once(tmp_path_factory, name, make):
             make(folder)
             (folder / ".made").touch()
     return folder
+
+
+def built_dist(tmp_path_factory):
+    """The project's sdist and the wheel built from it (python -m build), once per run for every worker: two builds
+    at once in the source tree would trip over each other's files."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    return made_once(tmp_path_factory, "dist", lambda out: subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(root)], check=True, capture_output=True, text=True))
