@@ -265,6 +265,8 @@ num.partitions=1
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
 auto.create.topics.enable=false
 """
 # Group settings the test Kafka runs with (tests/test_broker_differential.py gives this broker the same): no

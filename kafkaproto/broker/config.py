@@ -379,6 +379,49 @@ SETTINGS = {
     "group.consumer.min.assignment.interval.ms": Setting("int", 0, at_least=0),
     "group.consumer.max.assignment.interval.ms": Setting("int", 15000, at_least=0),
     "group.consumer.regex.refresh.interval.ms": Setting("int", 600000, at_least=10000),
+    # Share groups (KIP-932: state/groups/share.py and state/shares.py); the min/max keys bound the others and
+    # the groups' own configs (group_config.py), as in Kafka.
+    "group.share.session.timeout.ms": Setting("int", 45000, at_least=1),
+    "group.share.min.session.timeout.ms": Setting("int", 45000, at_least=1),
+    "group.share.max.session.timeout.ms": Setting("int", 60000, at_least=1),
+    "group.share.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
+    "group.share.min.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
+    "group.share.max.heartbeat.interval.ms": Setting("int", 15000, at_least=1),
+    "group.share.assignment.interval.ms": Setting("int", 1000, at_least=0, doc="the least time between two "
+                                                  "computations of a share group's target assignment"),
+    "group.share.min.assignment.interval.ms": Setting("int", 0, at_least=0),
+    "group.share.max.assignment.interval.ms": Setting("int", 15000, at_least=0),
+    "group.share.max.size": Setting("int", 200, at_least=1, at_most=1000),
+    "group.share.assignors": Setting("list", "simple", non_empty=True, implemented=("simple",),
+                                     unimplemented="share groups are assigned by the simple assignor"),
+    "group.share.delivery.count.limit": Setting("int", 5, at_least=2, at_most=10, doc="deliveries of a record "
+                                                "before it is archived instead of delivered again"),
+    "group.share.min.delivery.count.limit": Setting("int", 2, at_least=2, at_most=5),
+    "group.share.max.delivery.count.limit": Setting("int", 10, at_least=5, at_most=25),
+    "group.share.record.lock.duration.ms": Setting("int", 30000, at_least=1000, at_most=3600000, doc="how long a "
+                                                   "share consumer holds the records it was given"),
+    "group.share.min.record.lock.duration.ms": Setting("int", 15000, at_least=1000, at_most=30000),
+    "group.share.max.record.lock.duration.ms": Setting("int", 60000, at_least=30000, at_most=3600000),
+    "group.share.partition.max.record.locks": Setting("int", 2000, at_least=100, at_most=10000, doc="records of a "
+                                                      "partition delivered and not yet acknowledged, at most"),
+    "group.share.min.partition.max.record.locks": Setting("int", 100, at_least=100, at_most=2000),
+    "group.share.max.partition.max.record.locks": Setting("int", 4000, at_least=100, at_most=10000),
+    "group.share.max.share.sessions": Setting("int", 2000, at_least=1, doc="share sessions the broker keeps at "
+                                              "once (SHARE_SESSION_LIMIT_REACHED past them)"),
+    # Streams groups (KIP-1071): their group configs are described and may be set (group_config.py).
+    "group.streams.session.timeout.ms": Setting("int", 45000, at_least=1),
+    "group.streams.min.session.timeout.ms": Setting("int", 45000, at_least=1),
+    "group.streams.max.session.timeout.ms": Setting("int", 60000, at_least=1),
+    "group.streams.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
+    "group.streams.min.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
+    "group.streams.max.heartbeat.interval.ms": Setting("int", 15000, at_least=1),
+    "group.streams.num.standby.replicas": Setting("int", 0, at_least=0),
+    "group.streams.max.standby.replicas": Setting("int", 2, at_least=0),
+    "group.streams.initial.rebalance.delay.ms": Setting("int", 3000, at_least=0),
+    "group.streams.assignment.interval.ms": Setting("int", 1000, at_least=0),
+    "group.streams.min.assignment.interval.ms": Setting("int", 0, at_least=0),
+    "group.streams.max.assignment.interval.ms": Setting("int", 15000, at_least=0),
+
     "group.consumer.migration.policy": Setting("string", "bidirectional", one_of=(
         "disabled", "downgrade", "upgrade", "bidirectional"), ignore_case=True, doc="whether a classic group's "
         "members may move to the consumer protocol (upgrade), back (downgrade), both (bidirectional) or neither "
@@ -709,6 +752,18 @@ class BrokerConfig:
             if compare(high, "at least", low) and compare(key, "at least", low):
                 compare(key, "at most", high)
         compare("group.consumer.heartbeat.interval.ms", "less than", "group.consumer.session.timeout.ms")
+        for kind, whats in (("share", ("session.timeout", "heartbeat.interval", "assignment.interval",
+                                       "delivery.count.limit", "record.lock.duration", "partition.max.record.locks")),
+                            ("streams", ("session.timeout", "heartbeat.interval", "assignment.interval"))):
+            for what in whats:
+                key, low, high = (f"group.{kind}.{what}", f"group.{kind}.min.{what}", f"group.{kind}.max.{what}")
+                if key.endswith(("timeout", "interval", "duration")):
+                    key, low, high = key + ".ms", low + ".ms", high + ".ms"
+                if compare(high, "at least", low) and compare(key, "at least", low):
+                    compare(key, "at most", high)
+            compare(f"group.{kind}.heartbeat.interval.ms", "less than", f"group.{kind}.session.timeout.ms")
+        compare("group.share.max.share.sessions", "at least", "group.share.max.size")
+        compare("group.streams.num.standby.replicas", "at most", "group.streams.max.standby.replicas")
         if "max.connections.per.ip" not in bad and get("max.connections.per.ip") == 0 and \
                 "max.connections.per.ip.overrides" not in bad and not get("max.connections.per.ip.overrides").strip():
             refuse("max.connections.per.ip", "may be 0 only when max.connections.per.ip.overrides lets some "

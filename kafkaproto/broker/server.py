@@ -518,6 +518,10 @@ class Server:
             self._connections.pop(stream, None)
             self._idled.discard(stream)
             stream.close()
+            try:
+                self.state.connection_closed(session)
+            except Exception:
+                log.exception("%s: what the connection held could not be given back", where)
 
     async def _failed_authentication(self, stream):
         """Wait connection.failed.authentication.delay.ms before the answer to a failed authentication (then the

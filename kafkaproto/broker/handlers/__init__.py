@@ -11,5 +11,6 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, alter_client_quotas, a
                end_txn, fetch, find_coordinator, heartbeat, incremental_alter_configs, init_producer_id, join_group,
                leave_group, list_config_resources, list_groups, list_offsets, list_partition_reassignments,
                list_transactions, metadata, offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch,
-               produce, sasl_authenticate, sasl_handshake, scram_credentials, sync_group, txn_offset_commit,
-               update_features, write_txn_markers)
+               produce, sasl_authenticate, sasl_handshake, scram_credentials, share_acknowledge, share_fetch,
+               share_group_describe, share_group_heartbeat, sync_group, txn_offset_commit, update_features,
+               write_txn_markers)

@@ -9,9 +9,10 @@ INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID
 """
 
 from ... import errors
+from .. import group_config
 from ..config import SETTINGS, ConfigError, parse_value, topic_config_error
 from ..state import acls
-from ..state.cluster import BROKER_RESOURCE, TOPIC_RESOURCE
+from ..state.cluster import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 
 
 def topic_configs(state, name):
@@ -62,6 +63,16 @@ def alter_broker(state, name, changes, validate_only):
     return errors.NONE, None
 
 
+def alter_group(state, name, changes, validate_only):
+    """(error, message) of setting changes on a group's configs (group_config.py); the group need not exist."""
+    why = group_config.check(changes, state.cluster.group_configs.get(name, {}), state.config.__getitem__)
+    if why:
+        return errors.INVALID_CONFIG, why
+    if not validate_only:
+        state.cluster.set_configs(GROUP_RESOURCE, name, changes)
+    return errors.NONE, None
+
+
 def alter(ctx, resource_type, name, make_changes, validate_only):
     """(error, message) of altering one resource; make_changes(its current configs) gives the changes or raises
     ValueError naming what is wrong. With an authorizer, a topic needs ALTER_CONFIGS on it, a broker on the
@@ -71,7 +82,12 @@ def alter(ctx, resource_type, name, make_changes, validate_only):
         return errors.TOPIC_AUTHORIZATION_FAILED, None
     if resource_type == BROKER_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.CLUSTER, acls.CLUSTER_NAME):
         return errors.CLUSTER_AUTHORIZATION_FAILED, None
-    if resource_type == TOPIC_RESOURCE:
+    if resource_type == GROUP_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.GROUP, name):
+        return errors.GROUP_AUTHORIZATION_FAILED, None
+    if resource_type == GROUP_RESOURCE:
+        current, refused = state.cluster.group_configs.get(name, {}), None
+        change = alter_group
+    elif resource_type == TOPIC_RESOURCE:
         current, refused = topic_configs(state, name)
         change = alter_topic
     elif resource_type == BROKER_RESOURCE:

@@ -3,6 +3,7 @@
 Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) or all brokers (3), from
 server.properties or an override (4), a default (5). configuration_keys null asks for every config.
 Documentation is not given (null), as Kafka answers a request that does not ask for it.
+A group (v3+ clients ask with resource type 32) lists every group config, set on it (8) or its broker default.
 A topic lists every config Kafka's topics have, with the broker settings behind each as its synonyms (named
 as Kafka names them); its internal.segment.bytes is listed only where it is set, as Kafka lists it.
 """
@@ -11,10 +12,11 @@ from ... import errors
 from ...messages import ApiKey, DescribeConfigsResponse
 from ..config import CONFIG_TYPE_CODES, KAFKA_TOPIC_CONFIGS, SETTINGS, TOPIC_CONFIG_TYPES, broker_default
 from ..dispatch import handles
+from ..group_config import GROUP_CONFIGS, effective
 from ..state import acls
 
-TOPIC, BROKER = 2, 4
-TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 3, 4, 5
+TOPIC, BROKER, GROUP = 2, 4, 32
+TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT, GROUP_SOURCE = 1, 2, 3, 4, 5, 8
 R = DescribeConfigsResponse
 
 
@@ -82,12 +84,35 @@ def _broker(ctx, request, resource):
     return errors.NONE, None, out
 
 
+def _group(ctx, request, resource):
+    """A group's configs (group_config.py): its own, else the broker setting behind each, else Kafka's default.
+    A group need not exist to be described."""
+    state = ctx.state
+    own = state.cluster.group_configs.get(resource.resource_name, {})
+    described = state.config.describe()
+    out = []
+    for name, config in GROUP_CONFIGS.items():
+        if resource.configuration_keys is not None and name not in resource.configuration_keys:
+            continue
+        synonyms = [(name, own[name], GROUP_SOURCE)] if name in own else []
+        if config.broker_key is not None:
+            synonyms += _broker_synonyms(state, (config.broker_key,), described)
+        else:
+            synonyms.append((name, config.default, DEFAULT))
+        value = effective(own, name, state.config.__getitem__)
+        out.append(_entry(ctx, name, value, synonyms[0][2], config.type.upper(),
+                          synonyms if request.include_synonyms else ()))
+    return errors.NONE, None, out
+
+
 def _refused(ctx, operation, resource):
     """The authorization error for operation on a topic or the cluster (a broker's configs), or None."""
     if resource.resource_type == TOPIC and not ctx.allowed(operation, acls.TOPIC, resource.resource_name):
         return errors.TOPIC_AUTHORIZATION_FAILED
     if resource.resource_type == BROKER and not ctx.allowed(operation, acls.CLUSTER, acls.CLUSTER_NAME):
         return errors.CLUSTER_AUTHORIZATION_FAILED
+    if resource.resource_type == GROUP and not ctx.allowed(operation, acls.GROUP, resource.resource_name):
+        return errors.GROUP_AUTHORIZATION_FAILED
     return None
 
 
@@ -102,6 +127,8 @@ def describe_configs(ctx, request):
             error, message, configs = _topic(ctx, request, resource)
         elif resource.resource_type == BROKER:
             error, message, configs = _broker(ctx, request, resource)
+        elif resource.resource_type == GROUP:
+            error, message, configs = _group(ctx, request, resource)
         else:
             error, message, configs = errors.INVALID_REQUEST, f"resource type {resource.resource_type} is not " \
                                                               "described here", []

@@ -19,6 +19,7 @@ from .fetch_sessions import FetchSessions
 from .groups import GroupCoordinator
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
+from .shares import ShareSessions, ShareStates
 from .transactions import (ABORT, COMMIT, COORDINATOR_EPOCH, PartitionTransactions, TransactionCoordinator,
                            control_marker, marker_batch)
 
@@ -74,6 +75,8 @@ class BrokerState:
         self.cluster.scram = self.credentials.scram
         self.groups = GroupCoordinator(config, self.cluster, config.log_dir, self.files)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
+        self.shares = self.groups.share_states = ShareStates(config.log_dir, self.files)
+        self.share_sessions = ShareSessions(lambda: config["group.share.max.share.sessions"])
         self.transactions = TransactionCoordinator(config, config.log_dir, self.files, markers=self._write_markers,
                                                    commit_offsets=self._commit_transaction_offsets,
                                                    allocate_producer_id=self.cluster.allocate_producer_id)
@@ -265,6 +268,7 @@ class BrokerState:
             ("compaction", lambda: config["log.cleaner.backoff.ms"], lambda now: self.compact(), None),
             ("group timers", None, self.groups.tick, CHANGED),
             ("transaction timeouts", None, self.transactions.expire, CHANGED),
+            ("share record locks", None, lambda now: self.shares.expire_locks(now, self.delivery_limit), CHANGED),
         )
 
     def tick(self, now):
@@ -289,16 +293,33 @@ class BrokerState:
                              "again at its next turn", name, type(e).__name__, e, exc_info=True)
         return done
 
+    def delivery_limit(self, group_id):
+        """How often a share group delivers a record before archiving it."""
+        return self.cluster.group_setting(group_id, "share.delivery.count.limit")
+
+    def release_share_session(self, session):
+        """A share session ended (closed, replaced or its connection gone): what its member holds goes back."""
+        if self.shares.release(session.group_id, session.member_id, list(session.partitions), self.delivery_limit):
+            self.changed()
+
+    def connection_closed(self, connection):
+        """A client's connection closed: the share sessions it opened end, as Kafka's do."""
+        for session in self.share_sessions.of_connection(connection):
+            self.share_sessions.close(session.group_id, session.member_id)
+            self.release_share_session(session)
+
     def changed(self):
         if self.on_change is not None:
             self.on_change()
 
     def delete_topic(self, topic):
         self.cluster.delete_topic(topic)
-        self.groups.forget_topic(topic.name)
+        self.groups.forget_topic(topic.name, topic.topic_id)
+        self.shares.forget_topic(topic.topic_id)
 
     def close(self):
         self.transactions.close()
         self.groups.close()
+        self.shares.close()
         self.cluster.close()
         self.files.close_all()

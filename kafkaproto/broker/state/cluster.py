@@ -50,6 +50,7 @@ from ...metadata import (AccessControlEntryRecord, ClientQuotaRecord, ConfigReco
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
 from ..config import SETTINGS, ConfigError, segment_size
+from ..group_config import typed
 from ..security import SCRAM_NAMES, ScramCredential
 from .acls import Acl, Acls
 from .clock import clock_ms
@@ -57,6 +58,7 @@ from .features import FEATURES
 from .quotas import Quotas
 from .groups.offsets import OFFSETS_DIR
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
+from .shares import STATE_DIR as SHARE_STATE_DIR
 from .transactions import STATE_DIR
 
 log = logging.getLogger("kafkaproto.broker")
@@ -66,11 +68,14 @@ METADATA_TOPIC = "__cluster_metadata"
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTIONS_TOPIC = "__transaction_state"
 INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTIONS_TOPIC)  # Kafka's internal topics: to clients they always exist
-RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
+SHARE_STATE_TOPIC = "__share_group_state"  # a topic in Kafka; here the share partitions' own log (shares.py)
+RESERVED_TOPICS = (METADATA_TOPIC, SHARE_STATE_TOPIC) + INTERNAL_TOPICS
 METADATA_DIR = f"{METADATA_TOPIC}-0"
-assert (OFFSETS_DIR, STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0")
+assert (OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0",
+                                                     f"{SHARE_STATE_TOPIC}-0")
 LOCK_FILE = ".lock"
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
+GROUP_RESOURCE = 32
 BROKER_RESOURCE = 4
 PRODUCER_ID_BLOCK = 1000
 
@@ -291,6 +296,7 @@ class Cluster:
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.configs = {}  # broker-level dynamic configs
+        self.group_configs = {}  # group id -> {name: value}: its own configs (group_config.py)
         self._effective = {}  # Topic -> its effective configs, until a config changes (Produce reads them)
         self._derived = {}  # (Topic, derive) -> derive(its effective configs), as long as _effective
         self.pending_deletes = []  # (when due, on state/clock.py, path) of renamed-away partition directories
@@ -395,6 +401,8 @@ class Cluster:
             self._derived.clear()
             if record.resource_type == TOPIC_RESOURCE:
                 target = self.topics[record.resource_name].configs
+            elif record.resource_type == GROUP_RESOURCE:
+                target = self.group_configs.setdefault(record.resource_name, {})
             else:
                 target = self.configs
                 setting = SETTINGS.get(record.name)
@@ -406,6 +414,8 @@ class Cluster:
                         return
             if record.value is None:
                 target.pop(record.name, None)
+                if not target and record.resource_type == GROUP_RESOURCE:
+                    del self.group_configs[record.resource_name]
             else:
                 target[record.name] = record.value
         elif kind == "ProducerIdsRecord":
@@ -733,6 +743,10 @@ class Cluster:
             if setting is not None and setting.topic_key:
                 out[setting.topic_key] = value
         return out
+
+    def group_setting(self, group_id, name):
+        """A group config's value for a group, as its type: the group's own, else the broker's (group_config.py)."""
+        return typed(self.group_configs.get(group_id, {}), name, self.config.__getitem__)
 
     def topic_config(self, topic):
         """The topic's effective configs: its own, else the defaults."""

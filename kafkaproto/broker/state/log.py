@@ -83,6 +83,19 @@ class Batch:
         return bool(self.attributes & CONTROL)
 
 
+def headers(data):
+    """[Batch] of the whole batches in data read from a log (trusted: written after parse_batches checked them)."""
+    out = []
+    position = 0
+    while position + HEADER_SIZE <= len(data):
+        batch = Batch(read_header(data, position), position)
+        if batch.size < HEADER_SIZE or position + batch.size > len(data):
+            break
+        out.append(batch)
+        position += batch.size
+    return out
+
+
 def parse_batches(data, max_batch_bytes=None):
     """[Batch] of produced record data, each checked in place (records.produced_batches: magic 2, CRC, counts,
     size); raises RecordsError naming the byte."""

@@ -3,8 +3,10 @@
 Handlers read a request's fields, call one method here and build the answer from what it returns. Each
 method finds the group and routes by its kind, as Kafka's GroupMetadataManager does: "classic" groups (the
 JoinGroup/SyncGroup protocol) follow their own rules in classic.py; "consumer" groups (KIP-848) are run by
-the rules in consumer.py, which also answer the classic members such a group takes in. Groups move between
-the kinds here: an empty group of either kind becomes the other when a member of the other protocol comes.
+the rules in consumer.py, which also answer the classic members such a group takes in; "share" groups (KIP-932)
+by share.py's. Groups move between the classic and consumer kinds here: an empty group of either becomes the
+other when a member of the other protocol comes. A share group stays one: the other protocols are refused it, as
+Kafka refuses them, and it is refused theirs.
 
 Time is the broker's one clock (state/clock.py: milliseconds of the monotonic clock), passed to every method
 as ``now``. Each group says when its next timer is due (``next_deadline``); those deadlines are kept in a heap
@@ -38,6 +40,7 @@ from .consumer import ConsumerCoordinator
 from .consumer_group import ConsumerGroup, GroupError
 from .embedded import MalformedProtocol, read_subscription
 from .offsets import OffsetStore
+from .share import ShareRules
 from .stored import changes, load
 
 log = logging.getLogger("kafkaproto.broker")
@@ -67,6 +70,8 @@ class GroupCoordinator:
         self._sequence = 0
         self._empty_since = {}  # group id -> when (ms since the epoch) this process saw it become Empty
         self.consumer = ConsumerCoordinator(self.groups, cluster, config)  # the KIP-848 rules
+        self.share = ShareRules(self.groups, cluster, config, self._initialize_share_state)
+        self.share_states = None  # state/shares.py's ShareStates, set by the broker's state
         self.offsets = OffsetStore(log_dir, files)
         now = clock_ms() if now is None else now
         for group_id, records in self.offsets.group_records.items():
@@ -99,6 +104,13 @@ class GroupCoordinator:
         """The KIP-848 group of that id, or GroupError as Kafka words it."""
         return self.consumer.group(group_id)
 
+    def share_group(self, group_id):
+        """The share group of that id, or GroupError as Kafka words it."""
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        return self.share.group(group_id)
+
     # ---- the classic protocol --------------------------------------------------------------------------------
 
     def join(self, now, group_id, join, waiter):
@@ -117,6 +129,8 @@ class GroupCoordinator:
             group = self.groups[group_id] = ClassicGroup(group_id, self.config)
         if group is None:
             return waiter.complete(JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=join.member_id))
+        if group.kind == "share":
+            return waiter.complete(JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=""))
         if group.kind != "classic" and not group.members:
             group = self.groups[group_id] = ClassicGroup(group_id, self.config)
         try:
@@ -133,7 +147,7 @@ class GroupCoordinator:
         if not group_id:
             return waiter.complete(SyncResult(errors.INVALID_GROUP_ID))
         group = self.group(group_id)
-        if group is None:
+        if group is None or group.kind == "share":
             return waiter.complete(SyncResult(errors.UNKNOWN_MEMBER_ID))
         try:
             if group.kind == "consumer":
@@ -148,7 +162,7 @@ class GroupCoordinator:
         if not group_id:
             return errors.INVALID_GROUP_ID
         group = self.group(group_id)
-        if group is None:
+        if group is None or group.kind == "share":
             return errors.UNKNOWN_MEMBER_ID
         if group.kind == "consumer":
             return self.consumer.classic_heartbeat(group, now, member_id, instance_id, generation)
@@ -157,7 +171,7 @@ class GroupCoordinator:
     def leave(self, now, group_id, leaving):
         """A LeaveGroup of [(member id, instance id)]: [error] in that order."""
         group = self.group(group_id)
-        if group is None:
+        if group is None or group.kind == "share":
             return [errors.UNKNOWN_MEMBER_ID] * len(leaving)
         try:
             if group.kind == "consumer":
@@ -191,6 +205,8 @@ class GroupCoordinator:
             return group
         if group.kind == "consumer":
             return group
+        if group.kind == "share":
+            raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if group.members and create:
             group = self.groups[group_id] = self.consumer.upgrade(group, now)
             return group
@@ -202,6 +218,22 @@ class GroupCoordinator:
                 return group
             raise GroupError(errors.UNKNOWN_MEMBER_ID, f"Group {group_id} has no member of that id any more.")
         raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    # ---- share groups (KIP-932) -------------------------------------------------------------------------------
+
+    def share_heartbeat(self, now, request, client_id, client_host):
+        """A ShareGroupHeartbeat: a share.Beat, or GroupError. What it changed is written first."""
+        try:
+            return self.share.heartbeat(request, client_id, client_host, now)
+        finally:
+            if request.group_id:
+                self.save(request.group_id)
+
+    def _initialize_share_state(self, group, partitions):
+        """Share state for a group's partitions {topic id: partitions}, at the start offset its
+        share.auto.offset.reset gives when first read (state/shares.py)."""
+        if self.share_states is not None:
+            self.share_states.initialize(group.group_id, partitions, group.group_epoch)
 
     def _put_replacement(self, group_id):
         """Store the classic group that takes a consumer group's place once only classic members are left in it
@@ -224,6 +256,8 @@ class GroupCoordinator:
             if generation < 0:
                 return errors.NONE
             return errors.GROUP_ID_NOT_FOUND if not transactional and version >= 9 else errors.ILLEGAL_GENERATION
+        if group.kind == "share":
+            return errors.GROUP_ID_NOT_FOUND
         if group.kind == "consumer":
             return self.consumer.commit_error(group, request, version, transactional)
         return group.validate_commit(now, member_id, instance_id, generation, transactional=transactional)
@@ -240,6 +274,8 @@ class GroupCoordinator:
     def fetch_error(self, group_id, member_id, epoch):
         """OffsetFetch v9+ names the member and its epoch: in a KIP-848 group they must be current."""
         group = self.groups.get(group_id)
+        if group is not None and group.kind == "share":
+            return errors.GROUP_ID_NOT_FOUND
         if group is None or group.kind != "consumer":
             return errors.NONE
         try:
@@ -261,6 +297,8 @@ class GroupCoordinator:
             del self.groups[group_id]
             self._empty_since.pop(group_id, None)
             self.offsets.delete_group(group_id)
+            if group.kind == "share" and self.share_states is not None:
+                self.share_states.delete_group(group_id)
         return error
 
     def delete_offsets(self, group_id, asked):
@@ -269,7 +307,7 @@ class GroupCoordinator:
         together. As Kafka's groups validate it, a classic group with members may lose offsets only when it runs
         the consumer protocol (NON_EMPTY_GROUP otherwise)."""
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group.kind == "share":
             return errors.GROUP_ID_NOT_FOUND, {}
         if group.kind == "classic" and group.state != EMPTY and group.protocol_type != "consumer":
             return errors.NON_EMPTY_GROUP, {}
@@ -305,9 +343,14 @@ class GroupCoordinator:
             return None
         return topics
 
-    def forget_topic(self, topic):
-        """Drop the offsets of a deleted topic, so a topic re-created under its name starts clean."""
+    def forget_topic(self, topic, topic_id=None):
+        """Drop the offsets of a deleted topic, so a topic re-created under its name starts clean, and what share
+        groups knew of it."""
         self.offsets.forget_topic(topic)
+        for group_id, group in list(self.groups.items()):
+            if group.kind == "share" and topic_id in group.initialized:
+                self.share.forget_topic(group, topic_id)
+                self.save(group_id)
 
     # ---- time --------------------------------------------------------------------------------------------------
 
@@ -332,6 +375,8 @@ class GroupCoordinator:
                 if group.kind == "consumer":
                     changed = self.consumer.expire(group, now)
                     self._put_replacement(group_id)
+                elif group.kind == "share":
+                    changed = self.share.expire(group, now)
                 else:
                     while group.fire_next(now):
                         changed = True
@@ -419,7 +464,7 @@ class GroupCoordinator:
                         now_ms - (since if since is not None else value[3]) >= retention_ms:
                     gone.append((group_id, topic, partition))
         self.offsets.drop(gone)
-        for group_id in [g for g, group in self.groups.items() if group.state == EMPTY
+        for group_id in [g for g, group in self.groups.items() if group.state == EMPTY and group.kind != "share"
                          and not self.offsets.committed(g) and not self._active(g)]:
             del self.groups[group_id]
             self._empty_since.pop(group_id, None)

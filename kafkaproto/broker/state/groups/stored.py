@@ -19,6 +19,10 @@ again when it starts, so that members whose clients go on heartbeating carry on 
 - ``ConsumerGroupCurrentMemberAssignment``, per member: member and previous epochs, reconciliation state, the
   partitions it holds (each with the epoch it was given at) and those it must give up.
 - ``ConsumerGroupRegularExpression``, per regular expression: the topics it resolved to.
+- ``ShareGroupMetadata`` (a share group, KIP-932): the group and assignment epochs, the subscribed topics' shape
+  and the order of its members; ``ShareGroupMemberMetadata``, per member: rack, client id and host, subscribed
+  names, epochs, its target and the partitions it holds; ``ShareGroupStatePartitionMetadata``: the partitions
+  whose share state is initialized (the state itself is state/shares.py's).
 
 Keys and values are JSON, as the offsets' are: a key is an object ``{"record": kind, "group": id}`` (with
 ``"member"`` or ``"regex"`` for the per-member and per-expression kinds), so it never reads as an offset's key (a
@@ -36,6 +40,7 @@ import base64
 from ....uuid import Uuid
 from .classic import ClassicGroup, KeptGeneration, KeptMember
 from .consumer_group import UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
+from .share import ShareGroup, ShareMember
 
 CLASSIC = "GroupMetadata"
 GROUP_EPOCH = "ConsumerGroupMetadata"
@@ -44,7 +49,10 @@ TARGET_EPOCH = "ConsumerGroupTargetAssignmentMetadata"
 TARGET = "ConsumerGroupTargetAssignmentMember"
 CURRENT = "ConsumerGroupCurrentMemberAssignment"
 REGEX = "ConsumerGroupRegularExpression"
-_BY_MEMBER = (MEMBER, TARGET, CURRENT)
+SHARE_GROUP = "ShareGroupMetadata"
+SHARE_MEMBER = "ShareGroupMemberMetadata"
+SHARE_PARTITIONS = "ShareGroupStatePartitionMetadata"
+_BY_MEMBER = (MEMBER, TARGET, CURRENT, SHARE_MEMBER)
 
 
 # ---- keys -----------------------------------------------------------------------------------------------------
@@ -134,12 +142,31 @@ def _consumer_records(group):
     return records
 
 
+def _share_records(group):
+    records = {(SHARE_GROUP, None): {
+        "epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+        "metadata": [[name, str(topic_id), count] for name, topic_id, count in group.metadata],
+        "member_order": list(group.members)}}
+    for member in group.members.values():
+        records[(SHARE_MEMBER, member.member_id)] = {
+            "rack_id": member.rack_id, "client_id": member.client_id, "client_host": member.client_host,
+            "subscribed_topic_names": list(member.subscribed), "member_epoch": member.member_epoch,
+            "previous_member_epoch": member.previous_epoch, "assigned_partitions": _partitions(member.assigned),
+            "target": _partitions(group.target.get(member.member_id, {}))}
+    if group.initialized:
+        records[(SHARE_PARTITIONS, None)] = {"initialized_topics": [
+            [str(t), group.topic_names.get(t, ""), sorted(parts)] for t, parts in group.initialized.items()]}
+    return records
+
+
 def records_of(group):
     """{(kind, member id or regex or None): value}: what the group keeps now (nothing for None, a group gone)."""
     if group is None:
         return {}
     if group.kind == "consumer":
         return _consumer_records(group)
+    if group.kind == "share":
+        return _share_records(group)
     return {} if group.kept is None else {(CLASSIC, None): _classic_value(group.kept)}
 
 
@@ -158,6 +185,8 @@ def load(group_id, records, config, now):
     """The group the records describe, or None; now: when its members' sessions start (the coordinator's clock)."""
     if (GROUP_EPOCH, None) in records:
         return _load_consumer(group_id, records, config, now)
+    if (SHARE_GROUP, None) in records:
+        return _load_share(group_id, records, config, now)
     value = records.get((CLASSIC, None))
     if value is None:
         return None
@@ -214,4 +243,27 @@ def _load_consumer(group_id, records, config, now_ms):
             member.revocation_deadline = now_ms + max(member.rebalance_timeout_ms, 0)
             member.revocation_epoch = member.member_epoch
         group.put(member)
+    return group
+
+
+def _load_share(group_id, records, config, now_ms):
+    group = ShareGroup(group_id)
+    meta = records[(SHARE_GROUP, None)]
+    group.group_epoch, group.assignment_epoch = meta["epoch"], meta["assignment_epoch"]
+    group.metadata = tuple((name, Uuid.from_string(t), count) for name, t, count in meta["metadata"])
+    for t, name, parts in records.get((SHARE_PARTITIONS, None), {}).get("initialized_topics", ()):
+        group.initialized[Uuid.from_string(t)] = set(parts)
+        group.topic_names[Uuid.from_string(t)] = name
+    order = {member_id: i for i, member_id in enumerate(meta.get("member_order", ()))}
+    listed = [(member_id, value) for (kind, member_id), value in records.items() if kind == SHARE_MEMBER]
+    for member_id, value in sorted(listed, key=lambda item: order.get(item[0], len(order))):
+        member = ShareMember(member_id)
+        member.rack_id, member.client_id, member.client_host = value["rack_id"], value["client_id"], \
+            value["client_host"]
+        member.subscribed = tuple(value["subscribed_topic_names"])
+        member.member_epoch, member.previous_epoch = value["member_epoch"], value["previous_member_epoch"]
+        member.assigned = _topic_sets(value["assigned_partitions"])
+        group.target[member_id] = _topic_sets(value["target"])
+        member.session_deadline = now_ms + config["group.share.session.timeout.ms"]
+        group.members[member_id] = member
     return group

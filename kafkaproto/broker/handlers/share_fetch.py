@@ -1,0 +1,170 @@
+"""ShareFetch (KIP-932): a share group member's records, each acquired for it alone (state/shares.py), and the
+acknowledgements of those it had.
+
+The request opens (epoch 0), continues or closes (-1) the member's share session, whose partitions add up over
+requests (ForgottenTopicsData takes some out); acknowledgements ride on any but the opening request. Every
+partition of the session is fetched from: records made available again first, then new ones, whole log batches
+at a time, at most max_records in all (at least one batch) and max_bytes. With nothing to give, the request waits
+up to max_wait_ms for records to come or be released. A partition is answered with the log's batches from the
+first record acquired to the last (records among them that were not acquired are the client's to skip) and the
+acquired ranges with their delivery counts; after the opening request only partitions with records, an error or
+acknowledgements are answered.
+
+As from Kafka: acknowledgements at epoch 0 are INVALID_REQUEST; an unknown session SHARE_SESSION_NOT_FOUND; a
+wrong epoch INVALID_SHARE_SESSION_EPOCH; more sessions than group.share.max.share.sessions
+SHARE_SESSION_LIMIT_REACHED; a group the client may not READ GROUP_AUTHORIZATION_FAILED, a topic
+TOPIC_AUTHORIZATION_FAILED; an unknown topic id UNKNOWN_TOPIC_ID. The answer says how long records stay locked
+(acquisition_lock_timeout_ms, the group's share.record.lock.duration.ms).
+"""
+
+from ... import errors
+from ...messages import ApiKey, ShareFetchResponse
+from ..dispatch import Wait, handles
+from ..state.acls import READ, TOPIC
+from ..state.clock import clock_ms
+from ..state.features import share_groups_enabled
+from ..state.log import headers
+from ._groups import group_refused
+from ._shares import FINAL_EPOCH, INITIAL_EPOCH, Refused, acknowledge, continued_session
+
+R = ShareFetchResponse
+READ_COMMITTED = "read_committed"
+
+
+def _refused(error, message=None):
+    return R(throttle_time_ms=0, error_code=error.code, error_message=message, acquisition_lock_timeout_ms=0,
+             responses=[], node_endpoints=[])
+
+
+def _begin(ctx, request):
+    """(session, {(topic id, partition): acknowledgement error}, closing) once per request, or Refused."""
+    state = ctx.state
+    refused = group_refused(ctx, request.group_id)
+    if refused:
+        raise Refused(refused)
+    if not request.group_id or not request.member_id:
+        raise Refused(errors.INVALID_REQUEST)
+    epoch = request.share_session_epoch
+    if epoch == INITIAL_EPOCH:
+        if any(p.acknowledgement_batches for t in request.topics for p in t.partitions):
+            raise Refused(errors.INVALID_REQUEST)
+        try:
+            session, _ = state.share_sessions.open(request.group_id, request.member_id, ctx.session)
+        except Exception as e:
+            raise Refused(getattr(e, "error", errors.UNKNOWN_SERVER_ERROR)) from None
+    else:
+        session = continued_session(state, request)
+    for item in request.topics:
+        for p in item.partitions:
+            session.partitions[(item.topic_id, p.partition_index)] = None
+    for item in request.forgotten_topics_data:
+        for index in item.partitions:
+            session.partitions.pop((item.topic_id, index), None)
+    acked = acknowledge(ctx, request, request.topics, clock_ms()) if epoch != INITIAL_EPOCH else {}
+    if epoch == FINAL_EPOCH:
+        state.share_sessions.close(request.group_id, request.member_id)
+        state.release_share_session(session)
+    return session, acked, epoch == FINAL_EPOCH
+
+
+@handles(ApiKey.SHARE_FETCH, versions=range(1, 3), enabled=share_groups_enabled)
+def share_fetch(ctx, request):
+    begun = ctx.memo.get("begun")
+    if begun is None:
+        try:
+            begun = ctx.memo["begun"] = _begin(ctx, request)
+        except Refused as e:
+            begun = ctx.memo["begun"] = _refused(e.error, e.message)
+    if isinstance(begun, R):
+        return begun
+    session, acked, closing = begun
+    answers = {} if closing else _fetch(ctx, request, session)
+    if not any(a[1] for a in answers.values()) and request.max_wait_ms > 0 and not ctx.final and not closing \
+            and request.max_records != 0:
+        return Wait(request.max_wait_ms)
+    lock_ms = ctx.state.cluster.group_setting(request.group_id, "share.record.lock.duration.ms")
+    wanted = {(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions}
+    first = request.share_session_epoch == INITIAL_EPOCH
+    topics = {}
+    for key in dict.fromkeys([*answers, *acked]):
+        error, acquired, records = answers.get(key, (errors.NONE, [], None))
+        if not (first and key in wanted) and error is errors.NONE and not acquired and key not in acked:
+            continue
+        ack_error = acked.get(key, errors.NONE)
+        topics.setdefault(key[0], []).append(R.PartitionData(
+            partition_index=key[1], error_code=error.code, error_message=None,
+            acknowledge_error_code=ack_error.code, acknowledge_error_message=None,
+            current_leader=R.LeaderIdAndEpoch(leader_id=0, leader_epoch=0), records=records,
+            acquired_records=[R.AcquiredRecords(first_offset=a, last_offset=b, delivery_count=c)
+                              for a, b, c in acquired]))
+    return R(throttle_time_ms=0, error_code=errors.NONE.code, error_message=None,
+             acquisition_lock_timeout_ms=lock_ms,
+             responses=[R.ShareFetchableTopicResponse(topic_id=t, partitions=ps) for t, ps in topics.items()],
+             node_endpoints=[])
+
+
+def _fetch(ctx, request, session):
+    """{(topic id, partition): (error, [(first, last, deliveries)], records or None)} for the session's
+    partitions: the records acquired for the member."""
+    state = ctx.state
+    group_id, member_id = request.group_id, request.member_id
+    setting = state.cluster.group_setting
+    now = clock_ms()
+    lock_ms = setting(group_id, "share.record.lock.duration.ms")
+    limit = state.delivery_limit(group_id)
+    max_locks = setting(group_id, "share.partition.max.record.locks")
+    read_committed = setting(group_id, "share.isolation.level") == READ_COMMITTED
+    budget = request.max_records if ctx.version >= 1 else 500
+    bytes_left = request.max_bytes
+    out = {}
+    for key in session.partitions:
+        topic_id, index = key
+        topic = state.cluster.by_id.get(topic_id)
+        if topic is None:
+            out[key] = (errors.UNKNOWN_TOPIC_ID, [], None)
+            continue
+        if not ctx.allowed(READ, TOPIC, topic.name):
+            out[key] = (errors.TOPIC_AUTHORIZATION_FAILED, [], None)
+            continue
+        partition, error = state.partition(topic, index)
+        if partition is None:
+            out[key] = (error, [], None)
+            continue
+        if budget <= 0 or bytes_left <= 0:
+            out[key] = (errors.NONE, [], None)
+            continue
+        share = state.shares.get(group_id, topic_id, index)
+        if share is None:
+            state.shares.initialize(group_id, {topic_id: [index]}, 0)
+            share = state.shares.get(group_id, topic_id, index)
+        plog = partition.log
+        changed = share.begin(plog, setting(group_id, "share.auto.offset.reset"), state.now_ms())
+        changed |= share.follow_log_start(plog.log_start_offset)
+        upto = state.last_stable_offset(partition) if read_committed else plog.log_end_offset
+        batches = []
+        if share.end < upto and share.end - share.start < max_locks:
+            data = plog.read(share.end, bytes_left, upto)
+            aborted = partition.transactions.aborted_between(share.end, upto) if read_committed else ()
+            for batch in headers(bytes(data)):
+                dropped = read_committed and batch.is_transactional and not batch.is_control and any(
+                    pid == batch.producer_id and first <= batch.base_offset <= last for pid, first, last in
+                    _spans(partition, aborted))
+                batches.append((batch.base_offset, batch.last_offset, dropped))
+        acquired = share.acquire(member_id, budget, max_locks, batches, now, lock_ms, limit,
+                                 request.batch_size if ctx.version >= 1 else 0)
+        if acquired or changed:
+            state.shares.save((group_id, topic_id, index))
+        records = None
+        if acquired:
+            first, last = acquired[0][0], max(r[1] for r in acquired)
+            records = bytes(plog.read(first, 2**31 - 1, last + 1))
+            bytes_left -= len(records)
+            budget -= sum(b - a + 1 for a, b, _ in acquired)
+        out[key] = (errors.NONE, acquired, records)
+    return out
+
+
+def _spans(partition, aborted):
+    """(producer id, first offset, last offset) of the aborted transactions listed."""
+    wanted = set(aborted)
+    return [(pid, first, last) for pid, first, last in partition.transactions.aborted if (pid, first) in wanted]

@@ -1,0 +1,388 @@
+"""Share partitions (KIP-932): which records of a partition a share group has handed out, to whom, how often, and
+which are done; kept in their own log (``__share_group_state-0``) and read again at start-up.
+
+Each (group, topic id, partition) has a start offset (records before it are done) and, from there, the records in
+flight, each in one of Kafka's states:
+
+    AVAILABLE --(a ShareFetch acquires it: delivery count + 1, locked to the member)--> ACQUIRED
+    ACQUIRED --(accept)--> ACKNOWLEDGED          ACQUIRED --(reject, or a gap)--> ARCHIVED
+    ACQUIRED --(release, its lock running out, its share session closing)--> AVAILABLE,
+                                     or ARCHIVED once delivered group.share.delivery.count.limit times
+
+ACKNOWLEDGED and ARCHIVED are final; the start offset moves past them as soon as they lead. A fetch acquires the
+records that are available again first, then new ones from the log, whole log batches at a time (Kafka's
+batch-optimized acquisition: a batch is never split, so a fetch may take more than it asked for), up to
+``share.partition.max.record.locks`` in flight. A partition's start offset is fixed when it is first read, from the
+group's ``share.auto.offset.reset`` (latest, earliest, or by_duration:<ISO 8601 duration>).
+
+What is written is what Kafka's share coordinator keeps: the start offset and, for the records in flight, their
+state and delivery count. An acquisition is not written (Kafka's neither): after a restart the records that were
+acquired are available again, delivered as often as before.
+
+Share sessions (ShareSessions) are a member's open ShareFetch/ShareAcknowledge conversation, like a fetch session:
+epoch 0 opens one, each request carries the next epoch, -1 closes it. Closing it, or the connection that opened it
+closing, releases what the member holds.
+"""
+
+import json
+import logging
+import os
+import re
+import time
+
+from ... import errors
+from ...records import RecordBatchBuilder, iter_batches
+from ...uuid import Uuid
+from .log import PartitionLog, parse_batches
+
+log = logging.getLogger("kafkaproto.broker")
+STATE_DIR = "__share_group_state-0"
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+DONE = (ACKNOWLEDGED, ARCHIVED)
+UNINITIALIZED = -1
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+
+
+def duration_ms(text):
+    """An ISO 8601 duration of by_duration:<PnDTnHnMn.nS> in milliseconds."""
+    days, hours, minutes, seconds = _DURATION.fullmatch(text).groups()
+    return int(((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60000
+               + float(seconds or 0) * 1000)
+
+
+class ShareError(Exception):
+    def __init__(self, error, message=None):
+        super().__init__(message or error.name)
+        self.error = error
+        self.message = message
+
+
+class SharePartition:
+    """The records of one partition in flight for one share group. records: offset -> [state, deliveries, owner,
+    lock deadline] for every offset from start up to end (the next offset never handed out)."""
+
+    __slots__ = ("start", "end", "records", "state_epoch", "acquired")
+
+    def __init__(self, start=UNINITIALIZED, state_epoch=0):
+        self.start = start
+        self.end = start
+        self.records = {}
+        self.state_epoch = state_epoch
+        self.acquired = 0  # how many records are ACQUIRED (none: no lock to look at)
+
+    # ---- fetching ----------------------------------------------------------------------------------------
+
+    def begin(self, plog, reset, now_ms):
+        """Fix the start offset at the first read, from share.auto.offset.reset; True when it was fixed now."""
+        if self.start != UNINITIALIZED:
+            return False
+        if reset == "earliest":
+            start = plog.log_start_offset
+        elif reset.startswith("by_duration:"):
+            found = plog.offset_for_timestamp(now_ms - duration_ms(reset.partition(":")[2]))
+            start = found[0] if found is not None else plog.log_end_offset
+        else:
+            start = plog.log_end_offset
+        self.start = self.end = start
+        return True
+
+    def follow_log_start(self, log_start):
+        """Records the log no longer has are done with (DeleteRecords, retention): the start moves up to the log's;
+        those still held stay until they are acknowledged or their lock runs out."""
+        if self.start >= log_start:
+            return False
+        for offset in range(self.start, min(self.end, log_start)):
+            entry = self.records.get(offset)
+            if entry is not None and entry[0] != ACQUIRED:
+                del self.records[offset]
+        self.start = log_start
+        self.end = max(self.end, log_start)
+        return True
+
+    def acquire(self, member, budget, max_in_flight, batches, now, lock_ms, limit, batch_size):
+        """Acquire for member up to budget records: those available again first, then the new ones of batches
+        (the log's [(base offset, last offset, aborted)] from end on). Returns [(first, last, deliveries)]."""
+        got = []  # (offset, deliveries, batch base)
+        deadline = now + lock_ms
+        if self.end - self.start > 0:
+            for offset in sorted(o for o, e in self.records.items() if e[0] == AVAILABLE):
+                if budget <= 0:
+                    break
+                entry = self.records[offset]
+                entry[0], entry[1], entry[2], entry[3] = ACQUIRED, entry[1] + 1, member, deadline
+                self.acquired += 1
+                budget -= 1
+                got.append((offset, entry[1], None))
+        room = max_in_flight - (self.end - self.start)
+        for base, last, aborted in batches:
+            if budget <= 0 or room <= 0:
+                break
+            if last < self.end:
+                continue
+            first = max(base, self.end)
+            for offset in range(first, last + 1):
+                if aborted:  # read_committed: an aborted transaction's records are never delivered
+                    self.records[offset] = [ARCHIVED, 0, None, 0]
+                    continue
+                self.records[offset] = [ACQUIRED, 1, member, deadline]
+                self.acquired += 1
+                got.append((offset, 1, first))
+            self.end = last + 1
+            budget -= last + 1 - first
+            room -= last + 1 - first
+        self._advance()
+        return _ranges(got, batch_size)
+
+    # ---- acknowledging ----------------------------------------------------------------------------------------
+
+    def acknowledge(self, member, batches, limit, renew_ms, now):
+        """Apply [(first, last, [types])] for member, all or none; raises ShareError (INVALID_REQUEST for offsets
+        never handed out, INVALID_RECORD_STATE for records not held by member)."""
+        changes = []
+        for first, last, types in batches:
+            if last < self.start:
+                continue  # below the start: done with already
+            if last >= self.end or first > last:
+                raise ShareError(errors.INVALID_REQUEST)
+            for offset in range(max(first, self.start), last + 1):
+                entry = self.records.get(offset)
+                if entry is None or entry[0] != ACQUIRED or entry[2] != member:
+                    raise ShareError(errors.INVALID_RECORD_STATE)
+                kind = types[0] if len(types) == 1 else types[offset - first]
+                changes.append((entry, kind))
+        for entry, kind in changes:
+            if kind == RENEW:
+                entry[3] = now + renew_ms
+                continue
+            self.acquired -= 1
+            entry[2] = None
+            if kind == ACCEPT:
+                entry[0] = ACKNOWLEDGED
+            elif kind == RELEASE:
+                entry[0] = ARCHIVED if entry[1] >= limit else AVAILABLE
+            else:  # REJECT, GAP
+                entry[0] = ARCHIVED
+        self._advance()
+        return any(kind != RENEW for _, kind in changes)
+
+    def release(self, member, limit, now=None):
+        """Give back what member holds (all of it, or with now, only records whose lock ran out by then): AVAILABLE
+        again, or ARCHIVED once delivered limit times. True when anything was given back."""
+        if not self.acquired:
+            return False
+        released = False
+        for entry in self.records.values():
+            if entry[0] == ACQUIRED and (member is None or entry[2] == member) and (now is None or entry[3] <= now):
+                entry[0] = ARCHIVED if entry[1] >= limit else AVAILABLE
+                entry[2] = None
+                self.acquired -= 1
+                released = True
+        self._advance()
+        return released
+
+    def _advance(self):
+        records = self.records
+        while self.start < self.end:
+            entry = records.get(self.start)
+            if entry is not None and entry[0] not in DONE:
+                break
+            records.pop(self.start, None)
+            self.start += 1
+
+    def next_lock(self):
+        return min((e[3] for e in self.records.values() if e[0] == ACQUIRED), default=None) if self.acquired \
+            else None
+
+    def delivery_complete(self):
+        return sum(1 for e in self.records.values() if e[0] in DONE)
+
+    # ---- what is kept -----------------------------------------------------------------------------------------
+
+    def stored(self):
+        """{"start", "state_epoch", "batches": [[first, last, state, deliveries]]}: an acquired record as it was
+        before it was acquired."""
+        runs = []
+        for offset in sorted(self.records):
+            state, count, _, _ = self.records[offset]
+            if state == ACQUIRED:
+                state, count = AVAILABLE, count - 1
+            if state == AVAILABLE and count == 0:
+                continue
+            if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, count]:
+                runs[-1][1] = offset
+            else:
+                runs.append([offset, offset, state, count])
+        return {"start": self.start, "state_epoch": self.state_epoch, "batches": runs,
+                "end": self.end}
+
+    @classmethod
+    def loaded(cls, value):
+        partition = cls(value["start"], value.get("state_epoch", 0))
+        for first, last, state, count in value["batches"]:
+            for offset in range(first, last + 1):
+                partition.records[offset] = [state, count, None, 0]
+        ends = [last + 1 for _, last, _, _ in value["batches"]]
+        partition.end = max([partition.start, *ends])
+        for offset in range(partition.start, partition.end):  # handed out but never finished: to be sent again
+            partition.records.setdefault(offset, [AVAILABLE, 0, None, 0])
+        partition._advance()
+        return partition
+
+
+def _ranges(got, batch_size):
+    """[(first, last, deliveries)] of acquired offsets: a range runs over consecutive offsets of one delivery
+    count, and a range of new records is cut where a log batch starts once it holds batch_size records."""
+    out = []
+    for offset, count, base in got:
+        if out:
+            first, last, deliveries = out[-1]
+            cut = base is not None and offset == base and last + 1 - first >= batch_size > 0
+            if offset == last + 1 and count == deliveries and not cut:
+                out[-1] = (first, offset, count)
+                continue
+        out.append((offset, offset, count))
+    return out
+
+
+class ShareStates:
+    """Every share partition of every share group, kept in log_dir/__share_group_state-0."""
+
+    def __init__(self, log_dir, files=None):
+        self.partitions = {}  # (group id, topic id, partition) -> SharePartition
+        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
+        for segment in self.log.segments:
+            for batch in iter_batches(segment.read(0, segment.size)):
+                for record in batch:
+                    try:
+                        group_id, topic_id, index = json.loads(record.key)
+                        key = (group_id, Uuid.from_string(topic_id), index)
+                        if record.value is None:
+                            self.partitions.pop(key, None)
+                        else:
+                            self.partitions[key] = SharePartition.loaded(json.loads(record.value))
+                    except (TypeError, ValueError, KeyError) as e:
+                        log.error("%s: the record at offset %d is not a share partition's state (%s); skipped",
+                                  self.log.directory, record.offset, e)
+
+    def _write(self, keys):
+        """Write the state of these share partitions (a tombstone for one no longer here), in one batch."""
+        if not keys:
+            return
+        builder = RecordBatchBuilder()
+        now = int(time.time() * 1000)
+        for key in keys:
+            group_id, topic_id, index = key
+            partition = self.partitions.get(key)
+            builder.append(json.dumps([group_id, str(topic_id), index]).encode(),
+                           None if partition is None else json.dumps(partition.stored()).encode(), timestamp=now)
+        data = builder.build()
+        self.log.append(data, parse_batches(data))
+
+    def save(self, *keys):
+        self._write(list(keys))
+
+    def get(self, group_id, topic_id, index):
+        return self.partitions.get((group_id, topic_id, index))
+
+    def initialize(self, group_id, partitions, state_epoch, start=UNINITIALIZED):
+        """Share state for {topic id: partitions} of a group (InitializeShareGroupState): kept as it is where
+        there is some, unless start is given (AlterShareGroupOffsets), which starts it over there."""
+        made = []
+        for topic_id, indexes in partitions.items():
+            for index in indexes:
+                key = (group_id, topic_id, index)
+                if key in self.partitions and start == UNINITIALIZED:
+                    continue
+                self.partitions[key] = SharePartition(start, state_epoch)
+                made.append(key)
+        self._write(made)
+
+    def delete(self, group_id, topic_id, indexes=None):
+        """Forget a group's share state of a topic (all its partitions, or those indexes)."""
+        gone = [k for k in self.partitions if k[0] == group_id and k[1] == topic_id
+                and (indexes is None or k[2] in indexes)]
+        for key in gone:
+            del self.partitions[key]
+        self._write(gone)
+
+    def delete_group(self, group_id):
+        gone = [k for k in self.partitions if k[0] == group_id]
+        for key in gone:
+            del self.partitions[key]
+        self._write(gone)
+
+    def forget_topic(self, topic_id):
+        gone = [k for k in self.partitions if k[1] == topic_id]
+        for key in gone:
+            del self.partitions[key]
+        self._write(gone)
+
+    def of_group(self, group_id):
+        return {k: p for k, p in self.partitions.items() if k[0] == group_id}
+
+    def release(self, group_id, member_id, keys, limit_of):
+        """Give back what a member holds in these partitions [(topic id, index)]; True when anything was."""
+        changed = []
+        for topic_id, index in keys:
+            key = (group_id, topic_id, index)
+            partition = self.partitions.get(key)
+            if partition is not None and partition.release(member_id, limit_of(group_id)):
+                changed.append(key)
+        self._write(changed)
+        return bool(changed)
+
+    def expire_locks(self, now, limit_of):
+        """Release the records whose lock ran out by now; True when any did."""
+        changed = []
+        for key, partition in self.partitions.items():
+            lock = partition.next_lock()
+            if lock is not None and lock <= now and partition.release(None, limit_of(key[0]), now):
+                changed.append(key)
+        self._write(changed)
+        return bool(changed)
+
+    def close(self):
+        self.log.close()
+
+
+class ShareSession:
+    __slots__ = ("group_id", "member_id", "epoch", "partitions", "connection")
+
+    def __init__(self, group_id, member_id, connection):
+        self.group_id = group_id
+        self.member_id = member_id
+        self.epoch = 1  # the epoch the next request must carry
+        self.partitions = {}  # (topic id, partition) -> None, in the order they came
+        self.connection = connection
+
+    def next_epoch(self):
+        self.epoch = 1 if self.epoch == 2**31 - 1 else self.epoch + 1
+
+
+class ShareSessions:
+    """(group id, member id) -> ShareSession, at most limit of them."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.sessions = {}
+
+    def get(self, group_id, member_id):
+        return self.sessions.get((group_id, member_id))
+
+    def open(self, group_id, member_id, connection):
+        """A new session (replacing the member's old one, which is returned too: its records are to be
+        released), or ShareError SHARE_SESSION_LIMIT_REACHED."""
+        old = self.sessions.pop((group_id, member_id), None)
+        if len(self.sessions) >= self.limit():
+            if old is not None:
+                self.sessions[(group_id, member_id)] = old
+            raise ShareError(errors.SHARE_SESSION_LIMIT_REACHED)
+        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, connection)
+        return session, old
+
+    def close(self, group_id, member_id):
+        return self.sessions.pop((group_id, member_id), None)
+
+    def of_connection(self, connection):
+        return [s for s in self.sessions.values() if s.connection is connection]
