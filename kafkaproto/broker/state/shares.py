@@ -190,6 +190,25 @@ class SharePartition:
             records.pop(self.start, None)
             self.start += 1
 
+    def merge(self, start, batches):
+        """A share partition leader's write (WriteShareGroupState): a new start (-1: unchanged) and records'
+        [(first, last, state, deliveries)]."""
+        if start != UNINITIALIZED and start > self.start:
+            self.follow_log_start(start) if self.start != UNINITIALIZED else None
+            self.start = start
+        if self.start == UNINITIALIZED:
+            self.start = self.end = start
+        for first, last, state, count in batches:
+            for offset in range(max(first, self.start), last + 1):
+                old = self.records.get(offset)
+                if old is not None and old[0] == ACQUIRED:
+                    self.acquired -= 1
+                self.records[offset] = [state, count, None, 0]
+            self.end = max(self.end, last + 1)
+        for offset in range(self.start, self.end):
+            self.records.setdefault(offset, [AVAILABLE, 0, None, 0])
+        self._advance()
+
     def next_lock(self):
         return min((e[3] for e in self.records.values() if e[0] == ACQUIRED), default=None) if self.acquired \
             else None
@@ -285,14 +304,14 @@ class ShareStates:
     def get(self, group_id, topic_id, index):
         return self.partitions.get((group_id, topic_id, index))
 
-    def initialize(self, group_id, partitions, state_epoch, start=UNINITIALIZED):
-        """Share state for {topic id: partitions} of a group (InitializeShareGroupState): kept as it is where
-        there is some, unless start is given (AlterShareGroupOffsets), which starts it over there."""
+    def initialize(self, group_id, partitions, state_epoch, start=UNINITIALIZED, again=False):
+        """Share state for {topic id: partitions} of a group: kept as it is where there is some, unless a start is
+        given (AlterShareGroupOffsets) or again (InitializeShareGroupState), which start it over."""
         made = []
         for topic_id, indexes in partitions.items():
             for index in indexes:
                 key = (group_id, topic_id, index)
-                if key in self.partitions and start == UNINITIALIZED:
+                if key in self.partitions and start == UNINITIALIZED and not again:
                     continue
                 self.partitions[key] = SharePartition(start, state_epoch)
                 made.append(key)
