@@ -3,7 +3,8 @@ group starts (records before it are done with) and, from v1, its lag: the record
 delivered for good (the log end, less the start, less those acknowledged or archived after it).
 
 Topics null asks for every partition the group has share state for. As from Kafka, a group need not exist, and a
-partition without share state (or whose start is not fixed yet, until its first fetch) starts at -1 with lag -1.
+partition without share state (or whose start the share coordinator has not been told yet) starts at -1 with lag
+-1. The figures are the share coordinator's, which lag the last acknowledgement by a step (state/shares.py).
 """
 
 from ... import errors
@@ -27,11 +28,11 @@ def _partition(ctx, group_id, topic, index):
             error_code=errors.UNKNOWN_TOPIC_OR_PARTITION.code, error_message=NOT_HOSTED)
     share = state.shares.get(group_id, topic.topic_id, index) if topic is not None else None
     start, lag = -1, -1
-    if share is not None and share.start != UNINITIALIZED:
-        start = share.start
+    if share is not None and share.shown_start != UNINITIALIZED:
+        start = share.shown_start
         plog = topic.partitions[index].log
-        if plog is not None:
-            lag = plog.log_end_offset - start - share.delivery_complete()
+        if plog is not None and share.shown_complete != UNINITIALIZED:
+            lag = plog.log_end_offset - start - share.shown_complete
     return R.DescribeShareGroupOffsetsResponsePartition(partition_index=index, start_offset=start, leader_epoch=0,
                                                         lag=lag, error_code=0, error_message=None)
 

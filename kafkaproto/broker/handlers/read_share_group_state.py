@@ -1,5 +1,6 @@
-"""ReadShareGroupState: a share partition's kept state (state epoch, start offset, and its records in flight as
-batches of state and delivery count). A partition without state is INVALID_REQUEST, as from Kafka."""
+"""ReadShareGroupState: a share partition's state as the share coordinator holds it (state epoch, start offset,
+and its records in flight as batches of state and delivery count: state/shares.py's shown state). A partition
+without state is INVALID_REQUEST, as from Kafka."""
 
 from ... import errors
 from ...messages import ApiKey, ReadShareGroupStateResponse
@@ -18,10 +19,9 @@ def read_share_group_state(ctx, request):
             return {"error_code": errors.INVALID_REQUEST.code,
                     "error_message": "Read operation on uninitialized share partition not allowed.",
                     "state_epoch": 0, "start_offset": 0, "state_batches": []}
-        stored = kept.stored()
-        return {"error_code": 0, "error_message": None, "state_epoch": stored["state_epoch"],
-                "start_offset": stored["start"], "state_batches": [
+        return {"error_code": 0, "error_message": None, "state_epoch": kept.state_epoch,
+                "start_offset": kept.shown_start, "state_batches": [
                     R.StateBatch(first_offset=a, last_offset=b, delivery_state=s, delivery_count=c)
-                    for a, b, s, c in stored["batches"]]}
+                    for a, b, s, c in kept.shown_batches]}
 
     return answer(ctx, request, R, R.ReadStateResult, one)

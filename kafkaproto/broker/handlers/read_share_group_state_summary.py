@@ -21,6 +21,6 @@ def read_share_group_state_summary(ctx, request):
             return {"error_code": 0, "error_message": None, "state_epoch": 0, "leader_epoch": 0,
                     "start_offset": -1, "delivery_complete_count": -1}
         return {"error_code": 0, "error_message": None, "state_epoch": kept.state_epoch, "leader_epoch": 0,
-                "start_offset": kept.start, "delivery_complete_count": kept.delivery_complete()}
+                "start_offset": kept.shown_start, "delivery_complete_count": kept.shown_complete}
 
     return answer(ctx, request, R, R.ReadStateSummaryResult, one)

@@ -7,8 +7,8 @@ partition of the session is fetched from: records made available again first, th
 at a time, at most max_records in all (at least one batch) and max_bytes. With nothing to give, the request waits
 up to max_wait_ms for records to come or be released. A partition is answered with the log's batches from the
 first record acquired to the last (records among them that were not acquired are the client's to skip) and the
-acquired ranges with their delivery counts; after the opening request only partitions with records, an error or
-acknowledgements are answered.
+acquired ranges with their delivery counts; only partitions with records, an error or acknowledgements are
+answered, as from Kafka.
 
 As from Kafka: acknowledgements at epoch 0 are INVALID_REQUEST; an unknown session SHARE_SESSION_NOT_FOUND; a
 wrong epoch INVALID_SHARE_SESSION_EPOCH; more sessions than group.share.max.share.sessions
@@ -37,7 +37,7 @@ def _refused(error, message=None):
 
 
 def _begin(ctx, request):
-    """(session, {(topic id, partition): acknowledgement error}, closing) once per request, or Refused."""
+    """(session, closing) once per request, or Refused."""
     state = ctx.state
     refused = group_refused(ctx, request.group_id)
     if refused:
@@ -60,11 +60,7 @@ def _begin(ctx, request):
     for item in request.forgotten_topics_data:
         for index in item.partitions:
             session.partitions.pop((item.topic_id, index), None)
-    acked = acknowledge(ctx, request, request.topics, clock_ms()) if epoch != INITIAL_EPOCH else {}
-    if epoch == FINAL_EPOCH:
-        state.share_sessions.close(request.group_id, request.member_id)
-        state.release_share_session(session)
-    return session, acked, epoch == FINAL_EPOCH
+    return session, epoch == FINAL_EPOCH
 
 
 @handles(ApiKey.SHARE_FETCH, versions=range(1, 3), enabled=share_groups_enabled)
@@ -77,18 +73,28 @@ def share_fetch(ctx, request):
             begun = ctx.memo["begun"] = _refused(e.error, e.message)
     if isinstance(begun, R):
         return begun
-    session, acked, closing = begun
+    session, closing = begun
+    # The fetch comes first and the acknowledgements after, as on Kafka, whose acknowledgements take effect once
+    # the share coordinator has written them: records released by this request go to a later one, unless this
+    # one found nothing else.
     answers = {} if closing else _fetch(ctx, request, session)
+    acked = ctx.memo.get("acked")
+    if acked is None:
+        acked = ctx.memo["acked"] = acknowledge(ctx, request, request.topics, clock_ms()) \
+            if request.share_session_epoch != INITIAL_EPOCH else {}
+        if closing:
+            ctx.state.share_sessions.close(request.group_id, request.member_id)
+            ctx.state.release_share_session(session)
+        elif acked and not any(a[1] for a in answers.values()):
+            answers = _fetch(ctx, request, session)
     if not any(a[1] for a in answers.values()) and request.max_wait_ms > 0 and not ctx.final and not closing \
             and request.max_records != 0:
         return Wait(request.max_wait_ms)
     lock_ms = ctx.state.cluster.group_setting(request.group_id, "share.record.lock.duration.ms")
-    wanted = {(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions}
-    first = request.share_session_epoch == INITIAL_EPOCH
     topics = {}
-    for key in dict.fromkeys([*answers, *acked]):
-        error, acquired, records = answers.get(key, (errors.NONE, [], None))
-        if not (first and key in wanted) and error is errors.NONE and not acquired and key not in acked:
+    for key in dict.fromkeys([*session.partitions, *acked]):
+        error, acquired, records = answers.get(key, (errors.NONE, [], b""))
+        if error is errors.NONE and not acquired and key not in acked:
             continue
         ack_error = acked.get(key, errors.NONE)
         topics.setdefault(key[0], []).append(R.PartitionData(
@@ -104,7 +110,7 @@ def share_fetch(ctx, request):
 
 
 def _fetch(ctx, request, session):
-    """{(topic id, partition): (error, [(first, last, deliveries)], records or None)} for the session's
+    """{(topic id, partition): (error, [(first, last, deliveries)], records)} for the session's
     partitions: the records acquired for the member."""
     state = ctx.state
     group_id, member_id = request.group_id, request.member_id
@@ -117,21 +123,23 @@ def _fetch(ctx, request, session):
     budget = request.max_records if ctx.version >= 1 else 500
     bytes_left = request.max_bytes
     out = {}
-    for key in session.partitions:
+    keys = list(session.partitions)
+    turn = request.share_session_epoch % len(keys) if keys and request.share_session_epoch > 0 else 0
+    for key in keys[turn:] + keys[:turn]:  # Kafka's round robin: each request starts one partition further
         topic_id, index = key
         topic = state.cluster.by_id.get(topic_id)
         if topic is None:
-            out[key] = (errors.UNKNOWN_TOPIC_ID, [], None)
+            out[key] = (errors.UNKNOWN_TOPIC_ID, [], b"")
             continue
         if not ctx.allowed(READ, TOPIC, topic.name):
-            out[key] = (errors.TOPIC_AUTHORIZATION_FAILED, [], None)
+            out[key] = (errors.TOPIC_AUTHORIZATION_FAILED, [], b"")
             continue
         partition, error = state.partition(topic, index)
         if partition is None:
-            out[key] = (error, [], None)
+            out[key] = (error, [], b"")
             continue
         if budget <= 0 or bytes_left <= 0:
-            out[key] = (errors.NONE, [], None)
+            out[key] = (errors.NONE, [], b"")
             continue
         share = state.shares.get(group_id, topic_id, index)
         if share is None:
@@ -154,7 +162,7 @@ def _fetch(ctx, request, session):
                                  request.batch_size if ctx.version >= 1 else 0)
         if acquired or changed:
             state.shares.save((group_id, topic_id, index))
-        records = None
+        records = b""
         if acquired:
             first, last = acquired[0][0], max(r[1] for r in acquired)
             records = bytes(plog.read(first, 2**31 - 1, last + 1))

@@ -17,7 +17,9 @@ group's ``share.auto.offset.reset`` (latest, earliest, or by_duration:<ISO 8601 
 
 What is written is what Kafka's share coordinator keeps: the start offset and, for the records in flight, their
 state and delivery count. An acquisition is not written (Kafka's neither): after a restart the records that were
-acquired are available again, delivered as often as before.
+acquired are available again, delivered as often as before. What the share coordinator is told lags a step, as
+on Kafka, whose leader writes a change with the start offset it had before the change: DescribeShareGroupOffsets
+and the state APIs show that start (``shown_start``) and the records done with after it (``shown_complete``).
 
 Share sessions (ShareSessions) are a member's open ShareFetch/ShareAcknowledge conversation, like a fetch session:
 epoch 0 opens one, each request carries the next epoch, -1 closes it. Closing it, or the connection that opened it
@@ -62,7 +64,8 @@ class SharePartition:
     """The records of one partition in flight for one share group. records: offset -> [state, deliveries, owner,
     lock deadline] for every offset from start up to end (the next offset never handed out)."""
 
-    __slots__ = ("start", "end", "records", "state_epoch", "acquired")
+    __slots__ = ("start", "end", "records", "state_epoch", "acquired", "shown_start", "shown_complete",
+                 "shown_batches")
 
     def __init__(self, start=UNINITIALIZED, state_epoch=0):
         self.start = start
@@ -70,6 +73,9 @@ class SharePartition:
         self.records = {}
         self.state_epoch = state_epoch
         self.acquired = 0  # how many records are ACQUIRED (none: no lock to look at)
+        self.shown_start = start
+        self.shown_complete = 0 if start != UNINITIALIZED else UNINITIALIZED
+        self.shown_batches = []
 
     # ---- fetching ----------------------------------------------------------------------------------------
 
@@ -163,8 +169,11 @@ class SharePartition:
                 entry[0] = ARCHIVED if entry[1] >= limit else AVAILABLE
             else:  # REJECT, GAP
                 entry[0] = ARCHIVED
+        written = any(kind != RENEW for _, kind in changes)
+        if written:
+            self._written()
         self._advance()
-        return any(kind != RENEW for _, kind in changes)
+        return written
 
     def release(self, member, limit, now=None):
         """Give back what member holds (all of it, or with now, only records whose lock ran out by then): AVAILABLE
@@ -178,8 +187,16 @@ class SharePartition:
                 entry[2] = None
                 self.acquired -= 1
                 released = True
+        if released:
+            self._written()
         self._advance()
         return released
+
+    def _written(self):
+        """A change the share coordinator is told of, with the start as it was before the change."""
+        self.shown_start = self.start
+        self.shown_complete = sum(1 for e in self.records.values() if e[0] in DONE)  # those after shown_start
+        self.shown_batches = self._runs()
 
     def _advance(self):
         records = self.records
@@ -207,20 +224,22 @@ class SharePartition:
             self.end = max(self.end, last + 1)
         for offset in range(self.start, self.end):
             self.records.setdefault(offset, [AVAILABLE, 0, None, 0])
+        self._written()
         self._advance()
 
     def next_lock(self):
         return min((e[3] for e in self.records.values() if e[0] == ACQUIRED), default=None) if self.acquired \
             else None
 
-    def delivery_complete(self):
-        return sum(1 for e in self.records.values() if e[0] in DONE)
-
     # ---- what is kept -----------------------------------------------------------------------------------------
 
     def stored(self):
-        """{"start", "state_epoch", "batches": [[first, last, state, deliveries]]}: an acquired record as it was
-        before it was acquired."""
+        """{"start", "state_epoch", "batches": [[first, last, state, deliveries]], "shown"}: an acquired record as
+        it was before it was acquired."""
+        return {"start": self.start, "state_epoch": self.state_epoch, "batches": self._runs(),
+                "shown": [self.shown_start, self.shown_complete, self.shown_batches]}
+
+    def _runs(self):
         runs = []
         for offset in sorted(self.records):
             state, count, _, _ = self.records[offset]
@@ -232,12 +251,13 @@ class SharePartition:
                 runs[-1][1] = offset
             else:
                 runs.append([offset, offset, state, count])
-        return {"start": self.start, "state_epoch": self.state_epoch, "batches": runs,
-                "end": self.end}
+        return runs
 
     @classmethod
     def loaded(cls, value):
         partition = cls(value["start"], value.get("state_epoch", 0))
+        partition.shown_start, partition.shown_complete, partition.shown_batches = value.get(
+            "shown", (partition.start, 0, value["batches"]))
         for first, last, state, count in value["batches"]:
             for offset in range(first, last + 1):
                 partition.records[offset] = [state, count, None, 0]

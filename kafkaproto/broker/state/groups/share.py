@@ -289,13 +289,14 @@ def _share_out(members, partitions, previous):
     quota = {m: ceil(x * (i + 1)) - ceil(x * i) for i, m in enumerate(members)}
     holders = {tp: 0 for tp in partitions}
     out = {m: [] for m in members}
-    for m in members:  # keep what each held, within its quota and the partition's sharing
-        for topic_id, parts in previous.get(m, {}).items():
-            for p in sorted(parts):
-                tp = (topic_id, p)
-                if tp in holders and len(out[m]) < quota[m] and holders[tp] < sharing:
-                    out[m].append(tp)
-                    holders[tp] += 1
+    order = {tp: i for i, tp in enumerate(partitions)}
+    for m in members:  # keep what each held; an overfilled member gives up its first partitions, as in Kafka
+        held = sorted((tp for topic_id, parts in previous.get(m, {}).items() for tp in
+                       ((topic_id, p) for p in parts) if tp in holders), key=order.get)
+        for tp in held[max(len(held) - quota[m], 0):]:
+            if holders[tp] < sharing:
+                out[m].append(tp)
+                holders[tp] += 1
     hungry = [m for m in members if len(out[m]) < quota[m]]
     turn = 0
     for tp in partitions:
