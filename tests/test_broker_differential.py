@@ -259,10 +259,6 @@ def served_table(side):
 # The client APIs Kafka 4.3 serves that this broker does not serve yet. The test below fails on any other API Kafka
 # serves and this broker lacks, and on any API listed here that this broker has come to serve (strike it).
 NOT_YET_SERVED = {
-    # share groups (KIP-932), and the share coordinator's state, which brokers ask each other for
-    "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets",
-    "AlterShareGroupOffsets", "DeleteShareGroupOffsets", "InitializeShareGroupState", "ReadShareGroupState",
-    "ReadShareGroupStateSummary", "WriteShareGroupState", "DeleteShareGroupState",
     # streams groups (KIP-1071)
     "StreamsGroupHeartbeat", "StreamsGroupDescribe",
     # delegation tokens

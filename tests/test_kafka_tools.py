@@ -36,6 +36,7 @@ TOOLS = {
     "acls": "org.apache.kafka.tools.AclCommand",
     "features": "org.apache.kafka.tools.FeatureCommand",
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
@@ -290,3 +291,31 @@ def test_configs_tool_for_client_quotas(brokers):
     both(brokers, "configs", "--describe", *on_both)
     both(brokers, "configs", "--alter", *on_user, "--delete-config", "producer_byte_rate,consumer_byte_rate")
     both(brokers, "configs", "--alter", *on_both, "--delete-config", "request_percentage")
+
+
+def test_share_groups_tool(brokers):
+    """kafka-share-groups on a share group without members: its config set with kafka-configs, its offsets reset,
+    listed, described (offsets, state, members), its offsets deleted and the group deleted."""
+    topic = f"tools-share-{uuid.uuid4().hex[:8]}"
+    group = f"tools-share-{uuid.uuid4().hex[:8]}"
+    both(brokers, "topics", "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
+    for port in brokers:
+        produce(port, topic, 0, b"a", b"b", b"c")
+    on_group = ("--entity-type", "groups", "--entity-name", group)
+    both(brokers, "configs", "--alter", *on_group, "--add-config", "share.auto.offset.reset=earliest")
+    assert "share.auto.offset.reset=earliest" in both(brokers, "configs", "--describe", *on_group)
+    both(brokers, "share-groups", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
+         "--execute")
+    listed = both(brokers, "share-groups", "--list", normalise=lambda text: "\n".join(
+        line for line in text.splitlines() if group in line))  # Kafka's lists other tests' groups too
+    assert listed == group
+    described = both(brokers, "share-groups", "--describe", "--group", group)
+    assert topic in described
+    port = re.compile(r"127\.0\.0\.1:\d+")  # the coordinator's address
+    both(brokers, "share-groups", "--describe", "--group", group, "--state",
+         normalise=lambda text: port.sub("<coordinator>", text))
+    both(brokers, "share-groups", "--describe", "--group", group, "--members")
+    both(brokers, "share-groups", "--delete-offsets", "--group", group, "--topic", topic)
+    both(brokers, "share-groups", "--delete", "--group", group)
+    gone = both(brokers, "share-groups", "--describe", "--group", group)  # the tool says so, and exits 0
+    assert "GroupIdNotFoundException" in gone, gone

@@ -1,7 +1,7 @@
 """ListConfigResources (kafka-configs --describe with no entity name, kafka-client-metrics --list): the resources
 that configs can be described for. v0 lists client-metrics subscriptions only (none are kept here); v1 takes the
 types asked for (none: every type Kafka lists) among topics, brokers, broker loggers, client metrics and groups
-(those with configs of their own: none here, as no group configs are kept yet)."""
+(those with configs of their own)."""
 
 from ... import errors
 from ...messages import ApiKey, ListConfigResourcesResponse
@@ -17,7 +17,9 @@ def _names(state, resource_type):
         return list(state.cluster.topics)
     if resource_type in (BROKER, BROKER_LOGGER):
         return [str(state.node_id)]
-    return []  # client metrics subscriptions and group configs: none are kept here
+    if resource_type == GROUP:
+        return sorted(state.cluster.group_configs)
+    return []  # client metrics subscriptions: none are kept here
 
 
 @handles(ApiKey.LIST_CONFIG_RESOURCES, versions=range(0, 2))
