@@ -23,9 +23,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *   ShareClients <bootstrap> config <group> key=value...   set the group's configs (share.auto.offset.reset, ...)
  *   ShareClients <bootstrap> consume <group> <topic>       a member with explicit acknowledgement
  *
- * A member prints one line per record it acknowledges: "ACCEPT|RELEASE|REJECT partition offset deliveries value".
+ * A member prints one line per record it acknowledges: "accept|release|reject partition offset deliveries value".
  * It rejects the values listed in -Dshare.reject, releases those in -Dshare.release the first time it sees them,
- * and stops once it has seen nothing for -Dshare.quiet.ms. With -Dshare.halt.after=N it halts the JVM (no
+ * and stops once it has seen nothing for -Dshare.quiet.ms. -Dshare.max.poll.records and -Dshare.pause.ms (after each
+ * poll's records are acknowledged) make a slow consumer, so that others get their share. With -Dshare.halt.after=N it halts the JVM (no
  * acknowledgement, no leaving the group) once it holds N records, as a crashed consumer would.
  */
 public class ShareClients {
@@ -60,6 +61,8 @@ public class ShareClients {
         props.put("share.acknowledgement.mode", "explicit");
         props.put("key.deserializer", StringDeserializer.class.getName());
         props.put("value.deserializer", StringDeserializer.class.getName());
+        props.put("max.poll.records", System.getProperty("share.max.poll.records", "500"));
+        long pauseMs = Long.getLong("share.pause.ms", 0L);
         Set<String> reject = listed("share.reject");
         Set<String> release = listed("share.release");
         long quietMs = Long.getLong("share.quiet.ms", 8000L);
@@ -88,6 +91,13 @@ public class ShareClients {
                 }
                 if (!records.isEmpty()) {
                     consumer.commitSync();
+                    if (pauseMs > 0) {
+                        try {
+                            Thread.sleep(pauseMs);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
                 }
                 System.out.flush();
             }

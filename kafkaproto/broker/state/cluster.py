@@ -444,7 +444,7 @@ class Cluster:
                 known[partition_dir_name(topic.name, partition.index)] = partition
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
-            if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR):
+            if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR):
                 continue  # the broker's own logs are never partitions
             if name.endswith("-delete"):
                 self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, path))
