@@ -122,6 +122,21 @@ def test_a_consumer_killed_while_holding_records(broker, share_clients):
     assert time.monotonic() - started < 60
 
 
+def test_a_consumer_holding_records_past_its_lock(broker, share_clients):
+    """A consumer that sits on its records longer than the lock (2 s here): they go to the other consumer,
+    delivered a second time, and the first one's late acknowledgements change nothing."""
+    values = [f"s{i}" for i in range(10)]
+    topic, _ = make_topic(broker.port, 1, values)
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    set_group_config(broker.port, group, share_auto_offset_reset="earliest")
+    slow = consumer(share_clients, broker.port, group, topic, "-Dshare.stall.ms=6000", "-Dshare.quiet.ms=3000")
+    time.sleep(2)
+    quick = lines(consumer(share_clients, broker.port, group, topic, "-Dshare.quiet.ms=8000"))
+    assert sorted(v for a, _, c, v in quick if a == "ACCEPT" and c == 2) == sorted(values)
+    late = lines(slow)
+    assert sorted(v for a, _, c, v in late if c == 1) == sorted(values), "the slow consumer had them first"
+
+
 def share_fetch(client, group, member, topic_id, epoch, acks=(), wait=0):
     F = ShareFetchRequest
     return client.call(F(group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait,

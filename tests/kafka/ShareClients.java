@@ -26,7 +26,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * A member prints one line per record it acknowledges: "accept|release|reject partition offset deliveries value".
  * It rejects the values listed in -Dshare.reject, releases those in -Dshare.release the first time it sees them,
  * and stops once it has seen nothing for -Dshare.quiet.ms. -Dshare.max.poll.records and -Dshare.pause.ms (after each
- * poll's records are acknowledged) make a slow consumer, so that others get their share. With -Dshare.halt.after=N it halts the JVM (no
+ * poll's records are acknowledged) make a slow consumer, so that others get their share; -Dshare.stall.ms holds the
+ * first records that long before acknowledging them. An acknowledgement the broker refused prints a line
+ * "failed partition -1 -1 exception". With -Dshare.halt.after=N it halts the JVM (no
  * acknowledgement, no leaving the group) once it holds N records, as a crashed consumer would.
  */
 public class ShareClients {
@@ -63,6 +65,7 @@ public class ShareClients {
         props.put("value.deserializer", StringDeserializer.class.getName());
         props.put("max.poll.records", System.getProperty("share.max.poll.records", "500"));
         long pauseMs = Long.getLong("share.pause.ms", 0L);
+        long stallMs = Long.getLong("share.stall.ms", 0L);
         Set<String> reject = listed("share.reject");
         Set<String> release = listed("share.release");
         long quietMs = Long.getLong("share.quiet.ms", 8000L);
@@ -73,6 +76,14 @@ public class ShareClients {
             long lastSeen = System.currentTimeMillis();
             while (System.currentTimeMillis() - lastSeen < quietMs) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(500));
+                if (!records.isEmpty() && stallMs > 0) {
+                    try {  // longer than the lock: the records go to another consumer meanwhile
+                        Thread.sleep(stallMs);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    stallMs = 0;
+                }
                 for (ConsumerRecord<String, String> record : records) {
                     lastSeen = System.currentTimeMillis();
                     if (haltAfter >= 0 && ++held >= haltAfter) {
@@ -90,7 +101,8 @@ public class ShareClients {
                                        + record.deliveryCount().orElse((short) -1) + " " + record.value());
                 }
                 if (!records.isEmpty()) {
-                    consumer.commitSync();
+                    consumer.commitSync().forEach((partition, failure) -> failure.ifPresent(
+                        e -> System.out.println("failed " + partition.partition() + " -1 -1 " + e.getClass().getSimpleName())));
                     if (pauseMs > 0) {
                         try {
                             Thread.sleep(pauseMs);
