@@ -31,35 +31,80 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import kafka_jvm
 import pytest
-
+import raw_batches
 from kafka_jvm import _recv_exact
+from raw_batches import field as pv_field
+from raw_batches import record as pv_record
+from raw_batches import zigzag as pv_zigzag
+from test_kafka_broker import RawClient
+
 from kafkaproto import decode_response, encode_request, errors, records
-from kafkaproto.compare import Labels, differences, is_loading, normalise
 from kafkaproto.broker import Broker
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
-from kafkaproto.messages import (AddPartitionsToTxnRequest, AlterConfigsRequest, DescribeConfigsRequest,
-                                 ListConfigResourcesRequest, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
-                                 SaslAuthenticateRequest, SaslHandshakeRequest, UpdateFeaturesRequest,
-                                 DescribeQuorumRequest, AlterClientQuotasRequest, DescribeClientQuotasRequest,
-                                 IncrementalAlterConfigsRequest, MetadataResponse,
-                                 ApiKey, ApiVersionsRequest, CreatePartitionsRequest,
-                                 CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
-                                 DescribeLogDirsRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-                                 ElectLeadersRequest, ListTransactionsRequest, WriteTxnMarkersRequest,
-                                 ListGroupsRequest,
-                                 DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
-                                 FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
-                                 LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-                                 OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-                                 RequestHeader,
-                                 ListPartitionReassignmentsRequest, SyncGroupRequest, TxnOffsetCommitRequest, api)
+from kafkaproto.compare import Labels, differences, is_loading, normalise
+from kafkaproto.messages import (
+    AddPartitionsToTxnRequest,
+    AddRaftVoterRequest,
+    AlterClientQuotasRequest,
+    AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest,
+    AlterReplicaLogDirsRequest,
+    ApiKey,
+    ApiVersionsRequest,
+    CreateAclsRequest,
+    CreateDelegationTokenRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteAclsRequest,
+    DeleteGroupsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeAclsRequest,
+    DescribeClientQuotasRequest,
+    DescribeConfigsRequest,
+    DescribeDelegationTokenRequest,
+    DescribeGroupsRequest,
+    DescribeLogDirsRequest,
+    DescribeProducersRequest,
+    DescribeQuorumRequest,
+    DescribeTransactionsRequest,
+    ElectLeadersRequest,
+    EndTxnRequest,
+    ExpireDelegationTokenRequest,
+    FetchRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    IncrementalAlterConfigsRequest,
+    InitProducerIdRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListConfigResourcesRequest,
+    ListGroupsRequest,
+    ListOffsetsRequest,
+    ListPartitionReassignmentsRequest,
+    ListTransactionsRequest,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
+    ProduceRequest,
+    RemoveRaftVoterRequest,
+    RenewDelegationTokenRequest,
+    RequestHeader,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+    SyncGroupRequest,
+    TxnOffsetCommitRequest,
+    UnregisterBrokerRequest,
+    UpdateFeaturesRequest,
+    WriteTxnMarkersRequest,
+    api,
+)
 from kafkaproto.uuid import Uuid
-
-import kafka_jvm
-import raw_batches
-from raw_batches import field as pv_field, record as pv_record, zigzag as pv_zigzag
-from test_kafka_broker import RawClient
 
 # Under pytest -n these tests share one worker, so that its two Kafka brokers start once; the broker is the same
 # code over either codec implementation (conftest.py: the pure-Python pass).
@@ -261,10 +306,6 @@ def served_table(side):
 NOT_YET_SERVED = {
     # streams groups (KIP-1071)
     "StreamsGroupHeartbeat", "StreamsGroupDescribe",
-    # delegation tokens
-    "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken",
-    # replicas and the quorum's membership
-    "AlterPartitionReassignments", "AlterReplicaLogDirs", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker",
 }
 
 
@@ -2164,3 +2205,58 @@ def test_hostile_frames_are_answered_as_kafka_answers_them(sides):
         if outcomes[0] != outcomes[1]:
             found.append(f"{what}: Kafka {outcomes[0]!r}, this broker {outcomes[1]!r}")
     assert not found, "hostile frames are treated differently:\n" + "\n".join(found)
+
+
+def test_reassignments_log_dirs_voters_and_tokens(sides):
+    """The admin requests a single node answers with refusals or no-ops, as Kafka 4.3.1 answers them on a cluster
+    of one: reassignments, moves between log directories, quorum voters, unregistering a broker, and delegation
+    tokens without a secret key."""
+    kafka, ours = sides
+    if kafka.version.startswith("3."):
+        pytest.skip("the broker follows Kafka 4.x")
+    topic = f"diff-admin-{uuid.uuid4().hex[:8]}"
+    both(sides, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10000), 7, "CreateTopics")
+    R = AlterPartitionReassignmentsRequest
+    for version in (0, 1):
+        both(sides, R(timeout_ms=5000, topics=[
+            R.ReassignableTopic(name=topic, partitions=[R.ReassignablePartition(partition_index=0, replicas=r)
+                                                        for r in ([1], None, [2], [1, 1], [], [1, 2])]
+                                + [R.ReassignablePartition(partition_index=1, replicas=[1])]),
+            R.ReassignableTopic(name="no-such-topic", partitions=[R.ReassignablePartition(partition_index=0,
+                                                                                          replicas=[1])])]),
+             version, "AlterPartitionReassignments")
+    L = AlterReplicaLogDirsRequest
+
+    def move(side, here):
+        where = DescribeLogDirsRequest(topics=None)
+        path = side.call(where, 4)[0].results[0].log_dir if here else "/no/such/dir"
+        return L(dirs=[L.AlterReplicaLogDir(path=path, topics=[
+            L.AlterReplicaLogDirTopic(name=topic, partitions=[0, 5]),
+            L.AlterReplicaLogDirTopic(name="no-such-topic", partitions=[0, 3])])])
+    for here in (True, False):
+        # Kafka answers in a Scala hash map's order: compared topic by topic, partition by partition
+        answers = [side.call(move(side, here), 2)[0] for side in sides]
+        kafka_said, ours_said = ({(t.topic_name, p.partition_index): p.error_code for t in a.results
+                                  for p in t.partitions} for a in answers)
+        assert kafka_said == ours_said, f"AlterReplicaLogDirs (own directory: {here}): {kafka_said} {ours_said}"
+    both(sides, AddRaftVoterRequest(cluster_id=None, timeout_ms=1000, voter_id=5, voter_directory_id=Uuid.random(),
+                                    listeners=[AddRaftVoterRequest.Listener(name="CONTROLLER", host="localhost",
+                                                                            port=1)]), 1, "AddRaftVoter")
+    both(sides, RemoveRaftVoterRequest(cluster_id=None, voter_id=5, voter_directory_id=Uuid.random()), 0,
+         "RemoveRaftVoter")
+    both(sides, UnregisterBrokerRequest(broker_id=7), 0, "UnregisterBroker of a broker that is not there")
+    for body, version in ((CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None,
+                                                        renewers=[], max_lifetime_ms=-1), 3),
+                          (DescribeDelegationTokenRequest(owners=None), 3),
+                          (RenewDelegationTokenRequest(hmac=b"x", renew_period_ms=1000), 2),
+                          (ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period_ms=1000), 2)):
+        both(sides, body, version, type(body).__name__ + " over PLAINTEXT")
+        clients = [signed_in(side.sasl_port, "alice") for side in sides]
+        try:  # over SASL: the tokens themselves are what is refused
+            found = differences(*[normalise(client.call(body, version).body.to_dict(), side.labels)
+                                  for client, side in zip(clients, sides)])
+            assert not found, f"{type(body).__name__} over SASL:\n" + described(found)
+        finally:
+            for client in clients:
+                client.close()

@@ -285,6 +285,14 @@ def _check_replication_factor(value):
         raise Invalid("a single-node cluster keeps one replica of each partition, so it must be 1", kafka=False)
 
 
+def _no_delegation_tokens(value):
+    """Delegation tokens are not implemented: their requests are answered DELEGATION_TOKEN_AUTH_DISABLED, as by a
+    Kafka broker without this key; a broker given one refuses to start rather than pretend."""
+    if value:
+        raise Invalid("delegation tokens are not implemented here (without this key their requests are answered "
+                      "DELEGATION_TOKEN_AUTH_DISABLED, as Kafka answers)", kafka=False)
+
+
 def _check_buffer(value):
     if value != -1 and value < 1:
         raise Invalid("must be -1 (the system's size) or a positive size; the socket would refuse it", kafka=False)
@@ -356,6 +364,9 @@ SETTINGS = {
     "connection.failed.authentication.delay.ms": Setting("int", 100, at_least=0, doc="how long the answer to a "
                                                          "failed authentication waits, before the connection closes"),
     "max.incremental.fetch.session.cache.slots": Setting("int", 1000, at_least=0),
+    "delegation.token.secret.key": Setting("password", None, check=lambda value: _no_delegation_tokens(value)),
+    "delegation.token.max.lifetime.ms": Setting("long", 604800000, at_least=1),
+    "delegation.token.expiry.time.ms": Setting("long", 86400000, at_least=1),
     "group.initial.rebalance.delay.ms": Setting("int", 3000),
     "group.min.session.timeout.ms": Setting("int", 6000),
     "group.max.session.timeout.ms": Setting("int", 1800000),
