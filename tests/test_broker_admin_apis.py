@@ -121,21 +121,25 @@ def finalized(state):
 
 
 def test_update_features_finalizes_levels_for_good(tmp_path):
-    """kafka-features downgrade: transaction.version 1 and group.version 0 (which takes ConsumerGroupHeartbeat
-    and ConsumerGroupDescribe out of ApiVersions, as Kafka does), kept over a restart, and back up again."""
+    """kafka-features downgrade: transaction.version 1, group.version 0 and share.version 0 (which take
+    ConsumerGroupHeartbeat and ConsumerGroupDescribe, and the share group APIs, out of ApiVersions, as Kafka does),
+    kept over a restart, and back up again."""
     from kafkaproto.messages import ApiKey, UpdateFeaturesRequest
     Key = UpdateFeaturesRequest.FeatureUpdateKey
     state = make_state(tmp_path)
     levels, apis = finalized(state)
-    assert levels == {"group.version": 1, "transaction.version": 2} and ApiKey.CONSUMER_GROUP_HEARTBEAT in apis
+    assert levels == {"group.version": 1, "share.version": 1, "transaction.version": 2}
+    assert {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH} <= apis
     down = UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
         Key(feature="transaction.version", max_version_level=1, upgrade_type=2),
-        Key(feature="group.version", max_version_level=0, upgrade_type=2)])
+        Key(feature="group.version", max_version_level=0, upgrade_type=2),
+        Key(feature="share.version", max_version_level=0, upgrade_type=2)])
     assert call(state, down, 1).error_code == 0
     state.close()
     state = make_state(tmp_path)
     levels, apis = finalized(state)
-    assert levels == {"transaction.version": 1} and ApiKey.CONSUMER_GROUP_HEARTBEAT not in apis
+    assert levels == {"transaction.version": 1}
+    assert not {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH} & apis
     up = UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
         Key(feature="group.version", max_version_level=1, upgrade_type=1)])
     assert call(state, up, 2).error_code == 0 and finalized(state)[0]["group.version"] == 1

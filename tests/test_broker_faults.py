@@ -23,6 +23,7 @@ from kafkaproto.broker.state import log as segment_log
 from kafkaproto.broker.state.cluster import METADATA_DIR, DirectoryLocked, write_partition_metadata
 from kafkaproto.broker.state.groups.offsets import OFFSETS_DIR
 from kafkaproto.broker.state.log import LogError, PartitionLog, StorageError, parse_batches
+from kafkaproto.broker.state.shares import STATE_DIR as SHARE_STATE_DIR
 from kafkaproto.broker.state.transactions import STATE_DIR, Transaction
 from kafkaproto.uuid import Uuid
 
@@ -354,7 +355,7 @@ def test_the_metadata_log_s_torn_tail_loses_only_the_creation_it_tore(tmp_path):
             got += part
         assert got == values
         assert sorted(p.name for p in directory.iterdir() if p.is_dir()) == [
-            METADATA_DIR, OFFSETS_DIR, STATE_DIR, "orders-0"]  # no "later-*", set aside or not
+            METADATA_DIR, OFFSETS_DIR, SHARE_STATE_DIR, STATE_DIR, "orders-0"]  # no "later-*", set aside or not
         assert create(state, "later").error_code == 0
 
     after_each_tear(tmp_path, write, f"{METADATA_DIR}/{FIRST_SEGMENT}", check)
@@ -390,7 +391,8 @@ def test_what_a_killed_creation_leaves_is_removed_and_records_are_kept(tmp_path,
     try:
         names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
         (lost,) = [n for n in names if n.startswith("lost-0.") and n.endswith("-stray")]
-        assert names == sorted([METADATA_DIR, OFFSETS_DIR, STATE_DIR, "orders-0", f"kept-0.{'1' * 32}-stray", lost])
+        assert names == sorted([METADATA_DIR, OFFSETS_DIR, SHARE_STATE_DIR, STATE_DIR, "orders-0",
+                                f"kept-0.{'1' * 32}-stray", lost])
         assert (tmp_path / lost / FIRST_SEGMENT).read_bytes() == segment
         assert f"{len(segment)} bytes of records (topic id {lost_id})" in caplog.text
         assert fetched(state) == [b"a"]

@@ -166,7 +166,7 @@ def test_a_topic_that_cannot_be_made_whole_leaves_nothing(tmp_path, monkeypatch,
         assert os.strerror(code) in result.error_message
         assert "t" not in state.cluster.topics and partition_dirs(tmp_path, "t") == []
         assert "t" not in metadata_topic_records(tmp_path)
-        assert len(state.files) <= 3  # the metadata, offsets and transaction logs at most: the new ones closed
+        assert len(state.files) <= 4  # the metadata, offsets, transaction and share logs: the new ones closed
     finally:
         state.close()
     assert_restart_shows(tmp_path, "t", 0)

@@ -22,7 +22,7 @@ from test_broker_handlers import batch, call, create, fetch, make_state, produce
 
 pytestmark = pytest.mark.above_the_codecs
 
-OWN_LOGS = ["__cluster_metadata", "__consumer_offsets", "__transaction_state"]
+OWN_LOGS = ["__cluster_metadata", "__consumer_offsets", "__share_group_state", "__transaction_state"]
 
 
 def create_many(state, names, version=7, validate_only=False):
@@ -97,6 +97,7 @@ OWN_LOGS_DIRS = [f"{name}-0" for name in OWN_LOGS]
 def test_create_topics_refuses_them_as_kafka_does(state):
     assert create_many(state, OWN_LOGS) == [
         ("__consumer_offsets", "TOPIC_ALREADY_EXISTS", "Topic '__consumer_offsets' already exists."),
+        ("__share_group_state", "TOPIC_ALREADY_EXISTS", "Topic '__share_group_state' already exists."),
         ("__transaction_state", "TOPIC_ALREADY_EXISTS", "Topic '__transaction_state' already exists."),
         # dropped before the others are looked at, and answered after them
         ("__cluster_metadata", "INVALID_REQUEST", "Creation of internal topic __cluster_metadata is prohibited.")]
@@ -146,6 +147,7 @@ def test_metadata_does_not_create_them(tmp_path):
         assert metadata(state, OWN_LOGS + ["m1_x", "__consumer.offsets"]) == [
             ("__cluster_metadata", "UNKNOWN_TOPIC_OR_PARTITION", False, 0),
             ("__consumer_offsets", "UNKNOWN_TOPIC_OR_PARTITION", True, 0),  # Kafka flags its internal topics' names
+            ("__share_group_state", "UNKNOWN_TOPIC_OR_PARTITION", True, 0),
             ("__transaction_state", "UNKNOWN_TOPIC_OR_PARTITION", True, 0),
             ("m1_x", "UNKNOWN_TOPIC_OR_PARTITION", False, 0),
             ("__consumer.offsets", "UNKNOWN_TOPIC_OR_PARTITION", False, 0)]
@@ -237,4 +239,5 @@ def test_produce_to_them_is_answered_as_kafka_answers(state):
     answers = {name: errors.by_code(produce(state, batch(b"x"), topic=name).error_code).name for name in OWN_LOGS}
     assert answers == {"__cluster_metadata": "UNKNOWN_TOPIC_OR_PARTITION",
                        "__consumer_offsets": "INVALID_TOPIC_EXCEPTION",
+                       "__share_group_state": "INVALID_TOPIC_EXCEPTION",
                        "__transaction_state": "INVALID_TOPIC_EXCEPTION"}

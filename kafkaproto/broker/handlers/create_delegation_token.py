@@ -10,7 +10,9 @@ from ._delegation_tokens import refused_at
 def create_delegation_token(ctx, request):
     kind, _, name = ctx.principal.partition(":")
     error, when = refused_at(ctx)
+    v3 = ctx.version >= 3  # the requester is named from v3
     return CreateDelegationTokenResponse(
-        error_code=error, principal_type=kind, principal_name=name, token_requester_principal_type=kind,
-        token_requester_principal_name=name, issue_timestamp_ms=when, expiry_timestamp_ms=when,
-        max_timestamp_ms=when, token_id="", hmac=b"", throttle_time_ms=0)
+        error_code=error, principal_type=kind, principal_name=name,
+        token_requester_principal_type=kind if v3 else "", token_requester_principal_name=name if v3 else "",
+        issue_timestamp_ms=when, expiry_timestamp_ms=when, max_timestamp_ms=when, token_id="", hmac=b"",
+        throttle_time_ms=0)

@@ -67,9 +67,10 @@ log = logging.getLogger("kafkaproto.broker")
 METADATA_TOPIC = "__cluster_metadata"
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTIONS_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTIONS_TOPIC)  # Kafka's internal topics: to clients they always exist
-SHARE_STATE_TOPIC = "__share_group_state"  # a topic in Kafka; here the share partitions' own log (shares.py)
-RESERVED_TOPICS = (METADATA_TOPIC, SHARE_STATE_TOPIC) + INTERNAL_TOPICS
+SHARE_STATE_TOPIC = "__share_group_state"  # here the share partitions' own log (shares.py)
+# Kafka's internal topics: to clients they always exist
+INTERNAL_TOPICS = (OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC)
+RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
 METADATA_DIR = f"{METADATA_TOPIC}-0"
 assert (OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0",
                                                      f"{SHARE_STATE_TOPIC}-0")
