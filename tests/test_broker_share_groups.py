@@ -176,3 +176,27 @@ def test_locks_run_out_and_the_state_survives_a_restart(tmp_path):
         again = share_fetch(client, group, one, topic_id, 0)
         assert acquired(again) == [(20, 29, 3)], "accepted and rejected records stay done; held ones come back"
         client.close()
+
+
+def test_partitions_that_do_not_exist_are_answered_once(broker):
+    """A share session takes only partitions that exist: one that does not is answered with its error and left
+    out, so that no client can fill a session with made-up partitions."""
+    from kafkaproto import errors
+    from kafkaproto.uuid import Uuid
+    topic, topic_id = make_topic(broker.port, 1, ["a"])
+    client = RawClient(broker.port)
+    F = ShareFetchRequest
+    made_up = [F.FetchTopic(topic_id=Uuid.random(), partitions=[F.FetchPartition(partition_index=0)]),
+               F.FetchTopic(topic_id=topic_id, partitions=[F.FetchPartition(partition_index=7)])]
+
+    def ask(epoch, topics, wait=5000):
+        answer = client.call(F(group_id="made-up", member_id="m" * 22, share_session_epoch=epoch, max_wait_ms=wait,
+                               min_bytes=1, max_bytes=1 << 20, max_records=10, batch_size=10, topics=topics), 1).body
+        return {(t.topic_id, p.partition_index): p.error_code for t in answer.responses for p in t.partitions}
+
+    started = time.monotonic()
+    assert ask(0, made_up) == {(made_up[0].topic_id, 0): errors.UNKNOWN_TOPIC_ID.code,
+                               (topic_id, 7): errors.UNKNOWN_TOPIC_OR_PARTITION.code}
+    assert time.monotonic() - started < 4  # an error answers at once
+    assert ask(1, [], wait=100) == {}  # the session kept neither
+    client.close()

@@ -93,3 +93,15 @@ def test_read_committed_archives_aborted_batches():
 def test_by_duration():
     assert duration_ms("PT1H") == 3600000
     assert duration_ms("P1DT2M3.5S") == 86400000 + 120000 + 3500
+
+
+def test_a_state_write_is_bounded_and_whole():
+    p = started(10)
+    with pytest.raises(ShareError) as refused:  # a write reaching 2**62 offsets on would be that many records
+        p.merge(-1, [(10, 10, ACKNOWLEDGED, 1), (11, 2**62, ARCHIVED, 1)])
+    assert refused.value.error is errors.INVALID_REQUEST and (p.start, p.end, p.records) == (10, 10, {})
+    for bad in ([(12, 11, ARCHIVED, 1)], [(10, 10, ACQUIRED, 1)], [(10, 10, ARCHIVED, -1)]):
+        with pytest.raises(ShareError):
+            p.merge(-1, bad)
+    p.merge(12, [(12, 12, ACKNOWLEDGED, 1), (14, 15, AVAILABLE, 2)])
+    assert (p.start, p.end) == (13, 16) and p.records[14] == [AVAILABLE, 2, None, 0]

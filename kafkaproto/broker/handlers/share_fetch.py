@@ -74,6 +74,7 @@ def share_fetch(ctx, request):
     if isinstance(begun, R):
         return begun
     session, closing = begun
+    order = list(session.partitions)  # the answer's order (a partition that does not exist leaves the session)
     # The fetch comes first and the acknowledgements after, as on Kafka, whose acknowledgements take effect once
     # the share coordinator has written them: records released by this request go to a later one, unless this
     # one found nothing else.
@@ -86,13 +87,14 @@ def share_fetch(ctx, request):
             ctx.state.share_sessions.close(request.group_id, request.member_id)
             ctx.state.release_share_session(session)
         elif acked and not any(a[1] for a in answers.values()):
-            answers = _fetch(ctx, request, session)
-    if not any(a[1] for a in answers.values()) and request.max_wait_ms > 0 and not ctx.final and not closing \
-            and request.max_records != 0:
+            answers = {**answers, **_fetch(ctx, request, session)}
+    # Records or an error answer at once; otherwise the request waits for records to come or be released.
+    if not any(acquired or error is not errors.NONE for error, acquired, _ in answers.values()) and \
+            request.max_wait_ms > 0 and not ctx.final and not closing and request.max_records != 0:
         return Wait(request.max_wait_ms)
     lock_ms = ctx.state.cluster.group_setting(request.group_id, "share.record.lock.duration.ms")
     topics = {}
-    for key in dict.fromkeys([*session.partitions, *acked]):
+    for key in dict.fromkeys([*order, *acked]):
         error, acquired, records = answers.get(key, (errors.NONE, [], b""))
         if error is errors.NONE and not acquired and key not in acked:
             continue
@@ -128,8 +130,11 @@ def _fetch(ctx, request, session):
     for key in keys[turn:] + keys[:turn]:  # Kafka's round robin: each request starts one partition further
         topic_id, index = key
         topic = state.cluster.by_id.get(topic_id)
-        if topic is None:
-            out[key] = (errors.UNKNOWN_TOPIC_ID, [], b"")
+        if topic is None or not 0 <= index < len(topic.partitions):
+            # answered once, and not kept in the session: a client cannot fill one with partitions that do not
+            # exist (Kafka keeps them, and answers them again each time)
+            out[key] = (errors.UNKNOWN_TOPIC_ID if topic is None else errors.UNKNOWN_TOPIC_OR_PARTITION, [], b"")
+            del session.partitions[key]
             continue
         if not ctx.allowed(READ, TOPIC, topic.name):
             out[key] = (errors.TOPIC_AUTHORIZATION_FAILED, [], b"")

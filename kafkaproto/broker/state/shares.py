@@ -43,6 +43,7 @@ AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 DONE = (ACKNOWLEDGED, ARCHIVED)
 UNINITIALIZED = -1
+MAX_WRITTEN_SPAN = 100_000  # offsets past its start a WriteShareGroupState may speak of (in flight: 10,000 at most)
 _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
 
 
@@ -209,12 +210,19 @@ class SharePartition:
 
     def merge(self, start, batches):
         """A share partition leader's write (WriteShareGroupState): a new start (-1: unchanged) and records'
-        [(first, last, state, deliveries)]."""
-        if start != UNINITIALIZED and start > self.start:
-            self.follow_log_start(start) if self.start != UNINITIALIZED else None
-            self.start = start
-        if self.start == UNINITIALIZED:
-            self.start = self.end = start
+        [(first, last, state, deliveries)], all applied or none: ShareError INVALID_REQUEST for a range backwards,
+        a state no written record has, or records further than MAX_WRITTEN_SPAN past the start."""
+        base = start if start != UNINITIALIZED else self.start
+        if base == UNINITIALIZED:
+            base = min((first for first, _, _, _ in batches), default=UNINITIALIZED)
+        for first, last, state, count in batches:
+            if first > last or state not in (AVAILABLE, ACKNOWLEDGED, ARCHIVED) or count < 0 or \
+                    last - max(base, self.start) >= MAX_WRITTEN_SPAN:
+                raise ShareError(errors.INVALID_REQUEST)
+        if base > self.start and self.start != UNINITIALIZED:
+            self.follow_log_start(base)
+        elif self.start == UNINITIALIZED:
+            self.start = self.end = base
         for first, last, state, count in batches:
             for offset in range(max(first, self.start), last + 1):
                 old = self.records.get(offset)
