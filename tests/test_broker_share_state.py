@@ -98,10 +98,42 @@ def test_by_duration():
 def test_a_state_write_is_bounded_and_whole():
     p = started(10)
     with pytest.raises(ShareError) as refused:  # a write reaching 2**62 offsets on would be that many records
-        p.merge(-1, [(10, 10, ACKNOWLEDGED, 1), (11, 2**62, ARCHIVED, 1)])
+        p.merge(-1, [(10, 10, ACKNOWLEDGED, 1), (11, 2**62, ARCHIVED, 1)], 2**63 - 1)
     assert refused.value.error is errors.INVALID_REQUEST and (p.start, p.end, p.records) == (10, 10, {})
     for bad in ([(12, 11, ARCHIVED, 1)], [(10, 10, ACQUIRED, 1)], [(10, 10, ARCHIVED, -1)]):
         with pytest.raises(ShareError):
-            p.merge(-1, bad)
-    p.merge(12, [(12, 12, ACKNOWLEDGED, 1), (14, 15, AVAILABLE, 2)])
+            p.merge(-1, bad, 100)
+    with pytest.raises(ShareError):  # records the log does not have yet
+        p.merge(12, [(12, 12, ACKNOWLEDGED, 1), (14, 15, AVAILABLE, 2)], 15)
+    p.merge(12, [(12, 12, ACKNOWLEDGED, 1), (14, 15, AVAILABLE, 2)], 100)
     assert (p.start, p.end) == (13, 16) and p.records[14] == [AVAILABLE, 2, None, 0]
+
+
+def test_an_offset_acknowledged_twice_counts_once_and_a_moved_log_start_forgets_what_it_passed():
+    p = started()
+    take(p, "a")  # 0-9 held
+    p.acknowledge("a", [(5, 5, [ACCEPT]), (5, 5, [ACCEPT])], 5, 1000, 0)
+    assert p.acquired == 9
+    p.follow_log_start(3)  # DeleteRecords: 0-2 are gone, held or not
+    assert p.start == 3 and p.acquired == 6 and 0 not in p.records
+    p.acknowledge("a", [(0, 4, [ACCEPT])], 5, 1000, 0)  # below the start: taken, changes nothing there
+    assert p.start == 6 and p.acquired == 4
+    with pytest.raises(ShareError):
+        p.acknowledge("a", [(6, 6, [RENEW])], 5, 1000, 0, renew=False)
+
+
+def test_the_state_log_is_written_afresh(tmp_path):
+    from kafkaproto.broker.state.shares import ShareStates
+    from kafkaproto.uuid import Uuid
+    states = ShareStates(str(tmp_path))
+    topic = Uuid.random()
+    states.initialize("g", {topic: [0, 1]}, 1, start=5)
+    for _ in range(6000):  # past 4 × 2 partitions + 10,000 records written
+        states.save(("g", topic, 0), ("g", topic, 1))
+    assert len(states.log.segments) == 1 and states.written < 12_000  # written afresh once on the way
+    states._rewrite()
+    assert len(states.log.segments) == 1 and states.log.segments[0].size < 1000
+    states.close()
+    again = ShareStates(str(tmp_path))
+    assert {k[2]: p.start for k, p in again.partitions.items()} == {0: 5, 1: 5}
+    again.close()

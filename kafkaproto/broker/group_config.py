@@ -27,7 +27,7 @@ def _bounded(kind, what, at_least=1, high_only=False):
     return GroupConfig("int", key, at_least=at_least, low_key=low, high_key=high)
 
 
-BY_DURATION = re.compile(r"by_duration:P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?")
+BY_DURATION = re.compile(r"by_duration:P(?:\d{1,12}D)?(?:T(?:\d{1,12}H)?(?:\d{1,12}M)?(?:\d{1,12}(?:\.\d{1,9})?S)?)?")
 
 # In the order Kafka's DescribeConfigs lists them (its GroupConfig's HashMap order).
 GROUP_CONFIGS = {

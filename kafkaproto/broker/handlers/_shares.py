@@ -53,6 +53,7 @@ def acknowledge(ctx, request, topics, now):
     group_id, member_id = request.group_id, request.member_id
     lock_ms = state.cluster.group_setting(group_id, "share.record.lock.duration.ms")
     limit = state.delivery_limit(group_id)
+    renew = state.cluster.group_setting(group_id, "share.renew.acknowledge.enable") if group_id else True
     out = {}
     for item in topics:
         topic = state.cluster.by_id.get(item.topic_id)
@@ -76,7 +77,7 @@ def acknowledge(ctx, request, topics, now):
                     continue
                 try:
                     if share.acknowledge(member_id, [(b.first_offset, b.last_offset, b.acknowledge_types)
-                                                     for b in batches], limit, lock_ms, now):
+                                                     for b in batches], limit, lock_ms, now, renew):
                         state.shares.save((group_id, item.topic_id, p.partition_index))
                     out[key] = errors.NONE
                 except ShareError as e:

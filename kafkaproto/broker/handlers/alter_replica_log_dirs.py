@@ -34,7 +34,8 @@ def alter_replica_log_dirs(ctx, request):
                     error = errors.NONE
                 answers[(item.name, index)] = error
     topics = {}
-    for key in sorted(answers, key=lambda k: (list(dict.fromkeys(t for t, _ in answers)).index(k[0]), k[1])):
+    order = {t: i for i, t in enumerate(dict.fromkeys(t for t, _ in answers))}
+    for key in sorted(answers, key=lambda k: (order[k[0]], k[1])):
         topics.setdefault(key[0], []).append(R.AlterReplicaLogDirPartitionResult(partition_index=key[1],
                                                                                  error_code=answers[key].code))
     return R(throttle_time_ms=0, results=[R.AlterReplicaLogDirTopicResult(topic_name=name, partitions=parts)

@@ -29,6 +29,7 @@ from ._shares import FINAL_EPOCH, INITIAL_EPOCH, Refused, acknowledge, continued
 
 R = ShareFetchResponse
 READ_COMMITTED = "read_committed"
+MAX_READ = 8 << 20  # bytes of batches read from a partition to find what to acquire, at most
 
 
 def _refused(error, message=None):
@@ -74,6 +75,9 @@ def share_fetch(ctx, request):
     if isinstance(begun, R):
         return begun
     session, closing = begun
+    if not closing and ctx.state.share_sessions.get(request.group_id, request.member_id) is not session:
+        # closed or replaced by another request while this one waited
+        return _refused(errors.SHARE_SESSION_NOT_FOUND)
     order = list(session.partitions)  # the answer's order (a partition that does not exist leaves the session)
     # The fetch comes first and the acknowledgements after, as on Kafka, whose acknowledgements take effect once
     # the share coordinator has written them: records released by this request go to a later one, unless this
@@ -148,15 +152,17 @@ def _fetch(ctx, request, session):
             continue
         share = state.shares.get(group_id, topic_id, index)
         if share is None:
-            state.shares.initialize(group_id, {topic_id: [index]}, 0)
-            share = state.shares.get(group_id, topic_id, index)
+            # no share state: the group never subscribed to it (or is no share group). Kafka's share partition
+            # cannot be loaded then (its share coordinator refuses to read it), and the fetch says so
+            out[key] = (errors.UNKNOWN_SERVER_ERROR, [], b"")
+            continue
         plog = partition.log
         changed = share.begin(plog, setting(group_id, "share.auto.offset.reset"), state.now_ms())
         changed |= share.follow_log_start(plog.log_start_offset)
         upto = state.last_stable_offset(partition) if read_committed else plog.log_end_offset
         batches = []
         if share.end < upto and share.end - share.start < max_locks:
-            data = plog.read(share.end, bytes_left, upto)
+            data = plog.read(share.end, min(bytes_left, MAX_READ), upto)
             aborted = partition.transactions.aborted_between(share.end, upto) if read_committed else ()
             for batch in headers(bytes(data)):
                 dropped = read_committed and batch.is_transactional and not batch.is_control and any(

@@ -50,8 +50,10 @@ _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?
 def duration_ms(text):
     """An ISO 8601 duration of by_duration:<PnDTnHnMn.nS> in milliseconds."""
     days, hours, minutes, seconds = _DURATION.fullmatch(text).groups()
-    return int(((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60000
-               + float(seconds or 0) * 1000)
+    whole, _, fraction = (seconds or "0").partition(".")
+    ms = ((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60000 + int(whole) * 1000 + \
+        int((fraction + "000")[:3])
+    return min(ms, 2**62)  # longer than the epoch is old: the earliest offset
 
 
 class ShareError(Exception):
@@ -95,14 +97,15 @@ class SharePartition:
         return True
 
     def follow_log_start(self, log_start):
-        """Records the log no longer has are done with (DeleteRecords, retention): the start moves up to the log's;
-        those still held stay until they are acknowledged or their lock runs out."""
+        """Records the log no longer has are done with (DeleteRecords, retention): the start moves up to the log's,
+        and those below it are forgotten, held or not (an acknowledgement of them is taken and changes nothing,
+        as below any start)."""
         if self.start >= log_start:
             return False
         for offset in range(self.start, min(self.end, log_start)):
-            entry = self.records.get(offset)
-            if entry is not None and entry[0] != ACQUIRED:
-                del self.records[offset]
+            entry = self.records.pop(offset, None)
+            if entry is not None and entry[0] == ACQUIRED:
+                self.acquired -= 1
         self.start = log_start
         self.end = max(self.end, log_start)
         return True
@@ -128,6 +131,10 @@ class SharePartition:
             if last < self.end:
                 continue
             first = max(base, self.end)
+            # a batch of more records than the cap allows in flight is taken in part, so that what is kept per
+            # record stays bounded (Kafka keeps whole batches; a batch that large needs a compression ratio of
+            # hundreds within message.max.bytes)
+            last = min(last, first + max_in_flight - 1)
             for offset in range(first, last + 1):
                 if aborted:  # read_committed: an aborted transaction's records are never delivered
                     self.records[offset] = [ARCHIVED, 0, None, 0]
@@ -143,10 +150,11 @@ class SharePartition:
 
     # ---- acknowledging ----------------------------------------------------------------------------------------
 
-    def acknowledge(self, member, batches, limit, renew_ms, now):
+    def acknowledge(self, member, batches, limit, renew_ms, now, renew=True):
         """Apply [(first, last, [types])] for member, all or none; raises ShareError (INVALID_REQUEST for offsets
-        never handed out, INVALID_RECORD_STATE for records not held by member)."""
-        changes = []
+        never handed out, INVALID_RECORD_STATE for records not held by member, or renewed where the group does not
+        let them be). An offset named twice takes its last type."""
+        changes = {}
         for first, last, types in batches:
             if last < self.start:
                 continue  # below the start: done with already
@@ -157,7 +165,10 @@ class SharePartition:
                 if entry is None or entry[0] != ACQUIRED or entry[2] != member:
                     raise ShareError(errors.INVALID_RECORD_STATE)
                 kind = types[0] if len(types) == 1 else types[offset - first]
-                changes.append((entry, kind))
+                if kind == RENEW and not renew:
+                    raise ShareError(errors.INVALID_RECORD_STATE)
+                changes[offset] = (entry, kind)
+        changes = changes.values()
         for entry, kind in changes:
             if kind == RENEW:
                 entry[3] = now + renew_ms
@@ -208,21 +219,25 @@ class SharePartition:
             records.pop(self.start, None)
             self.start += 1
 
-    def merge(self, start, batches):
+    def merge(self, start, batches, log_end):
         """A share partition leader's write (WriteShareGroupState): a new start (-1: unchanged) and records'
         [(first, last, state, deliveries)], all applied or none: ShareError INVALID_REQUEST for a range backwards,
-        a state no written record has, or records further than MAX_WRITTEN_SPAN past the start."""
+        a state no written record has, a start below 0, or records the log does not have yet (log_end on) or further
+        than MAX_WRITTEN_SPAN past the start."""
         base = start if start != UNINITIALIZED else self.start
         if base == UNINITIALIZED:
             base = min((first for first, _, _, _ in batches), default=UNINITIALIZED)
+        if base < UNINITIALIZED or (base == UNINITIALIZED and batches) or (start < UNINITIALIZED):
+            raise ShareError(errors.INVALID_REQUEST)
+        base = max(base, self.start)
         for first, last, state, count in batches:
             if first > last or state not in (AVAILABLE, ACKNOWLEDGED, ARCHIVED) or count < 0 or \
-                    last - max(base, self.start) >= MAX_WRITTEN_SPAN:
+                    last >= log_end or last - base >= MAX_WRITTEN_SPAN:
                 raise ShareError(errors.INVALID_REQUEST)
-        if base > self.start and self.start != UNINITIALIZED:
-            self.follow_log_start(base)
-        elif self.start == UNINITIALIZED:
+        if self.start == UNINITIALIZED:
             self.start = self.end = base
+        elif base > self.start:
+            self.follow_log_start(base)
         for first, last, state, count in batches:
             for offset in range(max(first, self.start), last + 1):
                 old = self.records.get(offset)
@@ -297,6 +312,7 @@ class ShareStates:
 
     def __init__(self, log_dir, files=None):
         self.partitions = {}  # (group id, topic id, partition) -> SharePartition
+        self.written = 0  # records written since the log was last written afresh
         self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
@@ -313,8 +329,14 @@ class ShareStates:
                                   self.log.directory, record.offset, e)
 
     def _write(self, keys):
-        """Write the state of these share partitions (a tombstone for one no longer here), in one batch."""
+        """Write the state of these share partitions (a tombstone for one no longer here), in one batch. Each write
+        holds a partition's whole state: once the log holds many more records than there are partitions, it is
+        written afresh with the latest of each, as a compacted topic would keep."""
         if not keys:
+            return
+        self.written += len(keys)
+        if self.written > 4 * len(self.partitions) + 10_000:
+            self._rewrite()
             return
         builder = RecordBatchBuilder()
         now = int(time.time() * 1000)
@@ -325,6 +347,16 @@ class ShareStates:
                            None if partition is None else json.dumps(partition.stored()).encode(), timestamp=now)
         data = builder.build()
         self.log.append(data, parse_batches(data))
+
+    def _rewrite(self):
+        """A new segment holding the latest state of every share partition; the older segments go."""
+        self.log.roll()
+        self.written = 0
+        keys = list(self.partitions)
+        for at in range(0, len(keys), 1000):
+            self._write(keys[at:at + 1000])
+        self.log.flush()
+        self.log.delete_segments_before(len(self.log.segments) - 1)  # a crash before this: both are read, in order
 
     def save(self, *keys):
         self._write(list(keys))
@@ -418,8 +450,8 @@ class ShareSessions:
         return self.sessions.get((group_id, member_id))
 
     def open(self, group_id, member_id, connection):
-        """A new session (replacing the member's old one, which is returned too: its records are to be
-        released), or ShareError SHARE_SESSION_LIMIT_REACHED."""
+        """A new session (replacing the member's old one, which is returned too; as on Kafka, what the member held
+        in it stays held until acknowledged or its lock runs out), or ShareError SHARE_SESSION_LIMIT_REACHED."""
         old = self.sessions.pop((group_id, member_id), None)
         if len(self.sessions) >= self.limit():
             if old is not None:
