@@ -128,18 +128,20 @@ def test_update_features_finalizes_levels_for_good(tmp_path):
     Key = UpdateFeaturesRequest.FeatureUpdateKey
     state = make_state(tmp_path)
     levels, apis = finalized(state)
-    assert levels == {"group.version": 1, "share.version": 1, "transaction.version": 2}
+    assert levels == {"group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
     assert {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH} <= apis
     down = UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
         Key(feature="transaction.version", max_version_level=1, upgrade_type=2),
         Key(feature="group.version", max_version_level=0, upgrade_type=2),
-        Key(feature="share.version", max_version_level=0, upgrade_type=2)])
+        Key(feature="share.version", max_version_level=0, upgrade_type=2),
+        Key(feature="streams.version", max_version_level=0, upgrade_type=2)])
     assert call(state, down, 1).error_code == 0
     state.close()
     state = make_state(tmp_path)
     levels, apis = finalized(state)
     assert levels == {"transaction.version": 1}
-    assert not {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH} & apis
+    assert not {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH,
+                ApiKey.STREAMS_GROUP_HEARTBEAT} & apis
     up = UpdateFeaturesRequest(timeout_ms=1000, feature_updates=[
         Key(feature="group.version", max_version_level=1, upgrade_type=1)])
     assert call(state, up, 2).error_code == 0 and finalized(state)[0]["group.version"] == 1

@@ -551,6 +551,16 @@ def _admin_sample(key):
         return M.RenewDelegationTokenRequest(hmac=b"h", renew_period_ms=1)
     if key == ApiKey.EXPIRE_DELEGATION_TOKEN:
         return M.ExpireDelegationTokenRequest(hmac=b"h", expiry_time_period_ms=1)
+    if key == ApiKey.STREAMS_GROUP_HEARTBEAT:
+        H = M.StreamsGroupHeartbeatRequest
+        return H(group_id="app", member_id="m" * 22, member_epoch=0, endpoint_information_epoch=-1,
+                 rebalance_timeout_ms=30000, process_id="p", active_tasks=[], standby_tasks=[], warmup_tasks=[],
+                 topology=H.Topology(epoch=0, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=["t"],
+                                                                            state_changelog_topics=[H.TopicInfo(
+                                                                                name="app-store-changelog")])]),
+                 user_endpoint=H.Endpoint(host="localhost", port=8080))
+    if key == ApiKey.STREAMS_GROUP_DESCRIBE:
+        return M.StreamsGroupDescribeRequest(group_ids=["app", "none"])
     return None
 
 

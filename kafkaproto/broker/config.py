@@ -427,6 +427,7 @@ SETTINGS = {
     "group.streams.min.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
     "group.streams.max.heartbeat.interval.ms": Setting("int", 15000, at_least=1),
     "group.streams.num.standby.replicas": Setting("int", 0, at_least=0),
+    "group.streams.max.size": Setting("int", INT_MAX, at_least=1),
     "group.streams.max.standby.replicas": Setting("int", 2, at_least=0),
     "group.streams.initial.rebalance.delay.ms": Setting("int", 3000, at_least=0),
     "group.streams.assignment.interval.ms": Setting("int", 1000, at_least=0),

@@ -16,5 +16,6 @@ from . import (  # noqa: F401
     list_offsets, list_partition_reassignments, list_transactions, metadata, offset_commit, offset_delete,
     offset_fetch, offset_for_leader_epoch, produce, read_share_group_state, read_share_group_state_summary,
     remove_raft_voter, renew_delegation_token, sasl_authenticate, sasl_handshake, scram_credentials,
-    share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat, sync_group, txn_offset_commit,
-    unregister_broker, update_features, write_share_group_state, write_txn_markers)
+    share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat, streams_group_describe,
+    streams_group_heartbeat, sync_group, txn_offset_commit, unregister_broker, update_features,
+    write_share_group_state, write_txn_markers)

@@ -6,10 +6,11 @@ finalized levels in ApiVersions to choose protocols.
   own (1: the first protocol's requests only, as clients then choose);
 - group.version 1: KIP-848 consumer groups (0: ConsumerGroupHeartbeat and ConsumerGroupDescribe are not
   served, as on Kafka);
-- share.version 1: share groups (KIP-932; 0: their APIs are not served).
+- share.version 1: share groups (KIP-932; 0: their APIs are not served);
+- streams.version 1: streams groups (KIP-1071; 0: their APIs are not served).
 """
 
-FEATURES = {"group.version": (0, 1), "share.version": (0, 1), "transaction.version": (0, 2)}
+FEATURES = {"group.version": (0, 1), "share.version": (0, 1), "streams.version": (0, 1), "transaction.version": (0, 2)}
 
 
 def consumer_groups_enabled(state):
@@ -18,3 +19,7 @@ def consumer_groups_enabled(state):
 
 def share_groups_enabled(state):
     return state.cluster.features.get("share.version", 0) >= 1
+
+
+def streams_groups_enabled(state):
+    return state.cluster.features.get("streams.version", 0) >= 1

@@ -4,9 +4,10 @@ Handlers read a request's fields, call one method here and build the answer from
 method finds the group and routes by its kind, as Kafka's GroupMetadataManager does: "classic" groups (the
 JoinGroup/SyncGroup protocol) follow their own rules in classic.py; "consumer" groups (KIP-848) are run by
 the rules in consumer.py, which also answer the classic members such a group takes in; "share" groups (KIP-932)
-by share.py's. Groups move between the classic and consumer kinds here: an empty group of either becomes the
-other when a member of the other protocol comes. A share group stays one: the other protocols are refused it, as
-Kafka refuses them, and it is refused theirs.
+by share.py's, "streams" groups (KIP-1071) by streams.py's. Groups move between the classic and consumer kinds
+here: an empty group of either becomes the other when a member of the other protocol comes; an empty classic group
+becomes a streams group when a streams member joins, and an empty streams group a classic one. A share group stays
+one: the other protocols are refused it, as Kafka refuses them, and it is refused theirs.
 
 Time is the broker's one clock (state/clock.py: milliseconds of the monotonic clock), passed to every method
 as ``now``. Each group says when its next timer is due (``next_deadline``); those deadlines are kept in a heap
@@ -41,6 +42,7 @@ from .consumer_group import ConsumerGroup, GroupError
 from .embedded import MalformedProtocol, read_subscription
 from .offsets import OffsetStore
 from .share import ShareRules
+from .streams import StreamsRules
 from .stored import changes, load
 
 log = logging.getLogger("kafkaproto.broker")
@@ -72,6 +74,7 @@ class GroupCoordinator:
         self.consumer = ConsumerCoordinator(self.groups, cluster, config)  # the KIP-848 rules
         self.share = ShareRules(self.groups, cluster, config, self._initialize_share_state)
         self.share_states = None  # state/shares.py's ShareStates, set by the broker's state
+        self.streams = StreamsRules(self.groups, cluster, config)
         self.offsets = OffsetStore(log_dir, files)
         now = clock_ms() if now is None else now
         for group_id, records in self.offsets.group_records.items():
@@ -111,6 +114,10 @@ class GroupCoordinator:
             raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         return self.share.group(group_id)
 
+    def streams_group(self, group_id):
+        """The streams group of that id, or GroupError as Kafka words it."""
+        return self.streams.group(group_id)
+
     # ---- the classic protocol --------------------------------------------------------------------------------
 
     def join(self, now, group_id, join, waiter):
@@ -129,7 +136,7 @@ class GroupCoordinator:
             group = self.groups[group_id] = ClassicGroup(group_id, self.config)
         if group is None:
             return waiter.complete(JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=join.member_id))
-        if group.kind == "share":
+        if group.kind == "share" or (group.kind == "streams" and group.members):
             return waiter.complete(JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=""))
         if group.kind != "classic" and not group.members:
             group = self.groups[group_id] = ClassicGroup(group_id, self.config)
@@ -147,7 +154,7 @@ class GroupCoordinator:
         if not group_id:
             return waiter.complete(SyncResult(errors.INVALID_GROUP_ID))
         group = self.group(group_id)
-        if group is None or group.kind == "share":
+        if group is None or group.kind in ("share", "streams"):
             return waiter.complete(SyncResult(errors.UNKNOWN_MEMBER_ID))
         try:
             if group.kind == "consumer":
@@ -162,7 +169,7 @@ class GroupCoordinator:
         if not group_id:
             return errors.INVALID_GROUP_ID
         group = self.group(group_id)
-        if group is None or group.kind == "share":
+        if group is None or group.kind in ("share", "streams"):
             return errors.UNKNOWN_MEMBER_ID
         if group.kind == "consumer":
             return self.consumer.classic_heartbeat(group, now, member_id, instance_id, generation)
@@ -171,7 +178,7 @@ class GroupCoordinator:
     def leave(self, now, group_id, leaving):
         """A LeaveGroup of [(member id, instance id)]: [error] in that order."""
         group = self.group(group_id)
-        if group is None or group.kind == "share":
+        if group is None or group.kind in ("share", "streams"):
             return [errors.UNKNOWN_MEMBER_ID] * len(leaving)
         try:
             if group.kind == "consumer":
@@ -205,7 +212,7 @@ class GroupCoordinator:
             return group
         if group.kind == "consumer":
             return group
-        if group.kind == "share":
+        if group.kind in ("share", "streams"):
             raise GroupError(errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if group.members and create:
             group = self.groups[group_id] = self.consumer.upgrade(group, now)
@@ -225,6 +232,16 @@ class GroupCoordinator:
         """A ShareGroupHeartbeat: a share.Beat, or GroupError. What it changed is written first."""
         try:
             return self.share.heartbeat(request, client_id, client_host, now)
+        finally:
+            if request.group_id:
+                self.save(request.group_id)
+
+    # ---- streams groups (KIP-1071) -----------------------------------------------------------------------------
+
+    def streams_heartbeat(self, now, request, client_id, client_host):
+        """A StreamsGroupHeartbeat: a streams.Beat, or GroupError. What it changed is written first."""
+        try:
+            return self.streams.heartbeat(request, client_id, client_host, now)
         finally:
             if request.group_id:
                 self.save(request.group_id)
@@ -258,6 +275,8 @@ class GroupCoordinator:
             return errors.GROUP_ID_NOT_FOUND if not transactional and version >= 9 else errors.ILLEGAL_GENERATION
         if group.kind == "share":
             return errors.GROUP_ID_NOT_FOUND
+        if group.kind == "streams":
+            return self.streams.commit_error(group, request, version, transactional)
         if group.kind == "consumer":
             return self.consumer.commit_error(group, request, version, transactional)
         return group.validate_commit(now, member_id, instance_id, generation, transactional=transactional)
@@ -276,6 +295,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and group.kind == "share":
             return errors.GROUP_ID_NOT_FOUND
+        if group is not None and group.kind == "streams":
+            return self.streams.fetch_error(group, member_id, epoch)
         if group is None or group.kind != "consumer":
             return errors.NONE
         try:
@@ -377,6 +398,8 @@ class GroupCoordinator:
                     self._put_replacement(group_id)
                 elif group.kind == "share":
                     changed = self.share.expire(group, now)
+                elif group.kind == "streams":
+                    changed = self.streams.expire(group, now)
                 else:
                     while group.fire_next(now):
                         changed = True

@@ -23,6 +23,9 @@ again when it starts, so that members whose clients go on heartbeating carry on 
   and the order of its members; ``ShareGroupMemberMetadata``, per member: rack, client id and host, subscribed
   names, epochs, its target and the partitions it holds; ``ShareGroupStatePartitionMetadata``: the partitions
   whose share state is initialized (the state itself is state/shares.py's).
+- ``StreamsGroupMetadata`` (a streams group, KIP-1071): its epochs, the topology it runs and the order of its
+  members; ``StreamsGroupMemberMetadata``, per member: its metadata, epochs, state, tasks (held and being given
+  up) and target tasks. What the topology needs of the cluster is worked out again at the next heartbeat.
 
 Keys and values are JSON, as the offsets' are: a key is an object ``{"record": kind, "group": id}`` (with
 ``"member"`` or ``"regex"`` for the per-member and per-expression kinds), so it never reads as an offset's key (a
@@ -41,6 +44,7 @@ from ....uuid import Uuid
 from .classic import ClassicGroup, KeptGeneration, KeptMember
 from .consumer_group import UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
 from .share import ShareGroup, ShareMember
+from .streams import ROLES, StreamsGroup, StreamsMember
 
 CLASSIC = "GroupMetadata"
 GROUP_EPOCH = "ConsumerGroupMetadata"
@@ -52,7 +56,9 @@ REGEX = "ConsumerGroupRegularExpression"
 SHARE_GROUP = "ShareGroupMetadata"
 SHARE_MEMBER = "ShareGroupMemberMetadata"
 SHARE_PARTITIONS = "ShareGroupStatePartitionMetadata"
-_BY_MEMBER = (MEMBER, TARGET, CURRENT, SHARE_MEMBER)
+STREAMS_GROUP = "StreamsGroupMetadata"
+STREAMS_MEMBER = "StreamsGroupMemberMetadata"
+_BY_MEMBER = (MEMBER, TARGET, CURRENT, SHARE_MEMBER, STREAMS_MEMBER)
 
 
 # ---- keys -----------------------------------------------------------------------------------------------------
@@ -159,6 +165,31 @@ def _share_records(group):
     return records
 
 
+def _tasks(tasks):
+    return {role: [[s, sorted(ps)] for s, ps in sorted(tasks[role].items())] for role in ROLES}
+
+
+def _task_sets(value):
+    return {role: {s: set(ps) for s, ps in value[role]} for role in ROLES}
+
+
+def _streams_records(group):
+    records = {(STREAMS_GROUP, None): {
+        "epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch, "topology": group.topology,
+        "validated_topology_epoch": group.validated_epoch, "assignment_configs": group.assignment_configs,
+        "topics": [list(t) for t in group.shape or ()], "member_order": list(group.members)}}
+    for m in group.members.values():
+        records[(STREAMS_MEMBER, m.member_id)] = {
+            "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+            "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            "topology_epoch": m.topology_epoch, "process_id": m.process_id,
+            "user_endpoint": list(m.user_endpoint) if m.user_endpoint else None, "client_tags": m.client_tags,
+            "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_epoch, "state": m.state,
+            "assigned": _tasks(m.assigned), "pending": _tasks(m.pending),
+            "target": _tasks(group.target.get(m.member_id, {r: {} for r in ROLES}))}
+    return records
+
+
 def records_of(group):
     """{(kind, member id or regex or None): value}: what the group keeps now (nothing for None, a group gone)."""
     if group is None:
@@ -167,6 +198,8 @@ def records_of(group):
         return _consumer_records(group)
     if group.kind == "share":
         return _share_records(group)
+    if group.kind == "streams":
+        return _streams_records(group)
     return {} if group.kept is None else {(CLASSIC, None): _classic_value(group.kept)}
 
 
@@ -187,6 +220,8 @@ def load(group_id, records, config, now):
         return _load_consumer(group_id, records, config, now)
     if (SHARE_GROUP, None) in records:
         return _load_share(group_id, records, config, now)
+    if (STREAMS_GROUP, None) in records:
+        return _load_streams(group_id, records, config, now)
     value = records.get((CLASSIC, None))
     if value is None:
         return None
@@ -266,4 +301,32 @@ def _load_share(group_id, records, config, now_ms):
         group.target[member_id] = _topic_sets(value["target"])
         member.session_deadline = now_ms + config["group.share.session.timeout.ms"]
         group.members[member_id] = member
+    return group
+
+
+def _load_streams(group_id, records, config, now_ms):
+    group = StreamsGroup(group_id)
+    meta = records[(STREAMS_GROUP, None)]
+    group.group_epoch, group.assignment_epoch = meta["epoch"], meta["assignment_epoch"]
+    group.topology, group.validated_epoch = meta["topology"], meta["validated_topology_epoch"]
+    group.assignment_configs = meta["assignment_configs"]
+    group.shape = tuple(tuple(t) for t in meta["topics"])
+    order = {member_id: i for i, member_id in enumerate(meta.get("member_order", ()))}
+    listed = [(member_id, value) for (kind, member_id), value in records.items() if kind == STREAMS_MEMBER]
+    for member_id, value in sorted(listed, key=lambda item: order.get(item[0], len(order))):
+        m = StreamsMember(member_id)
+        m.instance_id, m.rack_id, m.client_id, m.client_host = (value["instance_id"], value["rack_id"],
+                                                                value["client_id"], value["client_host"])
+        m.rebalance_timeout_ms, m.topology_epoch, m.process_id = (value["rebalance_timeout_ms"],
+                                                                  value["topology_epoch"], value["process_id"])
+        m.user_endpoint = tuple(value["user_endpoint"]) if value["user_endpoint"] else None
+        m.client_tags = dict(value["client_tags"])
+        m.member_epoch, m.previous_epoch, m.state = (value["member_epoch"], value["previous_member_epoch"],
+                                                     value["state"])
+        m.assigned, m.pending = _task_sets(value["assigned"]), _task_sets(value["pending"])
+        group.target[member_id] = _task_sets(value["target"])
+        m.session_deadline = now_ms + config["group.streams.session.timeout.ms"]
+        if m.state == 2:  # still giving up tasks: its rebalance timeout starts again
+            m.revocation_deadline = now_ms + max(m.rebalance_timeout_ms, 0)
+        group.members[member_id] = m
     return group
