@@ -37,6 +37,7 @@ TOOLS = {
     "features": "org.apache.kafka.tools.FeatureCommand",
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
@@ -318,3 +319,40 @@ def test_share_groups_tool(brokers):
     both(brokers, "share-groups", "--delete", "--group", group)
     gone = both(brokers, "share-groups", "--describe", "--group", group)  # the tool says so, and exits 0
     assert "GroupIdNotFoundException" in gone, gone
+
+
+def test_streams_groups_tool(brokers):
+    """kafka-streams-groups on a streams group with one member and its tasks: listed, described (state, members,
+    offsets), then, once the member has left, deleted."""
+    from kafkaproto.messages import StreamsGroupHeartbeatRequest as H
+    from test_kafka_broker import RawClient
+    run = uuid.uuid4().hex[:8]
+    topic, group, member = f"tools-streams-{run}", f"tools-streams-app-{run}", "tools-member-" + run
+    both(brokers, "topics", "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
+    topology = H.Topology(epoch=0, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=[topic])])
+    clients = [RawClient(port) for port in brokers]
+
+    def beat(epoch, **fields):
+        answers = [c.call(H(group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0,
+                            **fields), 0).body for c in clients]
+        assert [a.error_code for a in answers] == [0, 0], answers
+        return answers
+
+    joined = beat(0, rebalance_timeout_ms=30000, topology=topology, process_id="process-1", active_tasks=[],
+                  standby_tasks=[], warmup_tasks=[])
+    time.sleep(3.2)  # the initial rebalance delay
+    given = beat(joined[0].member_epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+    owned = [H.TaskIds(subtopology_id="0", partitions=[0, 1])]
+    assert all([(t.subtopology_id, t.partitions) for t in a.active_tasks] == [("0", [0, 1])] for a in given)
+    beat(given[0].member_epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[])
+    listed = both(brokers, "streams-groups", "--list", normalise=lambda text: "\n".join(
+        line for line in text.splitlines() if group in line))
+    assert listed == group
+    port = re.compile(r"127\.0\.0\.1:\d+")  # the coordinator's address
+    for view in ("--state", "--members", "--offsets"):
+        both(brokers, "streams-groups", "--describe", "--group", group, view,
+             normalise=lambda text: port.sub("<coordinator>", text))
+    beat(-1)
+    for client in clients:
+        client.close()
+    both(brokers, "streams-groups", "--delete", "--group", group)

@@ -170,7 +170,7 @@ def _fetch(ctx, request, session):
                     _spans(partition, aborted))
                 batches.append((batch.base_offset, batch.last_offset, dropped))
         acquired = share.acquire(member_id, budget, max_locks, batches, now, lock_ms, limit,
-                                 request.batch_size if ctx.version >= 1 else 0)
+                                 request.batch_size if ctx.version >= 1 else 0, upto)
         if acquired or changed:
             state.shares.save((group_id, topic_id, index))
         records = b""

@@ -26,11 +26,8 @@ def write_share_group_state(ctx, request):
         if p.state_epoch < kept.state_epoch:
             return {"error_code": errors.FENCED_STATE_EPOCH.code, "error_message": FENCED}
         try:
-            topic = ctx.state.cluster.by_id.get(topic_id)
-            plog = topic.partitions[p.partition].log if topic is not None and \
-                0 <= p.partition < len(topic.partitions) else None
             kept.merge(p.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                                        for b in p.state_batches], plog.log_end_offset if plog is not None else 0)
+                                        for b in p.state_batches])
         except ShareError as e:
             return {"error_code": e.error.code, "error_message": "The state batches cannot be written."}
         shares.save((request.group_id, topic_id, p.partition))

@@ -110,13 +110,15 @@ class SharePartition:
         self.end = max(self.end, log_start)
         return True
 
-    def acquire(self, member, budget, max_in_flight, batches, now, lock_ms, limit, batch_size):
-        """Acquire for member up to budget records: those available again first, then the new ones of batches
-        (the log's [(base offset, last offset, aborted)] from end on). Returns [(first, last, deliveries)]."""
+    def acquire(self, member, budget, max_in_flight, batches, now, lock_ms, limit, batch_size, upto=None):
+        """Acquire for member up to budget records: those available again first (below upto, the offset the log
+        has records up to), then the new ones of batches (the log's [(base offset, last offset, aborted)] from end
+        on). Returns [(first, last, deliveries)]."""
         got = []  # (offset, deliveries, batch base)
         deadline = now + lock_ms
         if self.end - self.start > 0:
-            for offset in sorted(o for o, e in self.records.items() if e[0] == AVAILABLE):
+            for offset in sorted(o for o, e in self.records.items() if e[0] == AVAILABLE
+                                 and (upto is None or o < upto)):
                 if budget <= 0:
                     break
                 entry = self.records[offset]
@@ -219,11 +221,12 @@ class SharePartition:
             records.pop(self.start, None)
             self.start += 1
 
-    def merge(self, start, batches, log_end):
+    def merge(self, start, batches):
         """A share partition leader's write (WriteShareGroupState): a new start (-1: unchanged) and records'
         [(first, last, state, deliveries)], all applied or none: ShareError INVALID_REQUEST for a range backwards,
-        a state no written record has, a start below 0, or records the log does not have yet (log_end on) or further
-        than MAX_WRITTEN_SPAN past the start."""
+        a state no written record has, a start below 0, or records further than MAX_WRITTEN_SPAN past the start.
+        Records the log does not have yet may be written (as Kafka's share coordinator takes them); they are
+        handed out only once the log has them (acquire's upto)."""
         base = start if start != UNINITIALIZED else self.start
         if base == UNINITIALIZED:
             base = min((first for first, _, _, _ in batches), default=UNINITIALIZED)
@@ -232,7 +235,7 @@ class SharePartition:
         base = max(base, self.start)
         for first, last, state, count in batches:
             if first > last or state not in (AVAILABLE, ACKNOWLEDGED, ARCHIVED) or count < 0 or \
-                    last >= log_end or last - base >= MAX_WRITTEN_SPAN:
+                    last - base >= MAX_WRITTEN_SPAN:
                 raise ShareError(errors.INVALID_REQUEST)
         if self.start == UNINITIALIZED:
             self.start = self.end = base
