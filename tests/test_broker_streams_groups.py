@@ -129,3 +129,45 @@ def test_a_streams_group_survives_a_restart(tmp_path):
         again = beat(client, given.member_epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[])
         assert again.member_epoch == given.member_epoch and again.active_tasks is None and again.status == []
         client.close()
+
+
+def test_a_topology_too_large_is_refused_and_a_large_group_is_assigned_at_once():
+    """A heartbeat's topology may not make its checks cost without bound; a group of hundreds of members and tasks
+    is assigned in one pass (no task looked at once per member)."""
+    from kafkaproto import errors
+    from kafkaproto.broker.state.groups.consumer_group import GroupError
+    from kafkaproto.broker.state.groups.streams import (MAX_SUBTOPOLOGIES, Configured, StreamsGroup, StreamsMember,
+                                                        StreamsRules)
+    from kafkaproto.messages import StreamsGroupHeartbeatRequest as H
+    huge = H(group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1, active_tasks=[], standby_tasks=[],
+             warmup_tasks=[], topology=H.Topology(subtopologies=[H.Subtopology(subtopology_id=str(i))
+                                                                 for i in range(MAX_SUBTOPOLOGIES + 1)]))
+    with pytest.raises(GroupError) as refused:
+        StreamsRules.validate(huge)
+    assert refused.value.error is errors.STREAMS_INVALID_TOPOLOGY
+
+    class Cluster:
+        topics = {}
+
+        @staticmethod
+        def group_setting(group_id, name):
+            return 1  # streams.num.standby.replicas
+
+    group = StreamsGroup("g")
+    group.topology = {"epoch": 0, "subtopologies": [{"id": str(i), "changelog_topics": [{"name": f"c{i}"}]}
+                                                    for i in range(100)]}
+    group.configured = Configured({str(i): 8 for i in range(100)}, ready=True)
+    for i in range(200):
+        member = group.members[f"m{i}"] = StreamsMember(f"m{i}")
+        member.process_id = f"p{i % 50}"
+    started = time.monotonic()
+    StreamsRules({}, Cluster(), {}).assign(group, 0)
+    assert time.monotonic() - started < 2
+    active = [sum(len(ps) for ps in t["active"].values()) for t in group.target.values()]
+    assert sum(active) == 800 and max(active) == 4  # every task once, at most the quota each
+    for target in group.target.values():  # a standby is never on the process of its active task
+        for s, ps in target["standby"].items():
+            for p in ps:
+                (owner,) = [m for m, t in group.target.items() if p in t["active"].get(s, ())]
+                assert group.members[owner].process_id != next(
+                    group.members[m].process_id for m, t in group.target.items() if t is target)

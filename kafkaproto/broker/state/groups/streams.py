@@ -21,6 +21,7 @@ after the last heartbeat; a member that does not give up tasks within its rebala
     Empty --(a member joins)--> NotReady (topology not ready) / Assigning --> Reconciling --> Stable
 """
 
+import heapq
 from math import ceil
 
 from .... import errors
@@ -31,6 +32,8 @@ EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigni
 MEMBER_STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS = 1, 2, 3
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 ROLES = ("active", "standby", "warmup")
+# The largest topology taken (Kafka sets none; a client's must not make a heartbeat cost without bound)
+MAX_SUBTOPOLOGIES, MAX_TOPOLOGY_TOPICS = 1000, 2000
 # Heartbeat statuses (StreamsGroupHeartbeatResponse.Status)
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS, \
     SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = range(6)
@@ -218,6 +221,14 @@ class StreamsRules:
         """INVALID_REQUEST (or STREAMS_INVALID_TOPOLOGY) as Kafka words it, for what no heartbeat may carry."""
         if request.topology is not None and any(s.source_topic_regex for s in request.topology.subtopologies):
             raise _invalid("Regular expressions for source topics are not supported yet.")
+        if request.topology is not None:
+            subs = request.topology.subtopologies
+            topics = sum(len(s.source_topics) + len(s.repartition_sink_topics) + len(s.repartition_source_topics)
+                         + len(s.state_changelog_topics) for s in subs)
+            if len(subs) > MAX_SUBTOPOLOGIES or topics > MAX_TOPOLOGY_TOPICS:
+                raise GroupError(errors.STREAMS_INVALID_TOPOLOGY, f"The topology has {len(subs)} subtopologies and "
+                                 f"names {topics} topics; this broker takes at most {MAX_SUBTOPOLOGIES} and "
+                                 f"{MAX_TOPOLOGY_TOPICS}.")
         for name, value in (("MemberId", request.member_id), ("GroupId", request.group_id),
                             ("InstanceId", request.instance_id), ("RackId", request.rack_id)):
             if value is not None and not value.strip():
@@ -424,20 +435,23 @@ class StreamsRules:
                 if r["partitions"]:
                     counts[r["name"]] = fixed[r["name"]] = r["partitions"]
         wanted = {r["name"] for s in subs for r in s["repartition_source_topics"]}
-        progress = True
-        while progress and wanted - set(counts):
-            progress = False
-            for name in wanted - set(counts):
-                feeding = []
-                for s in subs:
-                    if name in s["repartition_sink_topics"]:
-                        inputs = [len(topics[t].partitions) for t in s["source_topics"]]
-                        inputs += [counts.get(r["name"]) for r in s["repartition_source_topics"]]
-                        feeding += inputs
-                known = [n for n in feeding if n]
-                if known and len(known) == len(feeding):
-                    counts[name] = max(known)
-                    progress = True
+        feeders = {}  # repartition topic -> the subtopologies writing to it
+        for s in subs:
+            for name in s["repartition_sink_topics"]:
+                feeders.setdefault(name, []).append(s)
+        unresolved = wanted - set(counts)
+        while unresolved:  # each pass decides at least one topic, or none can be
+            decided = {}
+            for name in unresolved:
+                writers = feeders.get(name, ())
+                feeding = [len(topics[t].partitions) for s in writers for t in s["source_topics"]]
+                feeding += [counts.get(r["name"]) for s in writers for r in s["repartition_source_topics"]]
+                if feeding and all(feeding):
+                    decided[name] = max(feeding)
+            if not decided:
+                break
+            counts.update(decided)
+            unresolved -= set(decided)
         if wanted - set(counts):
             return Configured(status=(MISSING_SOURCE_TOPICS, "Failed to compute number of partitions for all "
                                       "repartition topics, make sure all user input topics are created and all "
@@ -497,40 +511,76 @@ class StreamsRules:
         tasks = [(s["id"], p) for s in group.topology["subtopologies"] for p in range(group.configured.tasks[s["id"]])]
         stateful = {s["id"] for s in group.topology["subtopologies"] if s["changelog_topics"]}
         process = {m: group.members[m].process_id for m in members}
-        previous = {m: group.target.get(m, no_tasks()) for m in members}
+        on_process = {}
+        for m in members:
+            on_process.setdefault(process[m], []).append(m)
+        was_active, was_standby = {}, {}
+        for m in members:
+            previous = group.target.get(m, no_tasks())
+            for task in _pairs(previous, "active"):
+                was_active.setdefault(task, m)
+            for task in _pairs(previous, "standby"):
+                was_standby.setdefault(task, []).append(m)
         quota = ceil(len(tasks) / len(members))
         count = {m: 0 for m in members}
         given = {}
         for task in sorted(tasks, key=lambda t: (t[1], t[0])):  # those held before stay, within the quota
-            for m in members:
-                if task in _pairs(previous[m], "active") and count[m] < quota:
-                    given[task] = m
-                    count[m] += 1
+            m = was_active.get(task)
+            if m is not None and count[m] < quota:
+                given[task] = m
+                count[m] += 1
+        loads = {p: sum(count[m] for m in ms) for p, ms in on_process.items()}
+        heap = [(loads[p] / len(ms), p) for p, ms in on_process.items()]
+        heapq.heapify(heap)
+        for task in sorted(t for t in tasks if t not in given):  # the rest to the least loaded process
+            while True:
+                load, p = heapq.heappop(heap)
+                if load == loads[p] / len(on_process[p]):
                     break
-
-        def load(p):
-            on = [m for m in members if process[m] == p]
-            return sum(count[m] for m in on) / len(on)
-
-        for task in sorted(t for t in tasks if t not in given):
-            p = min(sorted(set(process.values())), key=load)
-            m = min((m for m in members if process[m] == p), key=lambda m: count[m])
+            m = min(on_process[p], key=count.__getitem__)
             given[task] = m
             count[m] += 1
+            loads[p] += 1
+            heapq.heappush(heap, (loads[p] / len(on_process[p]), p))
         for task, m in given.items():
             targets[m]["active"].setdefault(task[0], set()).add(task[1])
         standbys = self.setting(group.group_id, "streams.num.standby.replicas")
+        if standbys:
+            self._standbys(members, tasks, stateful, given, process, count, was_standby, standbys, targets)
+        group.target = targets
+
+    @staticmethod
+    def _standbys(members, tasks, stateful, given, process, count, was_standby, standbys, targets):
+        """Standby replicas of each stateful task on processes without it: where one was before, else on the
+        member with the fewest tasks."""
+        heap = [(count[m], i, m) for i, m in enumerate(members)]
+        heapq.heapify(heap)
+        order = {m: i for i, m in enumerate(members)}
         for task in sorted((t for t in tasks if t[0] in stateful), key=lambda t: (t[1], t[0]), reverse=True):
             holding = {process[given[task]]}
             for _ in range(standbys):
-                free = [m for m in members if process[m] not in holding]
-                if not free:
-                    break
-                m = min(free, key=lambda m: (task not in _pairs(previous[m], "standby"), count[m]))
+                before = [m for m in was_standby.get(task, ()) if process[m] not in holding]
+                if before:
+                    m = min(before, key=count.__getitem__)
+                else:
+                    skipped, m = [], None
+                    while heap:
+                        c, i, candidate = heapq.heappop(heap)
+                        if c != count[candidate]:
+                            continue  # stale
+                        if process[candidate] in holding:
+                            skipped.append((c, i, candidate))
+                            continue
+                        m = candidate
+                        break
+                    for item in skipped:
+                        heapq.heappush(heap, item)
+                    if m is None:
+                        break
                 targets[m]["standby"].setdefault(task[0], set()).add(task[1])
                 count[m] += 1
+                heapq.heappush(heap, (count[m], order[m], m))
                 holding.add(process[m])
-        group.target = targets
 
     def _reconcile(self, group, member, target_epoch, target, owned, now):
         """The member's next step toward its target (Kafka's streams CurrentAssignmentBuilder)."""
