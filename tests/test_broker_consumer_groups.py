@@ -521,3 +521,24 @@ def _error_codes(value):
     if isinstance(value, list):
         return {c for v in value for c in _error_codes(v)}
     return set()
+
+
+def test_a_group_s_own_configs_set_its_heartbeat_and_session(tmp_path):
+    """consumer.heartbeat.interval.ms and consumer.session.timeout.ms set on a group (kafka-configs --entity-type
+    groups) are the ones its members are told and held to, as Kafka's GroupConfig makes them."""
+    from kafkaproto.broker.state.cluster import GROUP_RESOURCE
+    state = make_state(tmp_path)
+    try:
+        create(state, "t")
+        state.cluster.set_configs(GROUP_RESOURCE, "g", {"consumer.heartbeat.interval.ms": "7000",
+                                                        "consumer.session.timeout.ms": "50000"})
+        member = Member(state, "m-1")
+        before = clock_ms()
+        response = member.beat()
+        assert response.error_code == 0 and response.heartbeat_interval_ms == 7000
+        deadline = state.groups.consumer_group("g").members["m-1"].session_deadline
+        assert before + 50000 <= deadline <= clock_ms() + 50000
+        other = Member(state, "m-2", group="h")
+        assert other.beat().heartbeat_interval_ms == 5000  # the broker's, for a group without its own
+    finally:
+        state.close()

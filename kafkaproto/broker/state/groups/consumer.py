@@ -284,7 +284,7 @@ class ConsumerCoordinator(ClassicMembers):
         group.put(updated)
         if previous.regex and previous.regex != updated.regex and not group.regex_members(previous.regex):
             group.regexes.pop(previous.regex, None)  # no member uses it any more: its resolution goes too
-        self._arm_timers(previous, updated, now)
+        self._arm_timers(group, previous, updated, now)
         for pattern in to_resolve:
             self._resolve(group, pattern, now)
 
@@ -292,7 +292,8 @@ class ConsumerCoordinator(ClassicMembers):
                 and (request.subscribed_topic_names is not None or regex is not None))
         send = (request.member_epoch == 0 or full
                 or partition_sets(updated.assigned) != partition_sets(previous.assigned))
-        return Heartbeat(updated.member_id, updated.member_epoch, self.config["group.consumer.heartbeat.interval.ms"],
+        return Heartbeat(updated.member_id, updated.member_epoch,
+                         self.cluster.group_setting(group.group_id, "consumer.heartbeat.interval.ms"),
                          {t: sorted(p) for t, p in updated.assigned.items()} if send else None)
 
     @staticmethod
@@ -394,7 +395,7 @@ class ConsumerCoordinator(ClassicMembers):
     # assignment ---------------------------------------------------------------------------------------------------
 
     def _may_assign(self, group, now):
-        interval = self.config["group.consumer.assignment.interval.ms"]
+        interval = self.cluster.group_setting(group.group_id, "consumer.assignment.interval.ms")
         return group.assignment_time_ms == 0 or interval == 0 or now >= group.assignment_time_ms + interval
 
     def _assign(self, group, members, now):
@@ -415,8 +416,8 @@ class ConsumerCoordinator(ClassicMembers):
         return reconcile(group, member, target_epoch, target, self._topic_ids(group.topics_of(member)),
                          subscription_changed, owned)
 
-    def _arm_timers(self, previous, member, now):
-        member.session_deadline = now + self.config["group.consumer.session.timeout.ms"]
+    def _arm_timers(self, group, previous, member, now):
+        member.session_deadline = now + self.cluster.group_setting(group.group_id, "consumer.session.timeout.ms")
         if member.state == UNREVOKED_PARTITIONS:
             if previous.state != UNREVOKED_PARTITIONS or member.revocation_deadline is None or \
                     partition_sets(previous.pending) != partition_sets(member.pending):
