@@ -19,6 +19,7 @@ from ..state.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC
 from ..state.cluster import INTERNAL_TOPICS
 from ..state.features import streams_groups_enabled
 from ..state.groups.consumer import GroupError
+from ..state.groups.streams import MISSING_INTERNAL_TOPICS
 from ._groups import advance, group_refused
 
 log = logging.getLogger("kafkaproto.broker")
@@ -91,8 +92,8 @@ def streams_group_heartbeat(ctx, request):
     if beat.create:
         failed = _create(ctx, beat.create)
         if failed:
-            statuses = [(code, detail + "; Creation failed: " + ", ".join(failed)) if code == 3 else (code, detail)
-                        for code, detail in statuses]
+            statuses = [(code, detail + "; Creation failed: " + ", ".join(failed))
+                        if code == MISSING_INTERNAL_TOPICS else (code, detail) for code, detail in statuses]
     ctx.state.changed()
     tasks = beat.tasks
     endpoints = None
