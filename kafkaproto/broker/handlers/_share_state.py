@@ -7,7 +7,7 @@ partitions without state."""
 from ... import errors
 from ..state.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
 
-NOT_HOSTED = "This server does not host this topic-partition."
+from ._shares import NOT_HOSTED  # noqa: F401 - the state APIs' modules import it from here
 
 
 def answer(ctx, request, response, result, answer_partition):

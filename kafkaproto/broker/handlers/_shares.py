@@ -2,10 +2,12 @@
 records a member was given (state/shares.py), with Kafka's checks and codes."""
 
 from ... import errors
-from ..state.acls import READ, TOPIC
+from ..state.acls import GROUP, READ, TOPIC
+from ..state.groups.consumer_group import GroupError
 from ..state.shares import RENEW, ShareError
 
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+NOT_HOSTED = "This server does not host this topic-partition."
 
 
 class Refused(Exception):
@@ -15,6 +17,24 @@ class Refused(Exception):
         super().__init__(message or error.name)
         self.error = error
         self.message = message
+
+
+def empty_share_group(ctx, group_id, create=False):
+    """The share group whose offsets AlterShareGroupOffsets or DeleteShareGroupOffsets change (made, with
+    create, where there is none), or Refused as Kafka words it: an invalid id, the client may not READ it, a group
+    of another kind or none, one with members."""
+    if not group_id:
+        raise Refused(errors.INVALID_GROUP_ID, "The group id is invalid.")
+    if not ctx.allowed(READ, GROUP, group_id):
+        raise Refused(errors.GROUP_AUTHORIZATION_FAILED)
+    coordinator = ctx.state.groups
+    try:
+        group = coordinator.share.group(group_id, create=True) if create else coordinator.share_group(group_id)
+    except GroupError as e:
+        raise Refused(e.error, e.message) from None
+    if group.members:
+        raise Refused(errors.NON_EMPTY_GROUP, "The group is not empty.")
+    return group
 
 
 def continued_session(state, request):

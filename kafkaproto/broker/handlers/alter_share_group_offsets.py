@@ -9,11 +9,9 @@ from ...uuid import Uuid
 from ..dispatch import handles
 from ..state.acls import READ, TOPIC
 from ..state.features import share_groups_enabled
-from ..state.groups.consumer import GroupError
-from ._groups import group_refused
+from ._shares import NOT_HOSTED, Refused, empty_share_group
 
 R = AlterShareGroupOffsetsResponse
-NOT_HOSTED = "This server does not host this topic-partition."
 
 
 def _failed(error, message=None):
@@ -24,17 +22,10 @@ def _failed(error, message=None):
 def alter_share_group_offsets(ctx, request):
     state = ctx.state
     group_id = request.group_id
-    if not group_id:
-        return _failed(errors.INVALID_GROUP_ID, "The group id is invalid.")
-    refused = group_refused(ctx, group_id)
-    if refused:
-        return _failed(refused)
     try:
-        group = state.groups.share.group(group_id, create=True)
-    except GroupError as e:
+        group = empty_share_group(ctx, group_id, create=True)
+    except Refused as e:
         return _failed(e.error, e.message)
-    if group.members:
-        return _failed(errors.NON_EMPTY_GROUP, "The group is not empty.")
     unknown, known = [], []
     for item in request.topics:
         topic = state.cluster.topics.get(item.topic_name)

@@ -8,11 +8,9 @@ from ...uuid import Uuid
 from ..dispatch import handles
 from ..state.acls import READ, TOPIC
 from ..state.features import share_groups_enabled
-from ..state.groups.consumer import GroupError
-from ._groups import group_refused
+from ._shares import NOT_HOSTED, Refused, empty_share_group
 
 R = DeleteShareGroupOffsetsResponse
-NOT_HOSTED = "This server does not host this topic-partition."
 
 
 def _failed(error, message=None):
@@ -23,17 +21,10 @@ def _failed(error, message=None):
 def delete_share_group_offsets(ctx, request):
     state = ctx.state
     group_id = request.group_id
-    if not group_id:
-        return _failed(errors.INVALID_GROUP_ID, "The group id is invalid.")
-    refused = group_refused(ctx, group_id)
-    if refused:
-        return _failed(refused)
     try:
-        group = state.groups.share_group(group_id)
-    except GroupError as e:
+        group = empty_share_group(ctx, group_id)
+    except Refused as e:
         return _failed(e.error, e.message)
-    if group.members:
-        return _failed(errors.NON_EMPTY_GROUP, "The group is not empty.")
     out = []
     for item in request.topics:
         topic = state.cluster.topics.get(item.topic_name)

@@ -15,9 +15,9 @@ from ..state.acls import DESCRIBE, TOPIC
 from ..state.features import share_groups_enabled
 from ..state.shares import UNINITIALIZED
 from ._groups import group_refused
+from ._shares import NOT_HOSTED
 
 R = DescribeShareGroupOffsetsResponse
-NOT_HOSTED = "This server does not host this topic-partition."
 
 
 def _partition(ctx, group_id, topic, index):
