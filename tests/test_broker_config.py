@@ -19,8 +19,8 @@ import pytest
 import kafka_jvm
 from kafkaproto import errors, records
 from kafkaproto.broker import Broker, BrokerConfig, ConfigError
-from kafkaproto.broker.config import (AUTHORIZER_SETTINGS, DIFFERENCES, INTEGER_BOUNDS, SETTINGS, TOPIC_CONFIGS,
-                                      topic_config_error)
+from kafkaproto.broker.config import AUTHORIZER_SETTINGS, DIFFERENCES, INTEGER_BOUNDS, SETTINGS
+from kafkaproto.broker.topic_configs import TOPIC_CONFIGS, topic_config_error
 from kafkaproto.broker.embedded import serve
 from kafkaproto.broker.server import ListenError
 from kafkaproto.messages import (CreateTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,

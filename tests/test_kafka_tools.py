@@ -14,10 +14,12 @@ import pytest
 
 from kafkaproto import records
 from kafkaproto.broker import Broker
+from kafkaproto.broker.config import OWN_SETTINGS
 from kafkaproto.messages import (AddPartitionsToTxnRequest, FindCoordinatorRequest, InitProducerIdRequest,
                                  OffsetCommitRequest, ProduceRequest)
 
 import kafka_jvm
+from test_broker_differential_configs import GIVEN_DIFFERENTLY, ON_PURPOSE
 from test_kafka_broker import RawClient
 
 # Under pytest -n these tests share the worker that runs the Kafka brokers (test_broker_differential.py).
@@ -230,8 +232,20 @@ def test_configs_tool(brokers):
     try:
         both(brokers, "configs", "--alter", *on_broker, "--add-config", "log.cleaner.backoff.ms=20000")
         assert "log.cleaner.backoff.ms=20000" in both(brokers, "configs", "--describe", *on_broker)
+        both(brokers, "configs", "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+             "num.io.threads=4")
+        # every key, as test_broker_differential_configs.py compares them, but those the brokers are given
+        # differently or where this broker differs on purpose
+        skipped = GIVEN_DIFFERENTLY | set(ON_PURPOSE) | {"log.cleaner.backoff.ms"}
+        every = both(brokers, "configs", "--describe", "--all", *on_broker, normalise=lambda text: "\n".join(
+            line for line in text.splitlines() if line.strip().partition("=")[0] not in skipped
+            and line.strip().partition("=")[0] not in OWN_SETTINGS))
+        assert "num.io.threads=4 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:num.io.threads=4" in every
+        assert len(every.splitlines()) > 300
     finally:
         both(brokers, "configs", "--alter", *on_broker, "--delete-config", "log.cleaner.backoff.ms")
+        both(brokers, "configs", "--alter", "--entity-type", "brokers", "--entity-default", "--delete-config",
+             "num.io.threads")
 
 
 def test_acls_tool(brokers):

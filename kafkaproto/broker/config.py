@@ -25,6 +25,8 @@ import logging
 import re
 from dataclasses import dataclass
 
+from .kafka_broker_configs import KAFKA_BROKER_CONFIGS, PER_BROKER, READ_ONLY
+
 log = logging.getLogger("kafkaproto.broker")
 
 
@@ -385,8 +387,8 @@ SETTINGS = {
                                         "takes class names)",
                                         doc="the server-side assignors; the first is the default (of uniform and "
                                         "range)"),
-    "group.consumer.assignment.interval.ms": Setting("int", 1000, at_least=0, doc="the least time between two "
-                                                     "computations of a group's target assignment"),
+    "group.consumer.assignment.interval.ms": Setting("int", 1000, at_least=0, dynamic=True, doc="the least time "
+                                                     "between two computations of a group's target assignment"),
     "group.consumer.min.assignment.interval.ms": Setting("int", 0, at_least=0),
     "group.consumer.max.assignment.interval.ms": Setting("int", 15000, at_least=0),
     "group.consumer.regex.refresh.interval.ms": Setting("int", 600000, at_least=10000),
@@ -398,8 +400,8 @@ SETTINGS = {
     "group.share.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
     "group.share.min.heartbeat.interval.ms": Setting("int", 5000, at_least=1),
     "group.share.max.heartbeat.interval.ms": Setting("int", 15000, at_least=1),
-    "group.share.assignment.interval.ms": Setting("int", 1000, at_least=0, doc="the least time between two "
-                                                  "computations of a share group's target assignment"),
+    "group.share.assignment.interval.ms": Setting("int", 1000, at_least=0, dynamic=True, doc="the least time "
+                                                  "between two computations of a share group's target assignment"),
     "group.share.min.assignment.interval.ms": Setting("int", 0, at_least=0),
     "group.share.max.assignment.interval.ms": Setting("int", 15000, at_least=0),
     "group.share.max.size": Setting("int", 200, at_least=1, at_most=1000),
@@ -430,7 +432,7 @@ SETTINGS = {
     "group.streams.max.size": Setting("int", INT_MAX, at_least=1),
     "group.streams.max.standby.replicas": Setting("int", 2, at_least=0),
     "group.streams.initial.rebalance.delay.ms": Setting("int", 3000, at_least=0),
-    "group.streams.assignment.interval.ms": Setting("int", 1000, at_least=0),
+    "group.streams.assignment.interval.ms": Setting("int", 1000, at_least=0, dynamic=True),
     "group.streams.min.assignment.interval.ms": Setting("int", 0, at_least=0),
     "group.streams.max.assignment.interval.ms": Setting("int", 15000, at_least=0),
 
@@ -483,136 +485,65 @@ AUTHORIZER_SETTINGS = ("super.users", "allow.everyone.if.no.acl.found")
 SENSITIVE = {key for key, setting in SETTINGS.items() if setting.type == "password"}
 LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
 
-# Per-topic configs, as Kafka 4.3's LogConfig defines them (the broker's defaults come from SETTINGS and TOPIC_ONLY).
-TOPIC_CONFIGS = {
-    "segment.bytes": Setting("int", at_least=MIN_SEGMENT_BYTES),
-    # Kafka's test-only size: any int (no range, no default), and when a topic sets it, its segments roll at it
-    # instead of segment.bytes. Listed by DescribeConfigs only where it is set; no broker setting is behind it.
-    "internal.segment.bytes": Setting("int", doc="segment size for tests, over segment.bytes when set"),
-    "index.interval.bytes": Setting("int", at_least=0),
-    "retention.ms": Setting("long", at_least=-1),
-    "retention.bytes": Setting("long"),
-    "cleanup.policy": Setting("list", one_of=CLEANUP_POLICIES),
-    "message.timestamp.type": Setting("string", one_of=TIMESTAMP_TYPES, implemented=("CreateTime",),
-                                      unimplemented=ONLY_CREATE_TIME),
-    "compression.type": Setting("string", one_of=COMPRESSION_TYPES, implemented=("producer",),
-                                unimplemented=ONLY_PRODUCER),
-    "min.insync.replicas": Setting("int", at_least=1),
-    "max.message.bytes": Setting("int", at_least=0),
-    "file.delete.delay.ms": Setting("long", at_least=0),
-    "segment.ms": Setting("long", at_least=1),
-    "max.compaction.lag.ms": Setting("long", at_least=1),
-    "min.compaction.lag.ms": Setting("long", at_least=0),
-    "delete.retention.ms": Setting("long", at_least=0),
-    "message.timestamp.after.max.ms": Setting("long", at_least=0),
-    "message.timestamp.before.max.ms": Setting("long", at_least=0),
-}
-# Their types, as DescribeConfigs reports them (Kafka's ConfigDef type names).
-TOPIC_CONFIG_TYPES = {name: setting.type.upper() for name, setting in TOPIC_CONFIGS.items()}
-CONFIG_TYPE_CODES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
-                     "CLASS": 8, "PASSWORD": 9}
+# Kafka's other broker keys (kafka_broker_configs.py), checked as Kafka checks them; they do nothing here.
+KAFKA_ONLY = {name: Setting(k.type.lower(), k.default, at_least=k.at_least, at_most=k.at_most, also=k.also,
+                            one_of=k.one_of, ignore_case=k.ignore_case, non_empty=k.non_empty,
+                            dynamic=k.mode != READ_ONLY)
+              for name, k in KAFKA_BROKER_CONFIGS.items() if name not in SETTINGS}
 
 
-def topic_config_error(name, value):
-    """Why a topic config cannot be set to value, or None."""
-    setting = TOPIC_CONFIGS.get(name)
-    if setting is None:
-        return f"unknown topic config {name!r}"
-    if value is None:
-        return None
-    try:
-        setting.parse(value)
-    except Invalid as e:
-        return f"{name}={_shown(value)}: {e}"
+def setting_of(key):
+    """The Setting of a broker key: this broker's, else Kafka's (KAFKA_ONLY), else None."""
+    return SETTINGS.get(key) or KAFKA_ONLY.get(key)
+
+
+# Keys Kafka keeps internal (not described unless given), that this broker has as settings.
+KAFKA_INTERNAL = frozenset({"group.consumer.regex.refresh.interval.ms"})
+# This broker's own keys, which Kafka does not have.
+OWN_SETTINGS = frozenset(k for k in SETTINGS if k not in KAFKA_BROKER_CONFIGS and k not in KAFKA_INTERNAL
+                         and k not in AUTHORIZER_SETTINGS)
+
+
+def default_text(key):
+    """A broker key's default as DescribeConfigs shows it (this broker's where it has the setting), or None. The
+    authorizer's keys have none: they are not a broker's."""
+    setting = setting_of(key) if key not in AUTHORIZER_SETTINGS else None
+    value = None if setting is None else setting.default
+    return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def live_change_refusal(key, cluster_wide):
+    """Why key cannot be changed while the broker runs, for every broker (cluster_wide) or this one, or None.
+    As in Kafka: its read-only keys cannot, its per-broker ones only for a broker named, and a key it does not
+    know is kept. Of the keys Kafka changes live, those this broker reads only at start are refused."""
+    kafka = KAFKA_BROKER_CONFIGS.get(key)
+    setting = SETTINGS.get(key)
+    if kafka is None:
+        if setting is None or setting.dynamic or key in AUTHORIZER_SETTINGS:
+            return None
+        return Problem(key, f"{key} cannot be changed while the broker runs", kafka=False)
+    if kafka.mode == READ_ONLY:
+        return Problem(key, f"{key} cannot be changed while the broker runs")
+    if cluster_wide and kafka.mode == PER_BROKER:
+        return Problem(key, f"{key} is changed per broker: name the broker, not the default of every broker")
+    if setting is not None and not (setting.dynamic or setting.topic_key):
+        return Problem(key, f"{key} is read only at start here (Kafka changes it while running)", kafka=False)
     return None
 
-
-def segment_size(config):
-    """The size a partition's segments roll at, from its topic's effective configs: internal.segment.bytes when
-    set, else segment.bytes (Kafka's LogConfig.segmentSize())."""
-    internal = config.get("internal.segment.bytes")
-    return int(str(internal).strip()) if internal is not None else int(config["segment.bytes"])
-
-
-# Per-topic configs with no broker-wide setting behind them.
-TOPIC_ONLY = {"max.compaction.lag.ms": "9223372036854775807", "min.compaction.lag.ms": "0",
-              "message.timestamp.after.max.ms": "3600000", "message.timestamp.before.max.ms": "9223372036854775807"}
-
-LONG_MAX = "9223372036854775807"
-# Every topic config Kafka 4.3 describes: {name: (Kafka's type, the broker settings behind it, Kafka's default)}.
-# The first broker setting is the one whose default DescribeConfigs names as the synonym (when it has a default);
-# the others set the same value in other units. Those this broker does not act on (flush, preallocation,
-# tiered storage, replication throttles) are described with Kafka's defaults and cannot be set.
-KAFKA_TOPIC_CONFIGS = {
-    "cleanup.policy": ("LIST", ("log.cleanup.policy",), "delete"),
-    "compression.gzip.level": ("INT", ("compression.gzip.level",), "-1"),
-    "compression.lz4.level": ("INT", ("compression.lz4.level",), "9"),
-    "compression.type": ("STRING", ("compression.type",), "producer"),
-    "compression.zstd.level": ("INT", ("compression.zstd.level",), "3"),
-    "delete.retention.ms": ("LONG", ("log.cleaner.delete.retention.ms",), "86400000"),
-    "file.delete.delay.ms": ("LONG", ("log.segment.delete.delay.ms",), "60000"),
-    "flush.messages": ("LONG", ("log.flush.interval.messages",), LONG_MAX),
-    "flush.ms": ("LONG", ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"), LONG_MAX),
-    "follower.replication.throttled.replicas": ("LIST", (), ""),
-    "index.interval.bytes": ("INT", ("log.index.interval.bytes",), "4096"),
-    "leader.replication.throttled.replicas": ("LIST", (), ""),
-    "local.retention.bytes": ("LONG", ("log.local.retention.bytes",), "-2"),
-    "local.retention.ms": ("LONG", ("log.local.retention.ms",), "-2"),
-    "max.compaction.lag.ms": ("LONG", ("log.cleaner.max.compaction.lag.ms",), LONG_MAX),
-    "max.message.bytes": ("INT", ("message.max.bytes",), "1048588"),
-    "message.timestamp.after.max.ms": ("LONG", ("log.message.timestamp.after.max.ms",), "3600000"),
-    "message.timestamp.before.max.ms": ("LONG", ("log.message.timestamp.before.max.ms",), LONG_MAX),
-    "message.timestamp.type": ("STRING", ("log.message.timestamp.type",), "CreateTime"),
-    "min.cleanable.dirty.ratio": ("DOUBLE", ("log.cleaner.min.cleanable.ratio",), "0.5"),
-    "min.compaction.lag.ms": ("LONG", ("log.cleaner.min.compaction.lag.ms",), "0"),
-    "min.insync.replicas": ("INT", ("min.insync.replicas",), "1"),
-    "preallocate": ("BOOLEAN", ("log.preallocate",), "false"),
-    "remote.log.copy.disable": ("BOOLEAN", (), "false"),
-    "remote.log.delete.on.disable": ("BOOLEAN", (), "false"),
-    "remote.storage.enable": ("BOOLEAN", (), "false"),
-    "retention.bytes": ("LONG", ("log.retention.bytes",), "-1"),
-    "retention.ms": ("LONG", ("log.retention.ms", "log.retention.minutes", "log.retention.hours"), "604800000"),
-    "segment.bytes": ("INT", ("log.segment.bytes",), "1073741824"),
-    "segment.index.bytes": ("INT", ("log.index.size.max.bytes",), "10485760"),
-    "segment.jitter.ms": ("LONG", ("log.roll.jitter.ms", "log.roll.jitter.hours"), "0"),
-    "segment.ms": ("LONG", ("log.roll.ms", "log.roll.hours"), "604800000"),
-    "unclean.leader.election.enable": ("BOOLEAN", ("unclean.leader.election.enable",), "false"),
-}
-# Broker settings behind topic configs that have no default of their own (the topic default is worked out from
-# another unit's setting), so DescribeConfigs names no default synonym for them.
-NO_BROKER_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
-
-
-def broker_default(key):
-    """The default of a broker setting behind a topic config, as text, or None when it has none."""
-    if key in NO_BROKER_DEFAULT:
-        return None
-    setting = SETTINGS.get(key)
-    if setting is not None:
-        value = setting.default
-        return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-    if key in OTHER_UNIT_DEFAULTS:
-        return OTHER_UNIT_DEFAULTS[key]
-    return next((default for _, keys, default in KAFKA_TOPIC_CONFIGS.values() if keys and keys[0] == key), None)
-
-
-# The defaults of the settings in other units that SETTINGS does not define.
-OTHER_UNIT_DEFAULTS = {"log.flush.scheduler.interval.ms": LONG_MAX, "log.roll.jitter.hours": "0"}
-
-
-def _shown(text):
+def shown(text):
     """A value as a message shows it: as given, quoted when it is empty or has spaces at an end."""
     text = str(text)
     return repr(text) if not text or text != text.strip() else text
 
 
-def parse_value(key, text, kind, where):
-    """A broker setting's value from text, checked as at start; raises ConfigError naming where and the key."""
-    setting = SETTINGS.get(key) or Setting({bool: "boolean", int: "long"}.get(kind, "string"))
+def parse_value(key, text, where):
+    """A broker setting's value from text, checked as at start; raises ConfigError naming where and the key. A key
+    neither this broker nor Kafka knows is text."""
+    setting = setting_of(key) or Setting("string")
     try:
         return setting.parse(text)
     except Invalid as e:
-        raise ConfigError(f"{where}: {key}={_shown(text)}: {e}") from None
+        raise ConfigError(f"{where}: {key}={shown(text)}: {e}") from None
 
 
 def read_properties(text, where, lines=None):
@@ -680,6 +611,11 @@ class BrokerConfig:
                     refuse(key, e, e.kafka)
             elif not (key.startswith("listener.name.") or key.endswith("sasl.jaas.config")):
                 unused.append(key)
+                if key in KAFKA_ONLY:  # refused as Kafka refuses it, though it does nothing here
+                    try:
+                        KAFKA_ONLY[key].parse(values[key])
+                    except Invalid as e:
+                        refuse(key, e, e.kafka)
         if unused:
             guesses = {k: difflib.get_close_matches(k, SETTINGS, n=1, cutoff=0.9) for k in unused}
             log.log(logging.WARNING if any(guesses.values()) else logging.INFO, "%s: not used by this broker: %s",
@@ -700,7 +636,6 @@ class BrokerConfig:
             if strangers:
                 refuse("advertised.listeners", f"names listener {strangers[0]}, which listeners does not have")
         self.log_dir = split_list(get("log.dirs") or get("log.dir") or "kafkaproto-data")[0]
-        self.segment_delete_delay_ms = get("log.segment.delete.delay.ms")
         self.cluster_id = None
         self._check_together(values, bad, refuse)
         if problems:
@@ -711,15 +646,15 @@ class BrokerConfig:
         """How a message names a given setting: where it came from, the key and its value."""
         if key not in self._given_text:
             return self._said(key)
-        shown = f"{key}={_shown(self._given_text[key])}"
+        setting = f"{key}={shown(self._given_text[key])}"
         origin = self._origins.get(key, self.where)
-        return f"--override {shown}" if origin == "--override" else f"{origin}: {shown}"
+        return f"--override {setting}" if origin == "--override" else f"{origin}: {setting}"
 
     def _said(self, key):
         """A setting and its value, with where the value came from (the default if not given)."""
         if key not in self._given_text:
             return f"{key}={self.values[key]} (the default)"
-        return f"{key}={_shown(self._given_text[key])} ({self._origins.get(key, self.where)})"
+        return f"{key}={shown(self._given_text[key])} ({self._origins.get(key, self.where)})"
 
     def _listeners(self, key, protocols, bad, refuse):
         text = self.values[key]
@@ -789,16 +724,20 @@ class BrokerConfig:
         dynamic = self.dynamic
         return dynamic[key] if dynamic and key in dynamic else self.values[key]
 
+    @property
+    def segment_delete_delay_ms(self):
+        return self["log.segment.delete.delay.ms"]
+
     def set_dynamic(self, key, text):
-        """A dynamic setting's value from AlterConfigs (text, or None: back to the file's or the default); raises
-        ConfigError for one that is not dynamic or not valid."""
-        setting = SETTINGS.get(key)
-        if setting is None or not setting.dynamic:
-            raise ConfigError(f"{key} cannot be changed while the broker runs")
+        """The value a setting has while the broker runs, from the metadata log's dynamic configs (text, or None:
+        back to the file's or the default); raises ConfigError for one not valid. Keys this broker does not act on
+        are not kept here (the cluster keeps them)."""
+        if key not in SETTINGS:
+            return
         if text is None:
             self.dynamic.pop(key, None)
         else:
-            self.dynamic[key] = parse_value(key, text, setting.kind, "AlterConfigs")
+            self.dynamic[key] = parse_value(key, text, "AlterConfigs")
 
     @classmethod
     def load(cls, path=None, overrides=None, overrides_from="--override"):
@@ -824,18 +763,6 @@ class BrokerConfig:
             if self.values[key] is not None:
                 return max(self.values[key] * scale, -1)  # any negative time: unlimited, as Kafka reads it
         return 168 * HOURS
-
-    def topic_defaults(self):
-        """{topic config: default value as text}, as DescribeConfigs shows them."""
-        out = dict(TOPIC_ONLY)
-        for key, setting in SETTINGS.items():
-            if setting.topic_key and self.values[key] is not None:
-                value = self.values[key]
-                out[setting.topic_key] = str(value).lower() if isinstance(value, bool) else str(value)
-        out["retention.ms"] = str(self.retention_ms())
-        roll = self.values["log.roll.ms"]
-        out["segment.ms"] = str(roll if roll is not None else self.values["log.roll.hours"] * HOURS)
-        return out
 
     def describe(self):
         """{broker config: value as text or None} for DescribeConfigs (secrets as None, as Kafka shows them)."""

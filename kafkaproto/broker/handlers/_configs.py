@@ -3,14 +3,15 @@
 the metadata log, so they survive a restart. A value the broker would not honour (compaction, LogAppendTime,
 recompression) is INVALID_CONFIG rather than stored and ignored.
 
-A broker takes the topic defaults (under their broker names) and the settings Kafka changes while it runs
-(config.py's dynamic ones, log.cleaner.backoff.ms say); any other, and a value that is not valid, is
+A broker takes the settings Kafka changes while it runs (config.live_change_refusal says which): for itself
+(named by its id) or for every broker (""), as Kafka takes them. Any other, and a value that is not valid, is
 INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID_CONFIG).
 """
 
 from ... import errors
 from .. import group_config
-from ..config import SETTINGS, ConfigError, parse_value, topic_config_error
+from ..config import SETTINGS, ConfigError, live_change_refusal, parse_value
+from ..topic_configs import topic_config_error
 from ..state import acls
 from ..state.cluster import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 
@@ -24,11 +25,10 @@ def topic_configs(state, name):
 
 
 def broker_configs(state, name):
-    """(this broker's dynamic configs, None) or (None, (error, message)) for a broker resource name ("" is every
-    broker's default: this one's)."""
+    """(the dynamic configs of this broker, or of every broker for "", None) or (None, (error, message))."""
     if name not in ("", str(state.node_id)):
         return None, (errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {name!r}")
-    return state.cluster.configs, None
+    return state.cluster.default_broker_configs if name == "" else state.cluster.broker_configs, None
 
 
 def alter_topic(state, name, changes, validate_only):
@@ -43,19 +43,19 @@ def alter_topic(state, name, changes, validate_only):
 
 
 def alter_broker(state, name, changes, validate_only):
-    """(error, message) of setting changes on this broker."""
-    static = sorted(key for key in changes if not (SETTINGS.get(key) and (SETTINGS[key].topic_key
-                                                                          or SETTINGS[key].dynamic)))
-    if static:
-        return errors.INVALID_REQUEST, f"these configs cannot be changed while the broker runs: {', '.join(static)}"
+    """(error, message) of setting changes on this broker, or on every broker's defaults (name "")."""
+    refused = [problem for key in changes if (problem := live_change_refusal(key, cluster_wide=name == ""))]
+    if refused:
+        return errors.INVALID_REQUEST, "; ".join(map(str, refused))
     for key, value in changes.items():
-        setting = SETTINGS[key]
+        if value is None:
+            continue
         try:
-            if value is not None:
-                parse_value(key, value, setting.kind, "AlterConfigs")
+            parse_value(key, value, "AlterConfigs")
         except ConfigError as e:
             return errors.INVALID_REQUEST, str(e)
-        why = setting.topic_key and topic_config_error(setting.topic_key, value)
+        setting = SETTINGS.get(key)
+        why = setting is not None and setting.topic_key and topic_config_error(setting.topic_key, value)
         if why:
             return errors.INVALID_REQUEST, why
     if not validate_only:

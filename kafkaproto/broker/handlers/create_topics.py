@@ -34,7 +34,7 @@ from collections import Counter
 from ... import errors
 from ...messages import ApiKey, CreateTopicsResponse
 from ...uuid import Uuid
-from ..config import topic_config_error
+from ..topic_configs import topic_config_error
 from ..dispatch import handles
 from ..state.acls import CLUSTER, CLUSTER_NAME, CREATE, TOPIC
 from ..state import topic_name_error

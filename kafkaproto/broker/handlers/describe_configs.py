@@ -10,33 +10,43 @@ as Kafka names them); its internal.segment.bytes is listed only where it is set,
 
 from ... import errors
 from ...messages import ApiKey, DescribeConfigsResponse
-from ..config import CONFIG_TYPE_CODES, KAFKA_TOPIC_CONFIGS, SETTINGS, TOPIC_CONFIG_TYPES, broker_default
+from ..config import (AUTHORIZER_SETTINGS, LISTENER_PREFIX, OWN_SETTINGS, SETTINGS, default_text,
+                      live_change_refusal)
 from ..dispatch import handles
 from ..group_config import GROUP_CONFIGS, effective
+from ..kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from ..state import acls
+from ..topic_configs import KAFKA_TOPIC_CONFIGS, TOPIC_CONFIG_TYPES
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT, GROUP_SOURCE = 1, 2, 3, 4, 5, 8
 R = DescribeConfigsResponse
+CONFIG_TYPE_CODES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
+                     "CLASS": 8, "PASSWORD": 9}  # and 0: a key of no known type
 
 
-def _entry(ctx, name, value, source, kind, synonyms=()):
+def _entry(ctx, name, value, source, kind, synonyms=(), read_only=False, sensitive=False):
     return R.DescribeConfigsResourceResult(
-        name=name, value=value, read_only=False, config_source=source if ctx.version >= 1 else -1,
-        is_sensitive=False, synonyms=[R.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in synonyms]
-        if ctx.version >= 1 else [], config_type=CONFIG_TYPE_CODES.get(kind, 0) if ctx.version >= 3 else 0,
+        name=name, value=value, read_only=read_only, config_source=source if ctx.version >= 1 else -1,
+        is_sensitive=sensitive, synonyms=[R.DescribeConfigsSynonym(name=n, value=v, source=s)
+                                          for n, v, s in synonyms] if ctx.version >= 1 else [],
+        config_type=CONFIG_TYPE_CODES.get(kind, 0) if ctx.version >= 3 else 0,
         documentation=None)  # as Kafka leaves it unless asked; asked, it has no text of Kafka's to give
 
 
-def _broker_synonyms(state, keys, described):
-    """The broker settings behind a topic config, as Kafka lists them: by source (dynamic, static, default),
-    then left out up to the first that names the setting whose default the config takes."""
-    found = [(key, state.cluster.configs[key], DYNAMIC_BROKER) for key in keys if key in state.cluster.configs]
+def _broker_synonyms(state, keys, described, hidden=False):
+    """The broker settings behind a config, as Kafka lists them: by source (this broker's dynamic value, every
+    broker's, the file's, the default), then left out up to the first that names keys[0], whose default the
+    config takes (the others give the same value in other units). hidden: a secret's values are None."""
+    cluster = state.cluster
+    found = [(key, cluster.broker_configs[key], DYNAMIC_BROKER) for key in keys if key in cluster.broker_configs]
+    found += [(key, cluster.default_broker_configs[key], DYNAMIC_DEFAULT_BROKER) for key in keys
+              if key in cluster.default_broker_configs]
     found += [(key, described[key], STATIC_BROKER) for key in keys if key in state.config.given]
-    found += [(key, default, DEFAULT) for key in keys if (default := broker_default(key)) is not None]
+    found += [(key, default, DEFAULT) for key in keys if (default := default_text(key)) is not None]
     while found and found[0][0] != keys[0]:
         found.pop(0)
-    return found
+    return [(key, None, source) for key, _, source in found] if hidden else found
 
 
 def _topic(ctx, request, resource):
@@ -62,25 +72,53 @@ def _topic(ctx, request, resource):
     return errors.NONE, None, out
 
 
+def _broker_type(name):
+    """A broker key's type as DescribeConfigs names it, or None for a key of no known type."""
+    prefixed = LISTENER_PREFIX.fullmatch(name)
+    base = prefixed.group(2) if prefixed else name
+    if base.endswith(".sasl.jaas.config"):  # listener.name.NAME.MECHANISM.sasl.jaas.config
+        base = "sasl.jaas.config"
+    kafka = KAFKA_BROKER_CONFIGS.get(base)
+    if kafka is not None:
+        return kafka.type
+    setting = SETTINGS.get(base) if base not in AUTHORIZER_SETTINGS else None  # the authorizer's, not a broker's
+    return setting.type.upper() if setting is not None else None
+
+
 def _broker(ctx, request, resource):
+    """Every broker config, as Kafka lists them for a broker named by its id: each of Kafka's keys (those this
+    broker does not act on with Kafka's default), this broker's own, and any other key given or set while running
+    (of no known type, so hidden as a secret is). For "" (every broker's defaults), those set so, as Kafka does."""
     state = ctx.state
+    cluster = state.cluster
     if resource.resource_name not in ("", str(state.node_id)):
         return errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {resource.resource_name!r}", []
-    out = []
     described = state.config.describe()
-    for name, value in sorted(described.items()):
-        if resource.configuration_keys is not None and name not in resource.configuration_keys:
-            continue
+    every_broker = resource.resource_name == ""
+    if every_broker:
+        names = set(cluster.default_broker_configs)
+    else:
+        names = {*KAFKA_BROKER_CONFIGS, *OWN_SETTINGS, *state.config.given, *cluster.default_broker_configs,
+                 *cluster.broker_configs}
+    if resource.configuration_keys is not None:
+        names &= set(resource.configuration_keys)
+    out = []
+    for name in sorted(names):
+        kind = _broker_type(name)
+        sensitive = kind in ("PASSWORD", None)
         # the setting and those that give the same value in other units after it (log.retention.hours, say)
         units = next((keys[keys.index(name):] for _, keys, _ in KAFKA_TOPIC_CONFIGS.values() if name in keys),
                      (name,))
-        synonyms = _broker_synonyms(state, units, described)
-        source = synonyms[0][2] if synonyms else DEFAULT
-        if name in state.cluster.configs:
-            value = state.cluster.configs[name]
-        setting = SETTINGS.get(name)
-        kind = setting.type.upper() if setting and setting.type.upper() in CONFIG_TYPE_CODES else "STRING"
-        out.append(_entry(ctx, name, value, source, kind, synonyms if request.include_synonyms else ()))
+        synonyms = _broker_synonyms(state, units, described, hidden=sensitive)
+        if every_broker:
+            synonyms = [s for s in synonyms if s[2] == DYNAMIC_DEFAULT_BROKER]
+        source, value = (synonyms[0][2], synonyms[0][1]) if synonyms else (DEFAULT, None)
+        # as Kafka: only the keys it changes while running are not read-only (of them, here, those this broker
+        # acts on live), and this broker's own that it changes live
+        read_only = (name not in KAFKA_BROKER_CONFIGS and not (name in OWN_SETTINGS and SETTINGS[name].dynamic)
+                     or live_change_refusal(name, cluster_wide=False) is not None)
+        out.append(_entry(ctx, name, value, source, kind, synonyms if request.include_synonyms else (),
+                          read_only=read_only, sensitive=sensitive))
     return errors.NONE, None, out
 
 

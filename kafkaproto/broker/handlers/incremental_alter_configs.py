@@ -2,7 +2,8 @@
 from list configs, for a topic or for this broker; _configs.py checks and writes them."""
 
 from ...messages import ApiKey, IncrementalAlterConfigsResponse
-from ..config import SETTINGS, TOPIC_CONFIG_TYPES
+from ..config import setting_of
+from ..topic_configs import TOPIC_CONFIG_TYPES
 from ..dispatch import handles
 from ._configs import alter_resources
 
@@ -10,7 +11,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def _is_list(name):
-    setting = SETTINGS.get(name)
+    setting = setting_of(name)
     return TOPIC_CONFIG_TYPES.get(name) == "LIST" or (setting is not None and setting.type == "list")
 
 

@@ -43,7 +43,7 @@ from ...exceptions import RecordsError
 from ...records import produced_batches
 from ...records.header import ATTRIBUTES_OFFSET, CODEC_MASK, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET
 from ...messages import ApiKey, ProduceResponse
-from ..config import segment_size
+from ..topic_configs import segment_size
 from ..dispatch import Close, handles
 from ..state.cluster import INTERNAL_TOPICS, READ_WRITE
 from ..state.log import CONTROL, TRANSACTIONAL, Batch, StorageError

@@ -12,7 +12,7 @@ import logging
 
 from ... import errors
 from ...messages import ApiKey, StreamsGroupHeartbeatResponse
-from ..config import topic_config_error
+from ..topic_configs import topic_config_error
 from ..dispatch import handles
 from ..state import LogError, topic_name_error
 from ..state.acls import CLUSTER, CLUSTER_NAME, CREATE, DESCRIBE, TOPIC

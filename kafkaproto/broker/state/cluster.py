@@ -49,7 +49,8 @@ from ...metadata import (AccessControlEntryRecord, ClientQuotaRecord, ConfigReco
                          decode_record, encode_record)
 from ...records import RecordBatchBuilder, iter_batches
 from ...uuid import Uuid
-from ..config import SETTINGS, ConfigError, segment_size
+from ..config import SETTINGS, ConfigError
+from ..topic_configs import segment_size, topic_defaults
 from ..group_config import typed
 from ..security import SCRAM_NAMES, ScramCredential
 from .acls import Acl, Acls
@@ -296,7 +297,8 @@ class Cluster:
         self.removed_ids = set()  # topic ids the metadata log deleted (their directories may still be there)
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
-        self.configs = {}  # broker-level dynamic configs
+        self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
+        self.default_broker_configs = {}  # dynamic defaults of every broker (resource name: "")
         self.group_configs = {}  # group id -> {name: value}: its own configs (group_config.py)
         self._effective = {}  # Topic -> its effective configs, until a config changes (Produce reads them)
         self._derived = {}  # (Topic, derive) -> derive(its effective configs), as long as _effective
@@ -404,21 +406,23 @@ class Cluster:
                 target = self.topics[record.resource_name].configs
             elif record.resource_type == GROUP_RESOURCE:
                 target = self.group_configs.setdefault(record.resource_name, {})
+            elif record.resource_name == "":
+                target = self.default_broker_configs
+            elif record.resource_name == str(self.node_id):
+                target = self.broker_configs
             else:
-                target = self.configs
-                setting = SETTINGS.get(record.name)
-                if setting is not None and setting.dynamic:
-                    try:
-                        self.config.set_dynamic(record.name, record.value)
-                    except ConfigError as e:  # checked when it was altered: a log written by another version
-                        log.error("the metadata log's dynamic %s is not used: %s", record.name, e)
-                        return
+                return  # another broker's
             if record.value is None:
                 target.pop(record.name, None)
                 if not target and record.resource_type == GROUP_RESOURCE:
                     del self.group_configs[record.resource_name]
             else:
                 target[record.name] = record.value
+            if record.resource_type == BROKER_RESOURCE and record.name in SETTINGS:
+                try:
+                    self.config.set_dynamic(record.name, self.configs.get(record.name))
+                except ConfigError as e:  # checked when it was altered: a log written by another version
+                    log.error("the metadata log's dynamic %s is not used: %s", record.name, e)
         elif kind == "ProducerIdsRecord":
             self.next_producer_id = record.next_producer_id
         elif kind == "UserScramCredentialRecord":
@@ -736,9 +740,14 @@ class Cluster:
 
     # --- lookups
 
+    @property
+    def configs(self):
+        """This broker's dynamic configs in effect: its own over every broker's defaults."""
+        return {**self.default_broker_configs, **self.broker_configs}
+
     def topic_defaults(self):
         """Topic configs' defaults: the broker's settings, with dynamic broker configs over them."""
-        out = dict(self.config.topic_defaults())
+        out = topic_defaults(self.config)
         for key, value in self.configs.items():
             setting = SETTINGS.get(key)
             if setting is not None and setting.topic_key:
