@@ -1,5 +1,7 @@
-"""OffsetForLeaderEpoch: the end offset of a leader epoch. Leadership never moves here, so every
-partition has one epoch, 0: asking for it (or a later one not yet begun) gives the log end offset."""
+"""OffsetForLeaderEpoch: where a leader epoch ended in a partition's log (state/log.py's LeaderEpochs, as Kafka's
+leader epoch cache answers), so that a consumer or follower whose log diverged knows where. The request's current
+leader epoch, when given, must be the partition's: an older one is FENCED_LEADER_EPOCH, a newer one
+UNKNOWN_LEADER_EPOCH."""
 
 from ... import errors
 from ...messages import ApiKey, OffsetForLeaderEpochResponse
@@ -23,14 +25,14 @@ def offset_for_leader_epoch(ctx, request):
             if partition is None:
                 partitions.append(Result(error_code=perror.code, partition=p.partition, leader_epoch=-1,
                                          end_offset=-1))
-            elif p.current_leader_epoch > partition.leader_epoch:
-                partitions.append(Result(error_code=errors.UNKNOWN_LEADER_EPOCH.code, partition=p.partition,
-                                         leader_epoch=-1, end_offset=-1))
-            elif p.leader_epoch < 0:
-                partitions.append(Result(error_code=errors.NONE.code, partition=p.partition, leader_epoch=-1,
+            elif p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
+                error = errors.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch \
+                    else errors.UNKNOWN_LEADER_EPOCH
+                partitions.append(Result(error_code=error.code, partition=p.partition, leader_epoch=-1,
                                          end_offset=-1))
             else:
-                partitions.append(Result(error_code=errors.NONE.code, partition=p.partition,
-                                         leader_epoch=partition.leader_epoch, end_offset=partition.log.log_end_offset))
+                epoch, end = partition.log.epochs.end_offset_for(p.leader_epoch, partition.log.log_end_offset)
+                partitions.append(Result(error_code=errors.NONE.code, partition=p.partition, leader_epoch=epoch,
+                                         end_offset=end))
         topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=item.topic, partitions=partitions))
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -232,7 +232,8 @@ def read_partition_metadata(directory):
         raise ValueError(f"{path}: no readable topic_id ({e})") from None
 
 
-PARTITION_FILES = (".log", ".index", ".timeindex", "partition.metadata", "partition.metadata.tmp")
+PARTITION_FILES = (".log", ".index", ".timeindex", "partition.metadata", "partition.metadata.tmp",
+                   "leader-epoch-checkpoint", "leader-epoch-checkpoint.tmp")
 
 
 def looks_like_partition(name):
@@ -517,6 +518,8 @@ class Cluster:
 
     def _attach(self, partition, partition_log):
         partition.log = partition_log
+        # its leader took it at its epoch: that epoch begins at the log's end, if no batch began it before
+        partition_log.epochs.assign(partition.leader_epoch, partition_log.log_end_offset)
         if self.on_partition_log is not None:
             self.on_partition_log(partition)
 

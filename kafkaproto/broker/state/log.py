@@ -64,10 +64,10 @@ class Batch:
     """What the log keeps of a batch: where it is and the header fields appends and reads need."""
 
     __slots__ = ("base_offset", "last_offset", "position", "size", "max_timestamp", "producer_id",
-                 "producer_epoch", "base_sequence", "record_count", "attributes")
+                 "producer_epoch", "base_sequence", "record_count", "attributes", "leader_epoch")
 
     def __init__(self, header, position):
-        (self.base_offset, length, _epoch, _magic, _crc, self.attributes, last_delta, _base_ts,
+        (self.base_offset, length, self.leader_epoch, _magic, _crc, self.attributes, last_delta, _base_ts,
          self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
          self.record_count) = header
         self.last_offset = self.base_offset + last_delta
@@ -330,6 +330,78 @@ class Segment:
 
 
 START_FILE = "log-start-offset"
+EPOCHS_FILE = "leader-epoch-checkpoint"  # Kafka's name and layout: 0, the count, then "epoch start-offset" lines
+UNDEFINED = -1
+
+
+class LeaderEpochs:
+    """Which leader epoch began at which offset (Kafka's LeaderEpochFileCache): what OffsetForLeaderEpoch answers,
+    so that a follower or a consumer whose log diverged finds where. An epoch starts when a leader takes the
+    partition (assign) or, rebuilt from the batches at start, where its first batch is; the file keeps those
+    whose start no batch shows."""
+
+    def __init__(self, path):
+        self.path = path
+        self.entries = []  # [(epoch, start offset)], both increasing
+        try:
+            with open(path) as f:
+                lines = f.read().split("\n")
+            count = int(lines[1])
+            self.entries = [(int(e), int(o)) for e, o in (line.split() for line in lines[2:2 + count])]
+        except (FileNotFoundError, ValueError, IndexError):
+            self.entries = []  # none kept, or a file that does not read: the batches tell
+
+    @property
+    def latest(self):
+        return self.entries[-1][0] if self.entries else UNDEFINED
+
+    def saw(self, epoch, offset):
+        """A batch of epoch at offset, found on load or appended: a later epoch begins there."""
+        if epoch > self.latest:
+            self.entries.append((epoch, offset))
+
+    def assign(self, epoch, offset):
+        """A leader takes the partition at epoch, its log ending at offset; kept in the file at once."""
+        if epoch > self.latest:
+            self.entries.append((epoch, offset))
+            self.save()
+
+    def end_offset_for(self, epoch, log_end_offset):
+        """(the epoch, the offset it ended at) as Kafka answers OffsetForLeaderEpoch: the latest epoch ends at the
+        log end; an earlier one where the next began (an epoch the log never had answers for the one before it);
+        an unknown later one, or a negative one, is (UNDEFINED, UNDEFINED)."""
+        if epoch < 0 or not self.entries:
+            return UNDEFINED, UNDEFINED
+        if epoch == self.latest:
+            return epoch, log_end_offset
+        later = next((i for i, (e, _) in enumerate(self.entries) if e > epoch), None)
+        if later is None:
+            return UNDEFINED, UNDEFINED
+        return (self.entries[later - 1][0] if later else epoch), self.entries[later][1]
+
+    def truncate_end(self, end_offset):
+        """The log was cut at end_offset: epochs that began after it are gone."""
+        kept = [(e, o) for e, o in self.entries if o <= end_offset]
+        if kept != self.entries:
+            self.entries = kept
+            self.save()
+
+    def truncate_start(self, start_offset):
+        """The log now starts at start_offset: the epoch in force there starts there."""
+        before = [i for i, (_, o) in enumerate(self.entries) if o < start_offset]
+        if before:
+            last = before[-1]
+            self.entries = [(self.entries[last][0], start_offset)] + self.entries[last + 1:]
+            self.save()
+
+    def save(self):
+        text = "0\n%d\n" % len(self.entries) + "".join(f"{e} {o}\n" for e, o in self.entries)
+        try:
+            with open(self.path + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(self.path + ".tmp", self.path)
+        except OSError as e:  # the batches still tell every epoch a batch began, at the next start
+            log.warning("%s cannot be written: %s", self.path, _reason(e))
 
 
 def _read_start(path):
@@ -356,13 +428,16 @@ class PartitionLog:
         bases = sorted(int(name[:-4]) for name in os.listdir(directory)
                        if name.endswith(".log") and name[:-4].isdigit())
         self.segments = [Segment(directory, base, index_interval, self.files) for base in bases or [0]]
+        self.epochs = LeaderEpochs(os.path.join(directory, EPOCHS_FILE))
         for i, segment in enumerate(self.segments):
             self._load(segment, recover=recover and i == len(self.segments) - 1)
+        self.epochs.truncate_end(self.log_end_offset)
         # Where DeleteRecords moved the start, inside the first segment (Kafka's log-start-offset-checkpoint).
         self.log_start_offset = self.segments[0].base_offset
         saved = _read_start(os.path.join(directory, START_FILE))
         if saved is not None:
             self.log_start_offset = max(self.log_start_offset, min(saved, self.log_end_offset))
+        self.epochs.truncate_start(self.log_start_offset)
 
     def _load(self, segment, recover):
         """Index the segment and find its end offset; on recovery, first cut a torn or corrupt tail. The last
@@ -378,16 +453,18 @@ class PartitionLog:
             self._cut_torn_tail(segment)  # which may cut before end (a batch whose CRC is wrong)
             self._index(segment)
 
-    @staticmethod
-    def _index(segment):
-        """Index the segment's batches from its start; where the last whole one ends."""
+    def _index(self, segment):
+        """Index the segment's batches from its start, and note the leader epochs they begin; where the last
+        whole one ends."""
         segment.index_offsets, segment.index_positions, segment.since_index = [], [], 0
         segment.bases, segment.lasts, segment.ends = array("q"), array("q"), array("q")
         segment.next_offset, segment.max_timestamp = segment.base_offset, -1
         end = 0
+        saw = self.epochs.saw
         for batch in segment.batches():
             segment.note(batch)
             segment.seen(batch)
+            saw(batch.leader_epoch, batch.base_offset)
             end = batch.position + batch.size
         return end
 
@@ -467,6 +544,7 @@ class PartitionLog:
             batch.position += start
             segment.note(batch)
             segment.seen(batch)
+        self.epochs.saw(leader_epoch, first)
         return first
 
     def roll(self, sync=False):
@@ -572,6 +650,7 @@ class PartitionLog:
                     pass
         del self.segments[:keep]
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.epochs.truncate_start(self.log_start_offset)
         return self.log_start_offset
 
     def delete_records_before(self, offset):
@@ -588,6 +667,7 @@ class PartitionLog:
         os.replace(path + ".tmp", path)
         sync_directory(self.directory)
         self.log_start_offset = offset
+        self.epochs.truncate_start(offset)
         keep = 0
         while keep < len(self.segments) - 1 and self.segments[keep + 1].base_offset <= offset:
             keep += 1
