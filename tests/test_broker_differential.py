@@ -231,9 +231,12 @@ def test_topics_produce_fetch_and_offsets(sides):
         body = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
             ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
         both(sides, body, 7, f"ListOffsets at {timestamp}")
-    epochs = OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
-        topic=topic, partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])])
-    both(sides, epochs, 4, "OffsetForLeaderEpoch")
+    # the partition's epoch, an older and a later one, none; and with the current epoch right, older and later
+    for current, epoch in ((-1, 0), (-1, 1), (-1, 5), (-1, -1), (0, 0), (0, 3), (1, 0)):
+        epochs = OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic=topic, partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=current, leader_epoch=epoch)])])
+        both(sides, epochs, 4, f"OffsetForLeaderEpoch of epoch {epoch}, current {current}")
     k, o = both(sides, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4, "InitProducerId")
     ids = {"kafka": (k.producer_id, k.producer_epoch), "ours": (o.producer_id, o.producer_epoch)}
 
