@@ -61,7 +61,8 @@ from kafkaproto import decode_request, decode_response, encode_request, encode_r
 from kafkaproto.broker.dispatch import HANDLERS, load_handlers
 from kafkaproto.connection import ProtocolError, ServerConnection
 from kafkaproto.exceptions import KafkaProtoError
-from kafkaproto.messages import (ApiKey, ApiVersionsRequest, ConsumerGroupHeartbeatRequest, CreatePartitionsRequest,
+from kafkaproto.messages import (AlterClientQuotasRequest, ApiKey, ApiVersionsRequest, ConsumerGroupHeartbeatRequest,
+                                 CreatePartitionsRequest,
                                  CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, FetchRequest,
                                  HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest,
                                  JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest, MetadataRequest,
@@ -344,7 +345,20 @@ def fate(frame):
         return CLOSE, key, version, header.correlation_id
     if key == ApiKey.PRODUCE and request.body.acks == 0:
         return SILENT, key, version, header.correlation_id
+    if unreadable_acls(key, request.body):
+        return CLOSE, key, version, header.correlation_id
     return ANSWER, key, version, header.correlation_id
+
+
+def unreadable_acls(key, body):
+    """Whether an ACL request names UNKNOWN (0) as a resource type, pattern type, operation or permission type:
+    Kafka cannot make an ACL binding or filter of it, and closes the connection."""
+    if key == ApiKey.CREATE_ACLS:
+        return any(0 in (c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
+                   for c in body.creations)
+    filters = [body] if key == ApiKey.DESCRIBE_ACLS else body.filters if key == ApiKey.DELETE_ACLS else []
+    return any(0 in (f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type)
+               for f in filters)
 
 
 def expected(stream):
@@ -711,6 +725,9 @@ class HostileClients(RuleBasedStateMachine):
         whole_request_refused = acks not in (-1, 0, 1) or version < ZSTD_FROM and any(
             kind == "codec" and 0 <= index < len(topic.partitions)
             for kind, (topic, index, _, _, _) in zip(kinds, chosen))
+        # A transactional batch in a request without a transactional id: Kafka refuses the request whole
+        # (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), whichever partition it is for.
+        whole_request_refused = whole_request_refused or "transactional" in kinds
         by_topic = {}
         for topic, index, raw, _, _ in chosen:
             by_topic.setdefault(topic.name, (topic, []))[1].append(
@@ -1680,6 +1697,8 @@ def tame(body, version):
             body.session_timeout_ms %= 301
     elif isinstance(body, (CreateTopicsRequest, CreatePartitionsRequest)) and version >= 1:
         body.validate_only = True
+    elif isinstance(body, AlterClientQuotasRequest):
+        body.validate_only = True  # quotas in force would throttle, hold or refuse the steps that follow
     elif isinstance(body, CreateTopicsRequest):
         assume(all(t.num_partitions <= 2 for t in body.topics))
 
