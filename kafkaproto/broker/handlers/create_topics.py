@@ -26,6 +26,11 @@ against those before it, so two of them may collide with each other.
 
 With an authorizer, CREATE on the cluster allows every topic, else each needs CREATE on itself
 (TOPIC_AUTHORIZATION_FAILED).
+
+A client with a controller_mutation_rate (KIP-599) has each topic that passes every other check counted, in the
+request's order, by its partitions, validate_only or not (as Kafka's controller counts them). From v6 the quota
+is strict: while the client's bucket is below zero a topic is THROTTLING_QUOTA_EXCEEDED (with no message, as
+Kafka answers); before, every topic is taken. Either way the answer carries the wait (throttle_time_ms).
 """
 
 import logging
@@ -45,6 +50,8 @@ log = logging.getLogger("kafkaproto.broker")
 
 Result = CreateTopicsResponse.CreatableTopicResult
 DEFAULT_CONFIG, TOPIC_CONFIG = 5, 1  # DescribeConfigs config sources
+# The first version at which controller_mutation_rate refuses topics (strict) rather than only throttling.
+STRICT_QUOTA_VERSION = 6
 # Kafka's controller refuses a CreateTopics request asking for more partitions than this in all...
 MAX_PARTITIONS_PER_REQUEST = 10_000
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."  # Kafka's messages
@@ -153,11 +160,17 @@ def create_topics(ctx, request):
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_RECORDS) for item in topics] + last)
     results = []
+    quota = ctx.mutation_quota(STRICT_QUOTA_VERSION)
     for item, problem in checked:
         if problem:
             results.append(_error(item.name, *problem))
             continue
         count = _partition_count(state, item)
+        if quota is not None and not quota.record(count, state.now_ms()):
+            refused = _error(item.name, errors.THROTTLING_QUOTA_EXCEEDED)
+            refused.error_message = None  # as Kafka answers
+            results.append(refused)
+            continue
         configs = _configs(item)
         if request.validate_only:
             # Kafka gives a validated topic an ID too (a random one, never used).
@@ -177,4 +190,4 @@ def create_topics(ctx, request):
             configs=[CreateTopicsResponse.CreatableTopicConfigs(
                 name=k, value=v, read_only=False, config_source=TOPIC_CONFIG if k in configs else DEFAULT_CONFIG,
                 is_sensitive=False) for k, v in sorted(effective.items())]))
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results + last)
+    return CreateTopicsResponse(throttle_time_ms=ctx.mutations_throttled(quota), topics=results + last)

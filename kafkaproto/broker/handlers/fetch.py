@@ -73,10 +73,12 @@ def fetch(ctx, request):
     answers, total, read = _read(ctx, request, scope, by_id)
     if total < request.min_bytes and request.max_wait_ms > 0 and not ctx.final:
         return Wait(request.max_wait_ms, on=read)  # asked again when one of these partitions takes a batch
-    throttle = ctx.throttled(CONSUMER_BYTE_RATE, total)
+    # Kafka counts the request's handler time, then the bytes; over either quota, the bytes are taken back.
+    throttle = max(ctx.request_throttled(), ctx.throttled(CONSUMER_BYTE_RATE, total))
     if throttle:
         # Over its quota, a consumer gets the throttle time and no data, as from Kafka, and asks again once it
         # may; a session goes on, a new one is not made.
+        ctx.unrecord(CONSUMER_BYTE_RATE, total)
         if session is not None:
             session.partitions = scope
             session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
