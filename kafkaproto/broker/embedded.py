@@ -44,6 +44,10 @@ async def serve(config, ready=None, stop=None):
         log.info("kafkaproto broker stopped")
 
 
+async def _call(function, *args):
+    return function(*args)
+
+
 def _event_loop_policy():
     try:
         import uvloop
@@ -77,6 +81,7 @@ class Broker:
         self.ports = {}  # listener name -> port (the in-process broker; the first listener's is self.port)
         self.process = None
         self._thread = self._loop = self._stop = None
+        self._state = None
 
     @property
     def bootstrap_servers(self):
@@ -95,6 +100,7 @@ class Broker:
         failure = []
 
         def ready(server):
+            self._state = server.state
             self.host, self.port = server.state.endpoint
             self.ports = {listener.name: listener.port for listener in server.state.advertised}
             started.set()
@@ -140,6 +146,21 @@ class Broker:
             raise RuntimeError("the broker did not start:\n" + "".join(lines[-20:]))
         # keep draining its log so the pipe never fills
         threading.Thread(target=self.process.stderr.read, daemon=True).start()
+
+    def pushed_telemetry(self, client_instance_id=None, timeout=10):
+        """The client metrics this broker kept (kafkaproto.client.telemetry.enable=true), oldest first: of one
+        client instance (a Uuid), or of every one. Each is a state.telemetry.Pushed: who pushed it, when, and
+        its data, decompressed (an OpenTelemetry MetricsData message, protobuf). The last pushes of each client
+        are kept, for the most recent clients (state/telemetry.py). In-process brokers only, running or
+        stopped."""
+        if self._state is None:
+            raise RuntimeError("pushed_telemetry needs a broker started in this process (subprocess=False)")
+        telemetry = self._state.telemetry
+        if self._thread is None:  # stopped: nothing else reads or changes it now
+            return telemetry.pushed(client_instance_id)
+        # The broker's state belongs to its event loop's thread: read there.
+        return asyncio.run_coroutine_threadsafe(_call(telemetry.pushed, client_instance_id),
+                                                self._loop).result(timeout)
 
     def kill(self):
         """SIGKILL the subprocess (no clean shutdown), as a crash would."""

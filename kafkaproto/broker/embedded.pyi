@@ -11,6 +11,8 @@ from typing import Any, Callable, Mapping
 from typing_extensions import Self
 
 from .config import BrokerConfig
+from .state.telemetry import Pushed
+from ..uuid import Uuid
 
 log: logging.Logger
 STARTED: re.Pattern[str]
@@ -43,6 +45,10 @@ class Broker:
     def bootstrap_servers(self) -> str:
         """"host:port" of its first listener, for a client's bootstrap.servers."""
     def start(self, timeout: float = 30) -> Self: ...
+    def pushed_telemetry(self, client_instance_id: Uuid | None = None, timeout: float = 10) -> list[Pushed]:
+        """The client metrics this broker kept (kafkaproto.client.telemetry.enable=true), oldest first: of one
+        client instance, or of every one; each one's data decompressed (an OpenTelemetry MetricsData message).
+        In-process brokers only, running or stopped."""
     def kill(self) -> None:
         """SIGKILL the subprocess (no clean shutdown), as a crash would."""
     def stop(self) -> None: ...

@@ -190,6 +190,8 @@ class Session:
         self.handshake_version = None
         self.exchange = None
         self.principal = None if self.sasl else "User:ANONYMOUS"
+        # (name, version) the client's ApiVersions named (Kafka's ClientInformation): client telemetry matches on it
+        self.client_software = ("unknown", "unknown")
 
     @property
     def authenticated(self):

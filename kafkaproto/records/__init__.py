@@ -29,6 +29,7 @@ from ._common import (
     record_sequence,
 )
 from ._legacy import LegacyBatch
+from . import _compression
 
 if _COMPILED:
     from ._crecords import Record, RecordBatch, RecordBatchBuilder, iter_batches, produced_batches, to_arrow
@@ -44,8 +45,33 @@ def read_records(data, **options):
     return out
 
 
+def compress(compression, data, level=None):
+    """data compressed as Kafka's Java client compresses a batch's records (compression: a Compression, its code
+    or its name), for payloads Kafka compresses the same way (a client's pushed metrics, KIP-714)."""
+    return bytes(_compression.compress(Compression.of(compression), data, level))
+
+
+def decompress(compression, data, max_bytes=DEFAULT_MAX_DECOMPRESSED):
+    """What compress made, back; raises RecordsError (kind "compression": unknown codec or corrupt data,
+    "too_large": more than max_bytes once decompressed, which is checked before it is allocated)."""
+    try:
+        codec = Compression.of(compression)
+    except ValueError as e:
+        raise RecordsError(str(e), 0, kind="compression") from None
+    if codec == Compression.NONE:
+        if len(data) > max_bytes:
+            raise RecordsError(f"{len(data)} bytes, over the {max_bytes}-byte cap", 0, kind="too_large")
+        return bytes(data)
+    try:
+        return bytes(_compression.decompress(codec, data, max_bytes))
+    except _compression.CapError as e:
+        raise RecordsError(str(e), 0, kind="too_large") from None
+    except _compression.CodecError as e:
+        raise RecordsError(str(e), 0, kind="compression") from None
+
+
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED", "Compression", "ControlMarker", "ControlType", "LegacyBatch", "Record", "RecordBatch",
-    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "iter_batches", "produced_batches",
-    "read_committed", "read_records", "record_sequence", "to_arrow",
+    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "compress", "decompress", "iter_batches",
+    "produced_batches", "read_committed", "read_records", "record_sequence", "to_arrow",
 ]

@@ -248,12 +248,18 @@ def read_committed(
     """Which batches a read_committed consumer delivers, as the Java consumer decides it: (batch, skip) for every
     batch, skip None when its records are delivered, "aborted" or "control" otherwise."""
 
+def compress(compression: Compression | int | str, data: _Buffer, level: int | None = None) -> bytes:
+    """data compressed as Kafka's Java client compresses a batch's records."""
+
+def decompress(compression: Compression | int | str, data: _Buffer, max_bytes: int = ...) -> bytes:
+    """What compress made, back; RecordsError (kind "compression" or "too_large") when it cannot be."""
+
 def record_sequence(base_sequence: int, offset_delta: int) -> int:
     """The producer sequence number of the record offset_delta past its batch's base sequence (-1 when the
     batch has none), wrapping as Java's int does."""
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED", "Compression", "ControlMarker", "ControlType", "LegacyBatch", "Record", "RecordBatch",
-    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "iter_batches", "produced_batches",
-    "read_committed", "read_records", "record_sequence", "to_arrow",
+    "RecordBatchBuilder", "RecordsError", "TimestampType", "arrow_schema", "compress", "decompress", "iter_batches",
+    "produced_batches", "read_committed", "read_records", "record_sequence", "to_arrow",
 ]

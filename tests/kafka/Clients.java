@@ -2,7 +2,8 @@
 // captured (tests/kafka/record_captures.py) and kafkaproto's broker tried (tests/test_broker_*.py).
 // Usage: Clients <bootstrap> <mode> <topic>, with -Dclient.config=FILE for more client properties
 //   admin     create the topic, list and describe it (by name and by topic ID), describe the cluster
-//   produce   an idempotent producer sends 30 records with headers, lz4-compressed, in small batches
+//   produce   an idempotent producer sends 30 records with headers, lz4-compressed, in small batches, and
+//             stays open -Dproduce.stay.ms more (0 by default: long enough for its metrics to be pushed)
 //   txn       a transactional producer commits one transaction and aborts another
 //   consume   a consumer in group "captures" reads everything (read_committed) and commits
 //   delete    delete the topic by its topic ID
@@ -90,6 +91,7 @@ public final class Clients {
                         producer.flush();
                     }
                 }
+                Thread.sleep(Long.getLong("produce.stay.ms", 0L));
                 return;
             }
             producer.initTransactions();

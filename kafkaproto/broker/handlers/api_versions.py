@@ -1,7 +1,8 @@
 """ApiVersions: the APIs and versions this broker serves, from the handler table.
 
-v3+ clients name their software; a name or version that breaks Kafka's
-pattern is INVALID_REQUEST. A request at a version above 4 never reaches
+v3+ clients name their software (kept for the connection, as Kafka keeps it:
+client telemetry's subscriptions match on it); a name or version that breaks
+Kafka's pattern is INVALID_REQUEST. A request at a version above 4 never reaches
 here (``dispatch.unserved``): the server answers it at v0 with
 UNSUPPORTED_VERSION and, as Kafka does, only ApiVersions' own range (``refused``),
 so the client can ask again at a version both know.
@@ -46,4 +47,6 @@ def api_versions(ctx, request):
     if ctx.version >= 3 and not (SOFTWARE.fullmatch(request.client_software_name)
                                  and SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=errors.INVALID_REQUEST.code, throttle_time_ms=0)
+    if ctx.session is not None and ctx.version >= 3:
+        ctx.session.client_software = (request.client_software_name, request.client_software_version)
     return response(ctx.state, version=ctx.version)

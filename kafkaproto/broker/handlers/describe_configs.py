@@ -4,12 +4,14 @@ Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) o
 server.properties or an override (4), a default (5). configuration_keys null asks for every config.
 Documentation is not given (null), as Kafka answers a request that does not ask for it.
 A group (v3+ clients ask with resource type 32) lists every group config, set on it (8) or its broker default.
+A client-metrics subscription (16) lists its three configs, set on it (7) or Kafka's default, named or not.
 A topic lists every config Kafka's topics have, with the broker settings behind each as its synonyms (named
 as Kafka names them); its internal.segment.bytes is listed only where it is set, as Kafka lists it.
 """
 
 from ... import errors
 from ...messages import ApiKey, DescribeConfigsResponse
+from ..client_metrics import CONFIGS as CLIENT_METRICS_CONFIGS, shown as client_metrics_value
 from ..config import (AUTHORIZER_SETTINGS, LISTENER_PREFIX, OWN_SETTINGS, SETTINGS, default_text,
                       live_change_refusal)
 from ..dispatch import handles
@@ -17,8 +19,10 @@ from ..group_config import GROUP_CONFIGS, effective
 from ..kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from ..state import acls
 from ..topic_configs import KAFKA_TOPIC_CONFIGS, TOPIC_CONFIG_TYPES
+from ._configs import DENIED
 
 TOPIC, BROKER, GROUP = 2, 4, 32
+CLIENT_METRICS, CLIENT_METRICS_SOURCE = 16, 7
 TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT, GROUP_SOURCE = 1, 2, 3, 4, 5, 8
 R = DescribeConfigsResponse
 CONFIG_TYPE_CODES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
@@ -143,11 +147,31 @@ def _group(ctx, request, resource):
     return errors.NONE, None, out
 
 
+def _client_metrics(ctx, request, resource):
+    """A client-metrics subscription's configs (client_metrics.py): its own, else Kafka's defaults, with no
+    synonyms but itself; one never set is described all the same, with the defaults, as Kafka does."""
+    if not resource.resource_name:
+        return errors.INVALID_REQUEST, "Client metrics subscription name must not be empty", []
+    own = ctx.state.cluster.client_metrics.get(resource.resource_name, {})
+    out = []
+    for name, (kind, default) in CLIENT_METRICS_CONFIGS.items():
+        if resource.configuration_keys and name not in resource.configuration_keys:
+            continue
+        if name in own:
+            value = client_metrics_value(name, own[name])
+            synonyms = [(name, value, CLIENT_METRICS_SOURCE)] if request.include_synonyms else ()
+            out.append(_entry(ctx, name, value, CLIENT_METRICS_SOURCE, kind, synonyms))
+        else:
+            out.append(_entry(ctx, name, default, DEFAULT, kind))
+    return errors.NONE, None, out
+
+
 def _refused(ctx, operation, resource):
     """The authorization error for operation on a topic or the cluster (a broker's configs), or None."""
     if resource.resource_type == TOPIC and not ctx.allowed(operation, acls.TOPIC, resource.resource_name):
         return errors.TOPIC_AUTHORIZATION_FAILED
-    if resource.resource_type == BROKER and not ctx.allowed(operation, acls.CLUSTER, acls.CLUSTER_NAME):
+    if resource.resource_type in (BROKER, CLIENT_METRICS) and not ctx.allowed(operation, acls.CLUSTER,
+                                                                              acls.CLUSTER_NAME):
         return errors.CLUSTER_AUTHORIZATION_FAILED
     if resource.resource_type == GROUP and not ctx.allowed(operation, acls.GROUP, resource.resource_name):
         return errors.GROUP_AUTHORIZATION_FAILED
@@ -160,13 +184,15 @@ def describe_configs(ctx, request):
     for resource in request.resources:
         refused = _refused(ctx, acls.DESCRIBE_CONFIGS, resource)
         if refused:
-            error, message, configs = refused, None, []
+            error, message, configs = refused, DENIED[refused], []
         elif resource.resource_type == TOPIC:
             error, message, configs = _topic(ctx, request, resource)
         elif resource.resource_type == BROKER:
             error, message, configs = _broker(ctx, request, resource)
         elif resource.resource_type == GROUP:
             error, message, configs = _group(ctx, request, resource)
+        elif resource.resource_type == CLIENT_METRICS:
+            error, message, configs = _client_metrics(ctx, request, resource)
         else:
             error, message, configs = errors.INVALID_REQUEST, f"resource type {resource.resource_type} is not " \
                                                               "described here", []
