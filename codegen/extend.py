@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .errors import CODEGEN_EXTRA, SpecError, raise_all
 from .loader import load_spec, spec_files
-from .model import build_spec, default_schema_dirs, refused_names, spec_fingerprint
+from .model import KEYED_TYPES, build_spec, default_schema_dirs, refused_names, spec_fingerprint
 from .versions import Versions
 
 # Keys of a field an amendment may restate differently; the layout check decides whether the
@@ -100,11 +100,11 @@ def load_extension(directories, builtin=None):
 
 
 def _check_new_key(spec, builtin):
-    if spec.api_key is None or spec.type not in ("request", "response", "metadata"):
+    if spec.api_key is None or spec.type not in KEYED_TYPES:
         return
     other = builtin.by_key(spec.type, spec.api_key)
     if other is not None:
-        what = "record type" if spec.type == "metadata" else "api key"
+        what = "api key" if spec.type in ("request", "response") else "record type"
         raise SpecError(spec.file, f"{spec.name}.apiKey",
                         f"{what} {spec.api_key} is already kafkaproto's {other} ({builtin.files[other]}); "
                         f"choose a {what} no spec uses")
@@ -113,7 +113,7 @@ def _check_new_key(spec, builtin):
 def _check_extension_keys(specs):
     errors, keys = [], {}
     for spec in specs.values():
-        if spec.api_key is None or spec.type not in ("request", "response", "metadata"):
+        if spec.api_key is None or spec.type not in KEYED_TYPES:
             continue
         other = keys.setdefault((spec.type, spec.api_key), spec)
         if other is not spec:

@@ -26,7 +26,10 @@ INT_RANGES = {
 }
 PRIMITIVES = set(INT_RANGES) | {"bool", "float64", "string", "bytes", "records", "uuid"}
 NULLABLE_PRIMITIVES = {"string", "bytes", "records"}
-SPEC_TYPES = {"request", "response", "header", "metadata", "data"}
+SPEC_TYPES = {"request", "response", "header", "metadata", "data", "coordinator-key", "coordinator-value"}
+# Spec types numbered by their apiKey, unique within the type: an API's request and response, a KRaft metadata
+# record's type, and a group coordinator record's type (its key and value share the number).
+KEYED_TYPES = ("request", "response", "metadata", "coordinator-key", "coordinator-value")
 
 # Kafka's entity types, and the type a field of each must have (None: any).
 ENTITY_TYPES = {"unknown": None, "transactionalId": "string", "producerId": "int64", "groupId": "string",
@@ -141,7 +144,7 @@ class _SpecBuilder:
         if stype not in SPEC_TYPES:
             self.fail(f"{name}.type", f"type must be one of {sorted(SPEC_TYPES)}, got {stype!r}")
         api_key = d.get("apiKey")
-        if stype in ("request", "response", "metadata"):
+        if stype in KEYED_TYPES:
             if not isinstance(api_key, int) or isinstance(api_key, bool) or not 0 <= api_key <= 0x7FFF:
                 self.fail(f"{name}.apiKey", f"a {stype} needs an integer apiKey in 0..32767, got {api_key!r}")
         if "validVersions" not in d:
@@ -545,7 +548,7 @@ def load_model(directories):
         if spec.name in specs:
             errors.append(SpecError(path, spec.name, f"spec name already defined in {specs[spec.name].file}"))
             continue
-        if spec.api_key is not None and spec.type in ("request", "response", "metadata"):
+        if spec.api_key is not None and spec.type in KEYED_TYPES:
             k = (spec.api_key, spec.type)
             if k in keys:
                 errors.append(SpecError(path, f"{spec.name}.apiKey",
@@ -604,4 +607,4 @@ def default_schema_dirs():
     """kafkaproto's own specs: schemas/ of a source tree, or the copy installed with the generator."""
     here = Path(__file__).resolve().parent
     root = here / "schemas" if (here / "schemas").is_dir() else here.parent / "schemas"
-    return [root / "message", root / "metadata"]
+    return [root / "message", root / "metadata", root / "coordinator"]

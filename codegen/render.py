@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from . import wire_rules
+from .model import KEYED_TYPES
 from .versions import MAX_VERSION, Versions
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -183,9 +184,10 @@ class SpecView:
         self.valid_range = py_range(spec.valid)
         self.flexible_range = py_range(spec.flexible.intersect(spec.valid))
         what = {"request": "request", "response": "response", "header": "header", "metadata": "KRaft metadata record",
-                "data": "data structure"}[spec.type]
+                "data": "data structure", "coordinator-key": "group coordinator record key",
+                "coordinator-value": "group coordinator record value"}[spec.type]
         key = "" if spec.api_key is None else (
-            f", record type {spec.api_key}" if spec.type == "metadata" else f", api key {spec.api_key}")
+            f", api key {spec.api_key}" if spec.type in ("request", "response") else f", record type {spec.api_key}")
         flexible = spec.flexible.intersect(spec.valid)
         self.doc = f"Kafka {what} {spec.name}{key}; versions {spec.valid}"
         self.doc += f", flexible from {flexible.lo}." if not flexible.empty else "."
@@ -194,10 +196,11 @@ class SpecView:
 
 
 def module_of(spec):
-    """The stable module a spec lives in: by api-key range for APIs and metadata records."""
-    if spec.type in ("request", "response", "metadata") and spec.api_key is not None:
+    """The stable module a spec lives in: by api-key range for APIs, metadata records and group coordinator
+    records (a record's key and value together)."""
+    if spec.type in KEYED_TYPES and spec.api_key is not None:
         lo = spec.api_key // KEYS_PER_MODULE * KEYS_PER_MODULE
-        prefix = "api" if spec.type != "metadata" else "metadata"
+        prefix = {"request": "api", "response": "api", "metadata": "metadata"}.get(spec.type, "coordinator")
         return f"{prefix}_{lo}_{lo + KEYS_PER_MODULE - 1}"
     return "common"
 
@@ -262,7 +265,8 @@ def render(specs, extension=False, amends=None):
         extension=extension, amends=amends or {})
     stubs = env.get_template("stubs.pyi.j2")
     files["__init__.pyi"] = stubs.render(specs=[], api_keys=api_key_names(specs), package=True)
-    for name, kinds in (("messages", ("request", "response", "header", "data")), ("metadata", ("metadata",))):
+    for name, kinds in (("messages", ("request", "response", "header", "data")), ("metadata", ("metadata",)),
+                        ("coordinator_records", ("coordinator-key", "coordinator-value"))):
         files[f"{name}.pyi"] = stubs.render(specs=[SpecView(s) for s in specs if s.type in kinds], package=False)
     return files
 

@@ -1,11 +1,12 @@
-"""Every API and KRaft metadata record kafkaproto knows, from its own generated package and any that join it.
+"""Every API, KRaft metadata record and group coordinator record kafkaproto knows, from its own generated package
+and any that join it.
 
     from kafkaproto.registry import api, register
     api("Fetch").valid_versions         # by name, or api(1), or api(ApiKey.FETCH)
     register(my_codecs)                 # a package made by kafkaproto-codegen from edited specs
 
-A package that joins brings its requests, responses and metadata records to the
-frame functions, the metadata record lookup and everything built on them.
+A package that joins brings its requests, responses and records to the frame functions, the metadata and group
+coordinator record lookups and everything built on them.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ _specs = {}  # spec name -> SpecInfo
 _apis = {}  # api key -> ApiInfo
 _by_name = {}  # "Fetch", "fetch" -> ApiInfo
 _records = {}  # metadata record type -> class
+_coordinator = {}  # ("coordinator-key" or "coordinator-value", group coordinator record type) -> class
 _owners = {}  # spec name -> the package it comes from
 _amended = {}  # spec name -> the classes an extension's amended class replaced, which still encode
 _replacing = {}  # package -> whether it joined with replace=True
@@ -252,12 +254,15 @@ def _rebuild():
     _apis.clear()
     _by_name.clear()
     _records.clear()
+    _coordinator.clear()
     _apis.update(_api_infos(_classes))
     for info in _apis.values():
         _by_name[info.name] = _by_name[info.name.lower()] = info
     for name, spec in _specs.items():
         if spec.kind == "metadata":
             _records[spec.api_key] = _classes[name]
+        elif spec.kind in ("coordinator-key", "coordinator-value"):
+            _coordinator[(spec.kind, spec.api_key)] = _classes[name]
     if _impl.COMPILED:
         install_compiled(_classes)
     for entry in _published:
@@ -325,6 +330,16 @@ def record_class(record_type: int) -> type[Any]:
         return _records[record_type]
     except KeyError:
         raise KeyError(f"no metadata record type {record_type!r}") from None
+
+
+def coordinator_class(kind: str, record_type: int) -> type[Any]:
+    """The class of a group coordinator record's key (kind "coordinator-key") or value ("coordinator-value") of
+    that record type (its spec's apiKey)."""
+    load()
+    try:
+        return _coordinator[(kind, record_type)]
+    except KeyError:
+        raise KeyError(f"no group coordinator record type {record_type!r}") from None
 
 
 def spec(name: str) -> SpecInfo:

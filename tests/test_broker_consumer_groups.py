@@ -11,7 +11,7 @@ from kafkaproto.broker.state.groups import clock_ms
 from kafkaproto.broker.state.groups.assignors import (MemberSpec, java_order, range_assignor, string_hash,
                                                      uniform)
 from kafkaproto.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
-                                 ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest)
+                                 FindCoordinatorRequest, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest)
 from kafkaproto.uuid import Uuid
 
 from test_broker_handlers import call, create, make_state
@@ -238,6 +238,18 @@ def test_a_regex_is_resolved_by_the_broker_after_the_heartbeat(state):
     a.beat()
     assert {t for t, _ in a.partitions()} == {topic_id(state, "orders-eu"), topic_id(state, "orders-us")}
     assert describe(state).members[0].subscribed_topic_regex == "orders-.*"
+
+
+def test_a_regex_matches_kafkas_internal_topic_as_any_other(state):
+    """Kafka's resolver matches a pattern against every topic its metadata holds, __consumer_offsets among them
+    once its coordinator made it (franz-go's Test848RegexBrokerResolves counts on it): here the coordinator's
+    log, one partition."""
+    create(state, "orders-eu", partitions=1)
+    assert call(state, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4).coordinators[0].error_code == 0
+    a = Member(state, "a", topics=None, regex="__consumer.*|orders-.*")
+    a.beat()
+    a.beat()
+    assert a.partitions() == {(topic_id(state, "orders-eu"), 0), (topic_id(state, "__consumer_offsets"), 0)}
 
 
 def test_regexes_are_re2_and_cannot_stall_the_broker(state):

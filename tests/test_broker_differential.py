@@ -963,6 +963,236 @@ def test_a_producer_over_its_quota_is_throttled(sides):
     assert throttled[0] == throttled[1] == [False, False, True], throttled
 
 
+def _quota_entry(kind, name, key, value, remove=False):
+    Entity, Op = AlterClientQuotasRequest.EntityData, AlterClientQuotasRequest.OpData
+    return AlterClientQuotasRequest.EntryData(entity=[Entity(entity_type=kind, entity_name=name)],
+                                              ops=[Op(key=key, value=value, remove=remove)])
+
+
+def _set_quotas(sides, entries, remove=False):
+    """Set (or remove) the quotas on both; each entity must be taken (Kafka answers them in hash order)."""
+    for entry in entries:
+        entry.ops[0].remove = remove
+    for side in sides:
+        answered = side.call(AlterClientQuotasRequest(entries=entries), 1)[0].entries
+        assert [e.error_code for e in answered] == [0] * len(entries), (side_name(side, sides), answered)
+
+
+def test_controller_mutation_rate(sides):
+    """KIP-599's controller_mutation_rate, 1 partition a second (a bucket of 11), a client id of its own per step,
+    so that each starts full: CreateTopics, CreatePartitions and DeleteTopics refuse the topics past an empty
+    bucket at their strict versions (THROTTLING_QUOTA_EXCEEDED, no message) and take them all at the older ones;
+    the same topics either way, and each answer over the quota carries a wait. Which topics Kafka's DeleteTopics
+    refuses follows the hash order of random topic IDs, so only how many is compared there."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("quota enforcement is compared with Kafka 4.3")
+    run = uuid.uuid4().hex[:6]
+    steps = ("create", "create-old", "grow", "grow-old", "delete", "delete-old")
+    clients = {step: f"quota-mutations-{step}-{run}" for step in steps}
+    quotas = [_quota_entry("client-id", client, "controller_mutation_rate", 1.0) for client in clients.values()]
+    _set_quotas(sides, quotas)
+    time.sleep(1)  # Kafka's controller learns the quotas from the metadata log a moment after answering
+    made = [f"diff-mut-{run}-{i}" for i in range(4)] + [f"diff-mut-old-{run}-{i}" for i in range(4)]
+
+    def step(step_name, body, version):
+        """body sent by the step's client on a new connection (one muted by a throttle is left behind) to both;
+        the answers must agree, the topics taken in the order of their names (Kafka answers CreatePartitions in
+        its hash order); (each side's response)."""
+        answers = []
+        for side in sides:
+            connection = RawClient(side.port, client_id=clients[step_name])
+            try:
+                response, plain = side.call(body, version, client=connection)
+            finally:
+                connection.close()
+            for key in ("topics", "results"):
+                if plain.get(key):
+                    plain[key] = sorted(plain[key], key=lambda item: item["name"])
+            answers.append((response, plain))
+        found = differences(answers[0][1], answers[1][1])
+        assert not found, f"{step_name} v{version}: this broker differs from Apache Kafka:\n" + described(found)
+        return [response for response, _ in answers]
+
+    def refused(response):
+        items = getattr(response, "topics", None) or getattr(response, "results", None) or response.responses
+        out = []
+        for item in items:
+            if item.error_code == errors.THROTTLING_QUOTA_EXCEEDED.code:
+                assert item.error_message is None, item
+                out.append(item.name)
+        return sorted(out)
+
+    def topic(name, partitions, replication_factor=1):
+        return CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions,
+                                                  replication_factor=replication_factor)
+
+    try:
+        # 11 tokens: 5 and 5 and 4 are taken (the last from 1 left, down to -3), then the bucket is empty; a topic
+        # that fails its own checks is not counted.
+        answers = step("create", CreateTopicsRequest(timeout_ms=10000, topics=[
+            topic(made[0], 5), topic(made[1], 5), topic(made[2], 4), topic(made[3], 1),
+            topic(f"diff-mut-{run}-bad", 1, replication_factor=0)]), 7)
+        assert [refused(r) for r in answers] == [[made[3]]] * 2
+        assert all(r.throttle_time_ms > 0 for r in answers), [r.throttle_time_ms for r in answers]
+        answers = step("create-old", CreateTopicsRequest(timeout_ms=10000, topics=[
+            topic(made[4], 5), topic(made[5], 5), topic(made[6], 4), topic(made[7], 1)]), 5)
+        assert [refused(r) for r in answers] == [[]] * 2
+        assert all(r.throttle_time_ms > 0 for r in answers), [r.throttle_time_ms for r in answers]
+        for side in sides:
+            serving(side, [(made[i], n) for i, n in ((0, 5), (1, 5), (2, 4), (4, 5), (5, 5))])
+
+        # To 11 partitions each (6, 6 and 7 more), taken in the order of a Java HashSet of the names: the third
+        # finds the bucket empty.
+        def grow(*names):
+            return CreatePartitionsRequest(timeout_ms=10000, validate_only=False, topics=[
+                CreatePartitionsRequest.CreatePartitionsTopic(name=name, count=11, assignments=None)
+                for name in names])
+        grown = step("grow", grow(*made[:3]), 3)
+        assert len(refused(grown[0])) == 1 and refused(grown[0]) == refused(grown[1])
+        assert all(r.throttle_time_ms > 0 for r in grown), [r.throttle_time_ms for r in grown]
+        answers = step("grow-old", grow(made[4], made[5]), 2)
+        assert [refused(r) for r in answers] == [[]] * 2
+        assert all(r.throttle_time_ms > 0 for r in answers), [r.throttle_time_ms for r in answers]
+
+        # Four topics of 11 partitions: two are deleted (11 to 0, then to -11), the other two refused.
+        eleven = sorted(set(made[:3]) - set(refused(grown[0]))) + [made[4], made[5]]
+        answers = []
+        for side in sides:
+            connection = RawClient(side.port, client_id=clients["delete"])
+            try:
+                answers.append(connection.call(DeleteTopicsRequest(topic_names=eleven, timeout_ms=10000), 5).body)
+            finally:
+                connection.close()
+        assert [len(refused(r)) for r in answers] == [2, 2], answers
+        assert all(r.throttle_time_ms > 0 for r in answers), [r.throttle_time_ms for r in answers]
+        left = [sorted(refused(r)) + sorted(set(made) - set(eleven) - {made[3]}) for r in answers]
+        for side, names in zip(sides, left):
+            connection = RawClient(side.port, client_id=clients["delete-old"])
+            try:
+                response = connection.call(DeleteTopicsRequest(topic_names=names, timeout_ms=10000), 4).body
+            finally:
+                connection.close()
+            assert [t.error_code for t in response.responses] == [0] * len(names), response
+            assert response.throttle_time_ms > 0, response
+    finally:
+        _set_quotas(sides, quotas, remove=True)
+
+
+def test_request_percentage_holds_a_busy_client(sides):
+    """A client id held to a hundred-thousandth of a percent of a request handler's time (request_percentage),
+    asking ApiVersions (which Kafka counts too) as fast as it is answered: both brokers answer its first request
+    with a wait of at most a second (the quota window; the request took far more than the share) and read nothing
+    more from the connection meanwhile, so the client gets about one answer a second."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("quota enforcement is compared with Kafka 4.3")
+    client = f"quota-busy-{uuid.uuid4().hex[:6]}"
+    quota = [_quota_entry("client-id", client, "request_percentage", 0.00001)]
+    _set_quotas(sides, quota)
+    time.sleep(1)  # Kafka's brokers learn the quota from the metadata log a moment after its controller
+    try:
+        for side in sides:
+            connection = RawClient(side.port, client_id=client)
+            try:
+                waits, gaps = [], []
+                for _ in range(2):
+                    began = time.monotonic()
+                    waits.append(connection.call(ApiVersionsRequest(), 3).body.throttle_time_ms)
+                    gaps.append(time.monotonic() - began)
+            finally:
+                connection.close()
+            where = (side_name(side, sides), waits, gaps)
+            assert all(0 < ms <= 1000 for ms in waits), where
+            # each throttled answer mutes the connection for its wait before the next request is read
+            for wait, gap in zip(waits, gaps[1:]):
+                assert gap >= wait / 1000 * 0.9, where
+    finally:
+        _set_quotas(sides, quota, remove=True)
+
+
+def test_connection_creation_rate(sides):
+    """KIP-612's connection_creation_rate, one connection a second from 127.0.0.1: ten connections are served
+    (the rate is measured over ten seconds at least), the eleventh is accepted but never read, and closed within
+    a second (a reset, as its request is left unread), by both."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("quota enforcement is compared with Kafka 4.3")
+    quota = [_quota_entry("ip", "127.0.0.1", "connection_creation_rate", 1.0)]
+    _set_quotas(sides, quota)
+    time.sleep(1)  # Kafka's brokers learn the quota from the metadata log a moment after its controller
+    header = RequestHeader(request_api_key=ApiKey.API_VERSIONS, request_api_version=0, correlation_id=1,
+                           client_id="quota-connections")
+    try:
+        outcomes = []
+        for side in sides:
+            seen = []
+            for _ in range(11):
+                began = time.monotonic()
+                with socket.create_connection(("127.0.0.1", side.port), timeout=5) as sock:
+                    sock.sendall(encode_request(header, ApiVersionsRequest(), 0))
+                    try:
+                        seen.append("served" if sock.recv(4) else "closed")
+                    except ConnectionResetError:
+                        seen.append("closed")
+                    if seen[-1] == "closed":
+                        assert 0.5 <= time.monotonic() - began <= 2.5, (side_name(side, sides), seen)
+            outcomes.append(seen)
+    finally:
+        _set_quotas(sides, quota, remove=True)
+        # Kafka drops the quota a moment after answering: the next test's connections must not be held
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.create_connection(("127.0.0.1", sides[0].port), timeout=5) as sock:
+                sock.sendall(encode_request(header, ApiVersionsRequest(), 0))
+                try:
+                    if sock.recv(4):
+                        break
+                except ConnectionResetError:
+                    pass
+    assert outcomes[0] == outcomes[1] == ["served"] * 10 + ["closed"], outcomes
+
+
+def test_max_connection_creation_rate(sides):
+    """max.connection.creation.rate=1, set for the cluster with IncrementalAlterConfigs: new connections to the
+    PLAINTEXT listener are soon made to wait, each about a second, and then served (Kafka's acceptor waits; it
+    counts every connection the listener took in the last eleven seconds, so which one first waits depends on the
+    tests before). Set back, connections are served at once again."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("quota enforcement is compared with Kafka 4.3")
+    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = IncrementalAlterConfigsRequest.AlterableConfig
+    header = RequestHeader(request_api_key=ApiKey.API_VERSIONS, request_api_version=0, correlation_id=1,
+                           client_id="quota-connection-rate")
+
+    def setting(value):
+        body = IncrementalAlterConfigsRequest(validate_only=False, resources=[Resource(
+            resource_type=4, resource_name="", configs=[Config(
+                name="max.connection.creation.rate", config_operation=1 if value is None else 0, value=value)])])
+        for side in sides:
+            assert side.call(body, 1)[0].responses[0].error_code == 0, side_name(side, sides)
+
+    def served_after(side):
+        """Seconds until a new connection's ApiVersions is answered."""
+        began = time.monotonic()
+        with socket.create_connection(("127.0.0.1", side.port), timeout=5) as sock:
+            sock.sendall(encode_request(header, ApiVersionsRequest(), 0))
+            assert sock.recv(4), side_name(side, sides)  # answered, not closed
+        return time.monotonic() - began
+
+    setting("1")
+    try:
+        for side in sides:
+            # Kafka applies the setting a moment after answering; the connections meanwhile count all the same
+            waits = []
+            while len(waits) < 60 and (not waits or waits[-1] < 0.5):
+                waits.append(served_after(side))
+            assert 0.5 <= waits[-1] <= 2.5, (side_name(side, sides), waits)
+    finally:
+        setting(None)
+    for side in sides:
+        deadline = time.monotonic() + 10
+        while served_after(side) > 0.3:
+            assert time.monotonic() < deadline, side_name(side, sides)
+
+
 def test_delete_by_id_and_recreate(sides):
     topic = f"diff-del-{uuid.uuid4().hex[:8]}"
     create = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name=topic, num_partitions=1,
@@ -1935,6 +2165,34 @@ def test_reserved_and_colliding_topic_names(sides):
                                         ("__cluster_metadata", dot.replace(".", "_"))],
                                 allow_auto_topic_creation=True), 12, "Metadata of refused names")
     both(sides, produce("__cluster_metadata", 0, batch(b"x")), 9, "Produce to __cluster_metadata")
+    consumer_offsets_served(sides)
+
+
+def consumer_offsets_served(sides):
+    """__consumer_offsets once a group was found (Kafka makes it then): listed, named or not, as an internal topic,
+    its partitions aside (Kafka's 50 by default; here one, the coordinator's log: offsets.topic.num.partitions);
+    read-only to clients (Produce and DeleteRecords INVALID_TOPIC_EXCEPTION); the configs Kafka gives it."""
+    named = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")],
+                            allow_auto_topic_creation=False)
+    answers = [side.call(named, 12, settled=lambda r: r.topics[0].error_code == 0) for side in sides]
+    for _, plain in answers:
+        assert len(plain["topics"]) == 1 and plain["topics"][0]["partitions"]
+        plain["topics"][0]["partitions"] = []
+    found = differences(answers[0][1], answers[1][1])
+    assert not found, "Metadata of __consumer_offsets:\n" + described(found)
+    ours = answers[1][0].topics[0]
+    assert ours.is_internal and [p.partition_index for p in ours.partitions] == [0]
+    for side in sides:
+        every = side.call(MetadataRequest(topics=None), 12)[0]
+        assert [t.is_internal for t in every.topics if t.name == "__consumer_offsets"] == [True]
+    both(sides, produce("__consumer_offsets", 0, batch(b"x")), 9, "Produce to __consumer_offsets")
+    both(sides, DeleteRecordsRequest(timeout_ms=10000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+        name="__consumer_offsets", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(
+            partition_index=0, offset=0)])]), 2, "DeleteRecords of __consumer_offsets")
+    both(sides, DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=2, resource_name="__consumer_offsets",
+        configuration_keys=["cleanup.policy", "compression.type", "segment.bytes"])]), 4,
+        "DescribeConfigs of __consumer_offsets")
 
 
 # ---- Produce: every batch checked as Kafka checks it before it is stored ------------------------------------------

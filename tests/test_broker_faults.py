@@ -20,7 +20,8 @@ import pytest
 from kafkaproto import errors, records
 from kafkaproto.broker import Broker
 from kafkaproto.broker.state import log as segment_log
-from kafkaproto.broker.state.cluster import METADATA_DIR, DirectoryLocked, write_partition_metadata
+from kafkaproto.broker.state.cluster import METADATA_DIR
+from kafkaproto.broker.state.data_dir import DirectoryLocked, write_partition_metadata
 from kafkaproto.broker.state.groups.offsets import OFFSETS_DIR
 from kafkaproto.broker.state.log import LogError, PartitionLog, StorageError, parse_batches
 from kafkaproto.broker.state.shares import STATE_DIR as SHARE_STATE_DIR

@@ -710,11 +710,10 @@ def test_kip848_heartbeats_over_the_wire_keep_epochs_and_assignments_across_a_ki
 
 
 def test_group_records_are_in_the_offsets_log_beside_the_offsets(tmp_path):
-    """One log, as Kafka's __consumer_offsets: offsets under list keys, group metadata under object keys naming
-    Kafka's record kinds; tombstones (null values) when members go."""
-    import json
-
-    from kafkaproto import records
+    """One log, as Kafka's __consumer_offsets: Kafka's own records, an offset's (OffsetCommitKey/Value, the value
+    at version 4) beside a group's (GroupMetadata at version 3, the KIP-848 kinds at 0); tombstones (null values)
+    when members go."""
+    from kafkaproto import coordinator_records, records
 
     state = make_state(tmp_path, **SETTINGS)
     try:
@@ -731,11 +730,107 @@ def test_group_records_are_in_the_offsets_log_beside_the_offsets(tmp_path):
         state.close()
     stored = []
     for path in sorted((tmp_path / OFFSETS_DIR).glob("*.log")):
-        stored += [(json.loads(r.key), r.value is None) for r in records.read_records(path.read_bytes())]
-    kinds = {(key["record"], key["group"], tombstone) for key, tombstone in stored if isinstance(key, dict)}
-    assert ("GroupMetadata", "g", False) in kinds
-    assert {("ConsumerGroupMetadata", "kg", False), ("ConsumerGroupMemberMetadata", "kg", False),
-            ("ConsumerGroupTargetAssignmentMember", "kg", False), ("ConsumerGroupCurrentMemberAssignment", "kg", False),
-            ("ConsumerGroupMemberMetadata", "kg", True), ("ConsumerGroupCurrentMemberAssignment", "kg", True)} <= kinds
-    assert [key for key, _ in stored if isinstance(key, list)] == [["solo", "t", 0]]
-    assert not any(isinstance(key, dict) and key["group"] == "solo" for key, _ in stored)  # offsets only: no group
+        for r in records.read_records(path.read_bytes()):
+            key, record_type = coordinator_records.decode_key(r.key)
+            value = None if r.value is None else coordinator_records.decode_value(r.value, record_type)
+            stored.append((key, value))
+    kinds = {(type(key).__name__, getattr(key, "group_id", getattr(key, "group", None)), value is None)
+             for key, value in stored}
+    assert ("GroupMetadataKey", "g", False) in kinds
+    assert {("ConsumerGroupMetadataKey", "kg", False), ("ConsumerGroupMemberMetadataKey", "kg", False),
+            ("ConsumerGroupTargetAssignmentMemberKey", "kg", False),
+            ("ConsumerGroupCurrentMemberAssignmentKey", "kg", False),
+            ("ConsumerGroupMemberMetadataKey", "kg", True), ("ConsumerGroupCurrentMemberAssignmentKey", "kg", True)} \
+        <= kinds
+    assert {type(v[0]).__name__: v[1] for _, v in stored if v is not None}["GroupMetadataValue"] == 3
+    offsets = [(key, value) for key, value in stored if isinstance(key, coordinator_records.OffsetCommitKey)]
+    assert [(k.group, k.topic, k.partition, v[1], v[0].offset) for k, v in offsets] == [("solo", "t", 0, 4, 3)]
+    assert not any(getattr(key, "group_id", getattr(key, "group", None)) == "solo"
+                   for key, _ in stored if key not in [k for k, _ in offsets])  # offsets only: no group record
+
+
+def test_a_log_an_earlier_version_wrote_as_json_loads_and_is_written_again_in_kafkas_records(tmp_path):
+    """Versions before this one wrote the offsets log as JSON (keys ``[group, topic, partition]`` and ``{"record":
+    kind, "group": id, ...}``, values lists and objects). Such a log loads with nothing lost, and at start-up what
+    it held is written again as Kafka's records, after which the JSON is only history: a second start reads the
+    same groups and offsets from Kafka's records alone."""
+    import base64
+    import json
+
+    from kafkaproto import coordinator_records, records
+    from kafkaproto.broker.state.log import PartitionLog, parse_batches
+
+    state = make_state(tmp_path, **SETTINGS)
+    create(state, "t", partitions=2)
+    t = topic_id(state, "t")
+    state.close()
+
+    def b64(data):
+        return base64.b64encode(data).decode()
+    classic_member = {"instance_id": None, "client_id": "c", "client_host": "/127.0.0.1", "session_timeout_ms": 10000,
+                      "rebalance_timeout_ms": 5000, "protocol_type": "consumer",
+                      "protocols": [["range", b64(subscription("t"))], ["roundrobin", b64(b"rr")]]}
+    legacy = [  # (key, value) in the layout of the earlier versions' offsets.py and stored.py
+        (["solo", "t", 0], [5, -1, None, 1_700_000_000_000]),
+        (["solo", "t", 1], [6, 3, "meta", 1_700_000_000_001]),
+        (["solo", "t", 1], None),  # a tombstone: gone
+        (["solo", "t", 1], [7, 4, "meta", 1_700_000_000_002]),
+        ({"record": "GroupMetadata", "group": "g"}, {
+            "protocol_type": "consumer", "generation": 3, "protocol": "range", "leader": "m1",
+            "members": [{**classic_member, "member_id": "m1", "assignment": b64(b"plan-1")},
+                        {**classic_member, "member_id": "m2", "assignment": b64(b"plan-2")}]}),
+        ({"record": "ConsumerGroupMetadata", "group": "kg"}, {"epoch": 4, "metadata_hash": 99,
+                                                             "member_order": ["b", "a"]}),
+        *[({"record": "ConsumerGroupMemberMetadata", "group": "kg", "member": m}, {
+            "instance_id": None, "rack_id": None, "client_id": "c", "client_host": "/127.0.0.1",
+            "subscribed_topic_names": ["t"], "subscribed_topic_regex": "", "server_assignor": None,
+            "rebalance_timeout_ms": 5000, "classic_member_metadata": None}) for m in ("a", "b")],
+        ({"record": "ConsumerGroupTargetAssignmentMetadata", "group": "kg"}, {"assignment_epoch": 4}),
+        *[({"record": "ConsumerGroupTargetAssignmentMember", "group": "kg", "member": m},
+           {"topic_partitions": [[str(t), [p]]]}) for m, p in (("a", 0), ("b", 1))],
+        *[({"record": "ConsumerGroupCurrentMemberAssignment", "group": "kg", "member": m}, {
+            "member_epoch": 4, "previous_member_epoch": 3, "state": "stable",
+            "assigned_partitions": [[str(t), [[p, 4]]]], "partitions_pending_revocation": []})
+          for m, p in (("a", 0), ("b", 1))],
+    ]
+    builder = records.RecordBatchBuilder()
+    for key, value in legacy:
+        builder.append(json.dumps(key).encode(), None if value is None else json.dumps(value).encode(),
+                       timestamp=1_700_000_000_000)
+    data = builder.build()
+    plog = PartitionLog(str(tmp_path / OFFSETS_DIR))
+    plog.append(data, parse_batches(data))
+    plog.close()
+    seen = []
+    for _ in range(2):
+        state = make_state(tmp_path, **SETTINGS)
+        try:
+            committed = state.groups.committed("solo")
+            assert committed == {("t", 0): (5, -1, "", 1_700_000_000_000), ("t", 1): (7, 4, "meta", 1_700_000_000_002)}
+            classic = classic_describe(state).to_dict()
+            assert (classic["group_state"], classic["protocol_data"]) == ("Stable", "range")
+            assert [(m["member_id"], m["member_assignment"]) for m in classic["members"]] == [
+                ("m1", b"plan-1"), ("m2", b"plan-2")]
+            group = state.groups.group("kg")
+            assert (group.group_epoch, group.assignment_epoch, group.metadata_hash) == (4, 4, 99)
+            assert list(group.members) == ["b", "a"]  # the order the earlier version kept
+            assert {m: member.assigned for m, member in group.members.items()} == {"a": {t: {0: 4}}, "b": {t: {1: 4}}}
+            assert group.target == {"a": {t: {0}}, "b": {t: {1}}}
+            seen.append((classic, describe(state, "kg").to_dict()))
+        finally:
+            crash(state)
+        # After the first start the log ends with Kafka's records for everything the JSON held.
+        latest = {}
+        for path in sorted((tmp_path / OFFSETS_DIR).glob("*.log")):
+            for r in records.read_records(path.read_bytes()):
+                if bytes(r.key)[:1] in b"[{":
+                    continue
+                key, record_type = coordinator_records.decode_key(r.key)
+                latest[(type(key).__name__, *(str(v) for v in key.to_dict().values()))] = r.value is not None
+        assert latest[("OffsetCommitKey", "solo", "t", "1")] and latest[("GroupMetadataKey", "g")]
+        assert {k for k, live in latest.items() if live and k[0] != "OffsetCommitKey"} == {
+            ("GroupMetadataKey", "g"), ("ConsumerGroupMetadataKey", "kg"),
+            ("ConsumerGroupTargetAssignmentMetadataKey", "kg"),
+            *[(kind, "kg", m) for kind in ("ConsumerGroupMemberMetadataKey", "ConsumerGroupTargetAssignmentMemberKey",
+                                           "ConsumerGroupCurrentMemberAssignmentKey") for m in ("a", "b")]}
+    assert seen[0] == seen[1]

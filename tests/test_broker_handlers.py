@@ -15,7 +15,7 @@ from kafkaproto.broker.dispatch import (ANSWER_API_VERSIONS_V0, CLOSE, HANDLERS,
                                         advertised, dispatch, load_handlers, unserved)
 from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.clock import clock_ms
-from kafkaproto.broker.state.cluster import read_partition_metadata, remove_directories
+from kafkaproto.broker.state.data_dir import read_partition_metadata, remove_directories
 from kafkaproto.broker.config import STANDARD_AUTHORIZER, Listener
 from kafkaproto.messages import (AlterClientQuotasRequest, AlterConfigsRequest, ApiKey, ApiVersionsRequest,
                                  CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest,
@@ -561,6 +561,11 @@ def _admin_sample(key):
                  user_endpoint=H.Endpoint(host="localhost", port=8080))
     if key == ApiKey.STREAMS_GROUP_DESCRIBE:
         return M.StreamsGroupDescribeRequest(group_ids=["app", "none"])
+    if key == ApiKey.GET_TELEMETRY_SUBSCRIPTIONS:
+        return M.GetTelemetrySubscriptionsRequest(client_instance_id=Uuid.ZERO)
+    if key == ApiKey.PUSH_TELEMETRY:
+        return M.PushTelemetryRequest(client_instance_id=Uuid.random(), subscription_id=0, terminating=False,
+                                      compression_type=0, metrics=b"")
     return None
 
 
@@ -597,6 +602,8 @@ def test_every_handler_answers_at_every_version_it_serves(tmp_path):
 REFUSED = {ApiKey.ADD_RAFT_VOTER: errors.UNSUPPORTED_VERSION.code,
            ApiKey.REMOVE_RAFT_VOTER: errors.UNSUPPORTED_VERSION.code,
            ApiKey.UNREGISTER_BROKER: errors.BROKER_ID_NOT_REGISTERED.code,
+           # a push from a client instance that never asked for its subscription
+           ApiKey.PUSH_TELEMETRY: errors.UNKNOWN_SUBSCRIPTION_ID.code,
            **{key: errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED.code for key in (
                ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.DESCRIBE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
                ApiKey.EXPIRE_DELEGATION_TOKEN)}}

@@ -177,8 +177,9 @@ def test_no_topic_of_those_names_reaches_a_log_directory(state, tmp_path):
 
 
 def test_a_topic_of_such_a_name_in_an_older_metadata_log_is_not_served(tmp_path, caplog):
-    """An older version let clients create __consumer_offsets: a metadata log that records it starts, without the
-    topic, and the offsets log stays the broker's own."""
+    """An older version let clients create __consumer_offsets: a metadata log that records it starts, without that
+    topic, and the offsets log stays the broker's own: served as Kafka's internal topic (its records are there)
+    under an id of its own."""
     state = make_state(tmp_path)
     create(state, "t")
     produce(state, batch(b"a"))
@@ -192,8 +193,9 @@ def test_a_topic_of_such_a_name_in_an_older_metadata_log_is_not_served(tmp_path,
         state = make_state(tmp_path)
     try:
         assert "holds a topic named __consumer_offsets" in caplog.text
-        assert set(state.cluster.topics) == {"t"} and topic_id not in state.cluster.by_id
-        assert metadata(state, ["__consumer_offsets"], auto=False)[0][1] == "UNKNOWN_TOPIC_OR_PARTITION"
+        assert set(state.cluster.topics) == {"t", "__consumer_offsets"} and topic_id not in state.cluster.by_id
+        assert metadata(state, ["__consumer_offsets"], auto=False) == [("__consumer_offsets", "NONE", True, 1)]
+        assert state.cluster.topics["__consumer_offsets"].partitions[0].log is state.groups.offsets.log
         assert produce(state, batch(b"x"), topic="__consumer_offsets").error_code == \
             errors.INVALID_TOPIC_EXCEPTION.code
         assert state.groups.committed("g")[("t", 0)][0] == 1
@@ -241,3 +243,70 @@ def test_produce_to_them_is_answered_as_kafka_answers(state):
                        "__consumer_offsets": "INVALID_TOPIC_EXCEPTION",
                        "__share_group_state": "INVALID_TOPIC_EXCEPTION",
                        "__transaction_state": "INVALID_TOPIC_EXCEPTION"}
+
+
+def test_consumer_offsets_is_kafkas_internal_topic_once_a_group_is_found(tmp_path):
+    """Kafka's group coordinator makes __consumer_offsets when it is first asked for a group: from then on it is
+    listed (internal, one partition: the coordinator's log), read like any topic (Fetch, ListOffsets; a fetch
+    waiting on it wakes when the coordinator writes), written by the coordinator alone, and kept, with its id,
+    across a restart."""
+    from kafkaproto import coordinator_records
+    from kafkaproto.messages import (AlterConfigsRequest, CreatePartitionsRequest, DeleteRecordsRequest,
+                                     DeleteTopicsRequest, FindCoordinatorRequest, ListOffsetsRequest,
+                                     OffsetCommitRequest, OffsetFetchRequest)
+
+    state = make_state(tmp_path)
+    try:
+        create(state, "t")
+        assert metadata(state, ["__consumer_offsets"], auto=False) == [
+            ("__consumer_offsets", "UNKNOWN_TOPIC_OR_PARTITION", True, 0)]
+        found = call(state, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4)
+        assert found.coordinators[0].error_code == 0
+        assert metadata(state, ["__consumer_offsets"], auto=False) == [("__consumer_offsets", "NONE", True, 1)]
+        topic = state.cluster.topics["__consumer_offsets"]
+        woken = []
+        topic.partitions[0].producers.on_append = woken.append  # what the server's waiting fetches hang on
+        state.groups.commit("g", [(("t", 0), (5, -1, "", 0))])
+        assert woken
+        read = records.read_records(fetch(state, topic="__consumer_offsets").responses[0].partitions[0].records)
+        keys = [coordinator_records.decode_key(r.key)[0] for r in read]
+        assert [(k.group, k.topic, k.partition) for k in keys] == [("g", "t", 0)]
+        latest = call(state, ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="__consumer_offsets", partitions=[ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=0, timestamp=-1)])]), 7).topics[0].partitions[0]
+        assert (latest.error_code, latest.offset) == (0, 1)
+        # Read-only to clients: Kafka refuses Produce and DeleteRecords so; this broker also keeps its partitions,
+        # configs and the topic itself (Kafka lets an admin change or delete them).
+        assert produce(state, batch(b"x"), topic="__consumer_offsets").error_code == errors.INVALID_TOPIC_EXCEPTION.code
+        deleted = call(state, DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+            name="__consumer_offsets", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(
+                partition_index=0, offset=1)])]), 2).topics[0].partitions[0]
+        assert (deleted.error_code, deleted.low_watermark) == (errors.INVALID_TOPIC_EXCEPTION.code, -1)
+        assert call(state, DeleteTopicsRequest(topic_names=["__consumer_offsets"], timeout_ms=1000), 5).responses[
+            0].error_code == errors.INVALID_REQUEST.code
+        assert call(state, CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="__consumer_offsets", count=2, assignments=None)], timeout_ms=1000), 3).results[
+            0].error_code == errors.INVALID_REQUEST.code
+        assert call(state, AlterConfigsRequest(resources=[AlterConfigsRequest.AlterConfigsResource(
+            resource_type=2, resource_name="__consumer_offsets", configs=[AlterConfigsRequest.AlterableConfig(
+                name="retention.ms", value="1000")])]), 2).responses[0].error_code == errors.INVALID_REQUEST.code
+        topic_id = topic.topic_id
+        assert state.groups.offsets.log.log_end_offset == 1
+        # A group that consumes it (a lag monitor, say) commits and fetches its offsets as for any topic.
+        committed = call(state, OffsetCommitRequest(
+            group_id="lag", generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name="__consumer_offsets", partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]), 8)
+        assert committed.topics[0].partitions[0].error_code == 0
+        fetched = call(state, OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+            group_id="lag", topics=None)]), 8).groups[0].topics
+        assert [(t.name, [(p.partition_index, p.committed_offset) for p in t.partitions]) for t in fetched] == [
+            ("__consumer_offsets", [(0, 1)])]
+    finally:
+        state.close()
+    state = make_state(tmp_path)
+    try:
+        assert state.cluster.topics["__consumer_offsets"].topic_id == topic_id
+        assert metadata(state, ["__consumer_offsets"], auto=False) == [("__consumer_offsets", "NONE", True, 1)]
+    finally:
+        state.close()

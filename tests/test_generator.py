@@ -137,6 +137,25 @@ def test_api_key_and_type_used_twice(tmp_path):
     assert str(tmp_path / "a" / "FooRequest.json") in e.rule  # names the other file too
 
 
+def test_group_coordinator_records_are_numbered_by_record_type(tmp_path):
+    """A coordinator-key and a coordinator-value spec need an apiKey (the record type, which a key and its value
+    share), unique within their type, and land in the module of its range, apart from the APIs'."""
+    with pytest.raises(SpecError, match="needs an integer apiKey"):
+        build_spec("x.json", spec("FooKey", [fld("Group", "string", "0")], "coordinator-key", api_key=None,
+                                  valid="0", flexible="none"))
+    write(tmp_path, "FooKey.json", spec("FooKey", [fld("Group", "string", "0")], "coordinator-key", api_key=9,
+                                        valid="0", flexible="none"))
+    write(tmp_path, "FooValue.json", spec("FooValue", [fld("Epoch", "int32")], "coordinator-value", api_key=9,
+                                          valid="0", flexible="0+"))
+    files = render(load_model([tmp_path]))
+    assert {"_c_coordinator_8_15.pyx", "_py_coordinator_8_15.py", "coordinator_records.pyi"} <= set(files)
+    assert "group coordinator record value FooValue, record type 9" in files["_py_coordinator_8_15.py"]
+    write(tmp_path, "BarValue.json", spec("BarValue", [fld("Epoch", "int32")], "coordinator-value", api_key=9,
+                                          valid="0", flexible="0+"))
+    with pytest.raises(SpecError, match="apiKey 9 with type coordinator-value is already used by BarValue"):
+        load_model([tmp_path])
+
+
 def test_malformed_json_reports_line_and_column(tmp_path):
     text = (
         '{\n'
@@ -259,8 +278,8 @@ FOO_REQUEST = spec("FooRequest", [
 FOO_RESPONSE = spec("FooResponse", [fld("ErrorCode", "int16")], "response", valid="0-2")
 
 
-FOO_FILES = {"__init__.py", "__init__.pyi", "messages.pyi", "metadata.pyi", "_c_api_496_503.pyx",
-             "_py_api_496_503.py"}
+FOO_FILES = {"__init__.py", "__init__.pyi", "messages.pyi", "metadata.pyi", "coordinator_records.pyi",
+             "_c_api_496_503.pyx", "_py_api_496_503.py"}
 
 
 def foo_schemas(directory):

@@ -9,10 +9,11 @@ import shutil
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from kafkaproto import records
+from kafkaproto import errors, records
 from kafkaproto.broker import Broker
 from kafkaproto.broker.config import OWN_SETTINGS
 from kafkaproto.messages import (AddPartitionsToTxnRequest, FindCoordinatorRequest, InitProducerIdRequest,
@@ -40,8 +41,13 @@ TOOLS = {
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
+    "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
+
+
+class Ports(tuple):
+    """(Kafka's port, this broker's port), with where each keeps its data (``log_dirs``, in the same order)."""
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +55,9 @@ def brokers(kafka_brokers):
     """(Kafka's port, this broker's port): this broker with the test Kafka's settings (kafka_jvm.LIKE_KAFKA)."""
     kafka = kafka_brokers(VERSION)
     with Broker(kafka_jvm.LIKE_KAFKA) as ours:
-        yield kafka.port, ours.port
+        ports = Ports((kafka.port, ours.port))
+        ports.log_dirs = (Path(kafka.workdir) / "data", Path(ours.log_dir))
+        yield ports
 
 
 def tool(port, name, *args, code=0):
@@ -370,3 +378,209 @@ def test_streams_groups_tool(brokers):
     for client in clients:
         client.close()
     both(brokers, "streams-groups", "--delete", "--group", group)
+
+
+def test_client_metrics_tool(brokers):
+    """kafka-client-metrics: a subscription made, listed, described, refused a wrong interval, deleted; the list
+    no longer has it. Its match patterns name no client there is: the Kafka broker serves other tests."""
+    name = f"tools-cm-{uuid.uuid4().hex[:8]}"
+
+    def ours(text):  # Kafka's lists the other tests' subscriptions too, if any are left
+        return "\n".join(line for line in text.splitlines() if line.startswith("tools-cm-"))
+
+    try:
+        both(brokers, "client-metrics", "--alter", "--name", name, "--metrics",
+             "org.apache.kafka.producer.,org.apache.kafka.consumer.", "--interval", "1000", "--match",
+             "client_id=tools-nobody-.*,client_software_name=apache-kafka-java")
+        assert both(brokers, "client-metrics", "--list", normalise=ours) == name
+        described = both(brokers, "client-metrics", "--describe", "--name", name)
+        assert "interval.ms=1000" in described and "client_id=tools-nobody-.*" in described, described
+        refused = both(brokers, "client-metrics", "--alter", "--name", name, "--interval", "5", code=1)
+        assert "interval must be between 100 and 3600000" in refused
+    finally:
+        both(brokers, "client-metrics", "--delete", "--name", name)
+    assert both(brokers, "client-metrics", "--list", normalise=ours) == ""
+
+
+# ---- __consumer_offsets: Kafka's internal topic, as Kafka's own tools read it -----------------------------------
+
+def java_tool(main_class, *args):
+    """What a Kafka tool run by its class prints on standard output (it must exit 0)."""
+    java = shutil.which("java") or kafka_jvm.unavailable("java is not installed")
+    proc = subprocess.run([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", kafka_jvm.classpath(VERSION),
+                           main_class, *args], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, f"{main_class} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def asked(client, body, version, settled, what):
+    """The answer to body once settled(answer) holds (Kafka's coordinator may still be loading)."""
+    for _ in range(150):
+        answer = client.call(body, version).body
+        if settled(answer):
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: {answer}")
+
+
+def group_lives(port, topic, classic, modern):
+    """A classic group's member joins, syncs, commits and leaves; a KIP-848 group's member joins, commits and
+    leaves: what each coordinator writes to __consumer_offsets on the way."""
+    from kafkaproto.broker.state.groups.embedded import write_assignment
+    from kafkaproto.messages import (ConsumerGroupHeartbeatRequest, CreateTopicsRequest, JoinGroupRequest,
+                                     LeaveGroupRequest, SyncGroupRequest)
+    from test_broker_consumer_groups import subscription
+
+    client = RawClient(port)
+    try:
+        client.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7)
+        for group in (classic, modern):
+            asked(client, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4,
+                  lambda r: r.coordinators[0].error_code == 0, "FindCoordinator")
+
+        def join(member_id):
+            return JoinGroupRequest(group_id=classic, session_timeout_ms=600000, rebalance_timeout_ms=30000,
+                                    member_id=member_id, protocol_type="consumer",
+                                    protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                        name="range", metadata=subscription(topic))])
+        joined = asked(client, join(""), 5, lambda r: r.error_code == errors.MEMBER_ID_REQUIRED.code, "JoinGroup")
+        joined = client.call(join(joined.member_id), 5).body
+        assert joined.error_code == 0, joined
+        synced = client.call(SyncGroupRequest(group_id=classic, generation_id=joined.generation_id,
+                                              member_id=joined.member_id, assignments=[
+                                                  SyncGroupRequest.SyncGroupRequestAssignment(
+                                                      member_id=joined.member_id,
+                                                      assignment=write_assignment(0, {topic: [0, 1]}))]), 3).body
+        assert synced.error_code == 0, synced
+        committed = client.call(OffsetCommitRequest(
+            group_id=classic, generation_id_or_member_epoch=joined.generation_id, member_id=joined.member_id,
+            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=p + 5,
+                                                                 committed_metadata="m" if p else None)
+                for p in (0, 1)])]), 8).body
+        assert {p.error_code for t in committed.topics for p in t.partitions} == {0}, committed
+        left = client.call(LeaveGroupRequest(group_id=classic, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=joined.member_id)]), 3).body
+        assert left.error_code == 0, left
+
+        HB = ConsumerGroupHeartbeatRequest
+        beat = asked(client, HB(group_id=modern, member_id=str(uuid.uuid4()), member_epoch=0,
+                                rebalance_timeout_ms=30000, subscribed_topic_names=[topic], topic_partitions=[]), 0,
+                     lambda r: r.error_code == 0 and r.assignment is not None, "ConsumerGroupHeartbeat")
+        owned = [HB.TopicPartitions(topic_id=t.topic_id, partitions=t.partitions)
+                 for t in beat.assignment.topic_partitions]
+        again = client.call(HB(group_id=modern, member_id=beat.member_id, member_epoch=beat.member_epoch,
+                               topic_partitions=owned), 0).body
+        assert again.error_code == 0, again
+        committed = client.call(OffsetCommitRequest(
+            group_id=modern, generation_id_or_member_epoch=again.member_epoch, member_id=beat.member_id,
+            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=p + 7)
+                for p in (0, 1)])]), 9).body
+        assert {p.error_code for t in committed.topics for p in t.partitions} == {0}, committed
+        gone = client.call(HB(group_id=modern, member_id=beat.member_id, member_epoch=-1), 0).body
+        assert gone.error_code == 0, gone
+    finally:
+        client.close()
+
+
+def coordinator_record(key, value):
+    """A record as a formatter or dump-log prints it (key and value as JSON), with what each broker makes up
+    (member ids, times, topic ids, metadata hashes) put in words, as one comparable line."""
+    def plain(node, name=None):
+        if isinstance(node, dict):
+            return {k: plain(v, k) for k, v in node.items()}
+        if isinstance(node, list):
+            return [plain(v) for v in node]
+        if node is None:
+            return None
+        if name in ("memberId", "leader"):
+            return "<member>"
+        if name == "topicId":
+            return "<topic id>"
+        if name is not None and name.endswith("Timestamp"):
+            return "<time>"
+        if name == "metadataHash" and node not in (0, "0"):
+            return "<hash>"
+        return node
+    return json.dumps({"key": plain(key), "value": plain(value)}, sort_keys=True)
+
+
+def group_of(key):
+    data = key.get("data", {})
+    return data.get("group", data.get("groupId"))
+
+
+def console_records(port, formatter, groups):
+    """kafka-console-consumer on __consumer_offsets (every partition, from the start) with one of Kafka's
+    formatters: the records of groups it prints, as coordinator_record lines, sorted."""
+    text = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", f"127.0.0.1:{port}",
+                     "--topic", "__consumer_offsets", "--from-beginning", "--timeout-ms", "6000",
+                     "--formatter", f"org.apache.kafka.tools.consumer.{formatter}")
+    found, at, decoder = [], 0, json.JSONDecoder()
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            break
+        record, at = decoder.raw_decode(text, at)  # the formatters print one JSON object after another
+        if group_of(record["key"]) in groups:
+            found.append(coordinator_record(record["key"], record["value"]))
+    return sorted(found)
+
+
+def dumped_records(files, groups):
+    """kafka-dump-log --offsets-decoder over segment files: the records of groups, as coordinator_record lines,
+    sorted (a tombstone's value is null)."""
+    text = java_tool("org.apache.kafka.tools.DumpLogSegments", "--offsets-decoder", "--files",
+                     ",".join(str(f) for f in files))
+    found = []
+    for line in text.splitlines():
+        match = re.search(r" key: (.*) payload: ?(.*)$", line)
+        if not line.startswith("| offset:"):
+            continue
+        assert match, f"kafka-dump-log printed a record it did not decode: {line}"
+        key = json.loads(match.group(1))
+        payload = match.group(2)
+        value = json.loads(payload) if payload.startswith("{") else None
+        if group_of(key) in groups:
+            found.append(coordinator_record(key, value))
+    return sorted(found)
+
+
+def test_kafkas_tools_read_consumer_offsets_as_kafkas(brokers):
+    """The same group lives on both brokers (a classic group and a KIP-848 group join, commit and leave), then
+    Kafka's tools read __consumer_offsets: kafka-console-consumer with OffsetsMessageFormatter and
+    GroupMetadataMessageFormatter over every partition of the topic, and kafka-dump-log --offsets-decoder over
+    the segment files (Kafka's partitions of these groups, this broker's one log). They must print the same
+    records once ids, times, the metadata hash and the partitions are put aside."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkaproto.broker.state.groups.assignors import string_hash
+
+    run = uuid.uuid4().hex[:8]
+    topic, groups = f"tools-co-{run}", (f"tools-co-classic-{run}", f"tools-co-kip848-{run}")
+    for port in brokers:
+        group_lives(port, topic, *groups)
+
+    def partition(group):  # Kafka's: Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions
+        h = string_hash(group)
+        return (0 if h == -2**31 else abs(h)) % 50
+    kafka_dir, our_dir = brokers.log_dirs
+    segments = ([f for g in groups for f in sorted((kafka_dir / f"__consumer_offsets-{partition(g)}").glob("*.log"))],
+                sorted((our_dir / "__consumer_offsets-0").glob("*.log")))
+    formatters = ("OffsetsMessageFormatter", "GroupMetadataMessageFormatter")
+    with ThreadPoolExecutor(4) as pool:
+        runs = {(f, i): pool.submit(console_records, port, f, groups) for f in formatters
+                for i, port in enumerate(brokers)}
+        dumped = list(pool.map(lambda files: dumped_records(files, groups), segments))
+    printed = {f: [runs[(f, i)].result() for i in range(2)] for f in formatters}
+    for formatter, (kafka, ours) in printed.items():
+        assert kafka == ours, f"{formatter}:\n--- Kafka\n" + "\n".join(kafka) + "\n--- this broker\n" + "\n".join(ours)
+    assert len(printed["OffsetsMessageFormatter"][1]) == 4 and len(printed["GroupMetadataMessageFormatter"][1]) == 3
+    kafka, ours = dumped
+    assert kafka == ours, "kafka-dump-log --offsets-decoder:\n--- Kafka\n" + "\n".join(kafka) + \
+        "\n--- this broker\n" + "\n".join(ours)
+    kinds = {json.loads(line)["key"]["type"] for line in ours}
+    assert kinds >= {"1", "2", "3", "5", "6", "7", "8"}, kinds

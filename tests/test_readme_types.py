@@ -56,6 +56,7 @@ kafkaproto\.capture\.pcap\..*
 # Filled in from the registry when the module is imported.
 kafkaproto\.messages\.__all__
 kafkaproto\.metadata\.__all__
+kafkaproto\.coordinator_records\.__all__
 """
 
 

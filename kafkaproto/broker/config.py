@@ -287,6 +287,12 @@ def _check_replication_factor(value):
         raise Invalid("a single-node cluster keeps one replica of each partition, so it must be 1", kafka=False)
 
 
+def _check_offsets_partitions(value):
+    if value != 1:
+        raise Invalid("this broker keeps every group's records in one log, so __consumer_offsets has one partition",
+                      kafka=False)
+
+
 def _no_delegation_tokens(value):
     """Delegation tokens are not implemented: their requests are answered DELEGATION_TOKEN_AUTH_DISABLED, as by a
     Kafka broker without this key; a broker given one refuses to start rather than pretend."""
@@ -361,6 +367,9 @@ SETTINGS = {
     "max.connections": Setting("int", INT_MAX, at_least=0, dynamic=True),
     "max.connections.per.ip": Setting("int", INT_MAX, at_least=0, dynamic=True),
     "max.connections.per.ip.overrides": Setting("string", "", check=_check_ip_overrides),
+    "max.connection.creation.rate": Setting("int", INT_MAX, at_least=0, dynamic=True, doc="new connections a "
+                                            "second, on a listener and over the listeners, past which a listener "
+                                            "waits (at most a second) before serving the next"),
     "queued.max.requests": Setting("int", 500, at_least=1, doc="requests read and waiting to be handled, over "
                                    "every connection, past which the broker stops reading"),
     "connection.failed.authentication.delay.ms": Setting("int", 100, at_least=0, doc="how long the answer to a "
@@ -442,11 +451,23 @@ SETTINGS = {
         "(disabled)"),
     "offsets.retention.minutes": Setting("int", 10080, at_least=1),
     "offsets.retention.check.interval.ms": Setting("long", 600000, at_least=1),
+    "offsets.topic.num.partitions": Setting("int", 1, at_least=1, check=_check_offsets_partitions, doc="the "
+                                            "partitions of __consumer_offsets: 1, where Kafka's default is 50 (Kafka "
+                                            "spreads groups over partitions to spread them over brokers; this "
+                                            "broker keeps every group's records in one log)"),
     "transaction.max.timeout.ms": Setting("int", 900000, at_least=1),
     "transactional.id.expiration.ms": Setting("int", 604800000, at_least=1),
     "log.segment.delete.delay.ms": Setting("long", 60000, "file.delete.delay.ms", at_least=0),
     "delete.topic.enable": Setting("boolean", True),
     "kafkaproto.extensions": Setting("list", "", doc="kafkaproto extensions to load at start-up, comma-separated"),
+    # Client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry are answered either way, as Kafka
+    # answers them; Kafka lists them in ApiVersions only when a telemetry receiver plugin is configured.
+    "telemetry.max.bytes": Setting("int", 1048576, at_least=1, doc="the largest metrics payload a client may push, "
+                                   "compressed and decompressed (TELEMETRY_TOO_LARGE, INVALID_RECORD past it)"),
+    "kafkaproto.client.telemetry.enable": Setting("boolean", False, doc="list GetTelemetrySubscriptions and "
+                                                  "PushTelemetry in ApiVersions, so that clients push their "
+                                                  "metrics, and keep the last ones each client pushed (the "
+                                                  "broker's stand-in for Kafka's telemetry receiver plugin)"),
     "kafkaproto.open.segment.files.max": Setting("int", -1, at_least=1, also=(-1,), doc="segment files kept open "
                                                  "at once across all partitions, the least recently used closed "
                                                  "first (-1: half the soft RLIMIT_NOFILE)"),

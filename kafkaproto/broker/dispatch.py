@@ -8,10 +8,12 @@ request header, the time) and returns the response body. It does no I/O.
 The version ranges are Apache Kafka 4.3's, for the APIs implemented here.
 """
 
+from time import monotonic_ns
 from typing import NamedTuple
 
 from ..messages import ApiKey
 from ..registry import api
+from .state.quotas import REQUEST
 
 
 class Handler(NamedTuple):
@@ -20,16 +22,19 @@ class Handler(NamedTuple):
     advertised_min: int  # what ApiVersions says; below versions.start for Produce, as Kafka does
     function: object
     enabled: object = None  # enabled(state): whether this broker serves it; None: always
+    listed: object = None  # listed(state): whether ApiVersions lists it, when served; None: always
 
 
 HANDLERS = {}
 
 
-def handles(api_key, versions, advertised_min=None, enabled=None):
+def handles(api_key, versions, advertised_min=None, enabled=None, listed=None):
     """Register the decorated function as the handler of api_key at versions.
 
     enabled(state) makes it a feature a broker's configuration turns on; such an API may come
     from an extension that is not loaded (the broker refuses to start when it is enabled then).
+    listed(state) serves it always but lists it in ApiVersions only when it holds, as Kafka answers client
+    telemetry's requests and lists them only with a telemetry receiver configured.
     """
     try:
         known = api(api_key).valid_versions
@@ -43,7 +48,7 @@ def handles(api_key, versions, advertised_min=None, enabled=None):
     def register(function):
         HANDLERS[int(api_key)] = Handler(int(api_key), versions,
                                          versions.start if advertised_min is None else advertised_min, function,
-                                         enabled)
+                                         enabled, listed)
         return function
 
     return register
@@ -85,7 +90,7 @@ class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
     __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo", "regions",
-                 "throttle_ms")
+                 "throttle_ms", "handler_ns", "began_ns", "request_counted")
 
     def __init__(self, state, header, final=False, session=None, client_host="", regions=None):
         self.state = state
@@ -101,6 +106,14 @@ class Context:
         # How long the client must wait before it is read from again: over a quota (state/quotas.py), the
         # response says so (throttle_time_ms) and the server mutes the connection as long, as Kafka does.
         self.throttle_ms = 0
+        # The handler's time on this request, for request_percentage: measured by dispatch only while some client
+        # quota is set (handler_ns over the times it was asked, began_ns the start of the present one).
+        self.handler_ns = 0
+        self.began_ns = None
+        self.request_counted = False
+
+    def _client(self):
+        return self.principal.partition(":")[2], self.header.client_id or ""
 
     def throttled(self, key, amount):
         """Count amount against the client's quota of key (state/quotas.py); the throttle time in ms, 0 within
@@ -108,8 +121,43 @@ class Context:
         quotas = self.state.cluster.quotas
         if not quotas.by_entity:
             return 0
-        user = self.principal.partition(":")[2]
-        ms = quotas.throttle_ms(key, user, self.header.client_id or "", amount, self.state.now_ms())
+        ms = quotas.throttle_ms(key, *self._client(), amount, self.state.now_ms())
+        self.throttle_ms = max(self.throttle_ms, ms)
+        return ms
+
+    def unrecord(self, key, amount):
+        """Take back amount counted by ``throttled`` (a throttled fetch sends none of its bytes)."""
+        quotas = self.state.cluster.quotas
+        if quotas.by_entity:
+            quotas.unrecord(key, *self._client(), amount, self.state.now_ms())
+
+    def request_throttled(self):
+        """Count the handler's time on this request so far against the client's request_percentage (once per
+        request: dispatch does it when the handler has not); the throttle time in ms, 0 within it. Kafka records
+        the time as a percentage of a second per second: 100 is a handler busy all the time."""
+        if self.request_counted or self.began_ns is None:
+            return 0
+        self.request_counted = True
+        quotas = self.state.cluster.quotas
+        if not quotas.uses(REQUEST):
+            return 0
+        spent_ns = self.handler_ns + monotonic_ns() - self.began_ns
+        return self.throttled(REQUEST, spent_ns * 100 / 1e9)
+
+    def mutation_quota(self, strict_since):
+        """The client's controller_mutation_rate for this request (state/quotas.MutationQuota), strict from version
+        strict_since as in Kafka, or None when it has none. A handler records each topic's partitions with it and
+        ends with ``mutations_throttled``."""
+        quotas = self.state.cluster.quotas
+        if not quotas.by_entity:
+            return None
+        return quotas.mutation_quota(*self._client(), strict=self.version >= strict_since)
+
+    def mutations_throttled(self, quota):
+        """The throttle time a MutationQuota (or None) leaves this request with."""
+        if quota is None:
+            return 0
+        ms = quota.throttle_ms(self.state.now_ms())
         self.throttle_ms = max(self.throttle_ms, ms)
         return ms
 
@@ -135,7 +183,8 @@ class Context:
 def advertised(state):
     """[(api key, min version, max version)] for ApiVersions."""
     return [(h.api_key, h.advertised_min, h.versions.stop - 1)
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if served(h, state)]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
+            if served(h, state) and (h.listed is None or h.listed(state))]
 
 
 def handler_for(state, api_key, version):
@@ -168,7 +217,42 @@ def dispatch(ctx, body):
     handler = handler_for(ctx.state, ctx.header.request_api_key, ctx.version)
     if handler is None:
         raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
-    return handler.function(ctx, body)
+    if not ctx.state.cluster.quotas.by_entity:  # no quota set: nothing to measure
+        return handler.function(ctx, body)
+    if not ctx.request_counted and not _request_quota_applies(ctx, body):
+        ctx.request_counted = True  # exempt: never counted
+    ctx.began_ns = monotonic_ns()
+    response = handler.function(ctx, body)
+    if isinstance(response, (Wait, Close)):
+        ctx.handler_ns += monotonic_ns() - ctx.began_ns
+        return response
+    throttle = ctx.request_throttled()
+    if throttle and getattr(response, "throttle_time_ms", None) is not None:
+        # Kafka answers with the longer of the waits (a byte rate's, a mutation quota's, this one)
+        response.throttle_time_ms = max(response.throttle_time_ms, throttle)
+    return response
+
+
+def _request_quota_applies(ctx, body):
+    """Whether request_percentage counts this request, as in Kafka's KafkaApis: not the SASL exchange before a
+    client has authenticated (Kafka's authenticator answers it, outside the request handlers), a Produce with
+    acks 0 (nothing is answered), WriteTxnMarkers or a follower's Fetch (broker-to-broker)."""
+    if not getattr(ctx.session, "authenticated", True):
+        return False
+    key = ctx.header.request_api_key
+    if key == ApiKey.PRODUCE:
+        return body.acks != 0
+    if key == ApiKey.FETCH:
+        return _replica_id(ctx, body) < 0
+    return key != ApiKey.WRITE_TXN_MARKERS
+
+
+def _replica_id(ctx, body):
+    """The id of the broker a Fetch comes from (v15+ in replica_state), or -1 from a consumer."""
+    if ctx.version >= 15:
+        state = body.replica_state
+        return state.replica_id if state is not None else -1
+    return body.replica_id
 
 
 def load_handlers():

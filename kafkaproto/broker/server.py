@@ -16,7 +16,13 @@ connections.max.idle.ms (a TLS handshake too), or goes over
 max.connections.per.ip (or its address's max.connections.per.ip.overrides;
 counted from accept(), handshakes included) is closed with a log line. At
 max.connections the broker accepts no more until one closes, as Kafka's
-acceptor waits: new connections wait in the kernel's backlog. A failed
+acceptor waits: new connections wait in the kernel's backlog. Past
+max.connection.creation.rate (on the listener, or over the listeners) a listener
+waits, at most a second, before it serves the connection it took and accepts the
+next, as Kafka's acceptor does; a
+connection from an address past its connection_creation_rate quota is held
+unread for its wait and then closed, as Kafka's acceptor does (its client sees
+the connection reset), and does not count. A failed
 authentication is answered after connection.failed.authentication.delay.ms,
 then the connection is closed.
 The once-a-second housekeeping runs each of its steps on its own: one that
@@ -49,7 +55,8 @@ from .handlers import api_versions
 from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
 from .state import CHANGED, WAKE_ALL
 from .state.clock import clock_ms
-from .state.cluster import remove_directories
+from .state.data_dir import remove_directories
+from .state.quotas import MOST_WAIT_MS, Rate, wait_ms
 from .stream import RequestQueue, Stream
 
 log = logging.getLogger("kafkaproto.broker")
@@ -58,6 +65,8 @@ KAFKA_DEFAULTS = {"max.connections.per.ip": 2**31 - 1, "queued.max.requests": 50
                   "connection.failed.authentication.delay.ms": 100}
 # At most one line per this many seconds about refused connections (a flood of them would flood the log).
 REFUSED_LOG_SECONDS = 10.0
+# Kafka's inter-broker listener by default (security.inter.broker.protocol=PLAINTEXT names it).
+INTER_BROKER_LISTENER = "PLAINTEXT"
 # What a client on a SASL listener may send before it has authenticated (anything else closes the connection).
 BEFORE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 HOUSEKEEPING_SECONDS = 1.0
@@ -155,6 +164,11 @@ class Server:
         self._per_ip = collections.Counter()
         self._slot = None  # while max.connections are open: the future the accept loops wait on for a slot
         self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
+        # Connections accepted, for max.connection.creation.rate: by listener, and over the listeners but the
+        # inter-broker one (Kafka's ConnectionQuotas).
+        self._creation_rates = {}
+        self._creation_rate = Rate()
+        self._held = {}  # connections over their address's connection_creation_rate -> the timer closing each
         self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
         self._queue = RequestQueue(int(_setting(self.config, "queued.max.requests")))  # read-only, as in Kafka
         self._tasks = set()
@@ -323,7 +337,15 @@ class Server:
                          loop.time() - failing_since)
                 backoff = None
             ip = address[0] if isinstance(address, tuple) else ""
-            if not self._admit(conn, ip):
+            wait = self._creation_wait_ms(listener)
+            if wait:
+                # As Kafka's acceptor: this listener serves this connection, and takes the next, that much later.
+                try:
+                    await asyncio.sleep(wait / 1000)
+                except asyncio.CancelledError:
+                    conn.close()
+                    raise
+            if not self._admit(conn, ip, listener):
                 continue
             _tune(conn, self.config["socket.send.buffer.bytes"])
             task = loop.create_task(self._open(conn, ip, listener, mechanisms, context))
@@ -341,10 +363,46 @@ class Server:
                                   "wait until one closes", "connections wait")
             await self._slot
 
-    def _admit(self, conn, ip):
+    def _creation_rates_of(self, listener):
+        """The Rates a connection on listener counts in for max.connection.creation.rate, as in Kafka's
+        ConnectionQuotas: its listener's (each takes the broker's setting as its own limit), and the broker's,
+        which Kafka's inter-broker listener (the one named PLAINTEXT, by Kafka's default) is spared when there are
+        several."""
+        rates = [self._creation_rates.setdefault(listener.name, Rate())]
+        if listener.name != INTER_BROKER_LISTENER or len(self.config.listeners) == 1:
+            rates.append(self._creation_rate)
+        return rates
+
+    def _creation_wait_ms(self, listener):
+        """Count a connection accepted on listener against max.connection.creation.rate: how long to wait before
+        serving it (0 within the rate), as Kafka reckons it."""
+        now = clock_ms()
+        limit = self.config["max.connection.creation.rate"]
+        wait = 0
+        for rate in self._creation_rates_of(listener):
+            rate.record(now, 1)
+            wait = max(wait, wait_ms(rate, limit, now, MOST_WAIT_MS))
+        if wait:
+            self._log_refused(f"max.connection.creation.rate={limit} reached; new connections wait",
+                              "connections wait")
+        return wait
+
+    def _admit(self, conn, ip, listener):
         """Count an accepted connection, or close it at once when it would go over max.connections.per.ip (or,
         when several listeners took one each for the last slot, max.connections): Kafka's ConnectionQuotas; a
-        TLS handshake counts from accept(), as in Kafka."""
+        TLS handshake counts from accept(), as in Kafka. A connection over its address's connection_creation_rate
+        quota is held, then closed (``_hold``)."""
+        quotas = self.state.cluster.quotas
+        if quotas.by_entity:
+            now = clock_ms()
+            wait = quotas.connection_wait_ms(ip, now)
+            if wait:
+                for rate in self._creation_rates_of(listener):
+                    rate.record(now, -1)  # as Kafka: a connection not taken is not counted
+                self._hold(conn, wait)
+                self._log_refused(f"connection_creation_rate quota of {ip} reached; connections held, then closed",
+                                  "connections delayed")
+                return False
         limit = self.config["max.connections"]
         per_ip = self._ip_overrides.get(ip, _setting(self.config, "max.connections.per.ip"))
         if self._open_count >= limit:
@@ -358,6 +416,15 @@ class Server:
         conn.close()
         self._log_refused(reason)
         return False
+
+    def _hold(self, conn, wait):
+        """Keep a connection open and unread for wait ms, then close it: what Kafka's acceptor does with one over
+        its address's connection_creation_rate (closed with the request unread, the client sees a reset)."""
+        self._held[conn] = asyncio.get_running_loop().call_later(wait / 1000, self._release_held, conn)
+
+    def _release_held(self, conn):
+        self._held.pop(conn, None)
+        conn.close()
 
     def _log_refused(self, reason, what="connection refused"):
         """One line when connections start being refused (or made to wait) for a reason, then at most one every
@@ -419,6 +486,9 @@ class Server:
         await asyncio.gather(*(task for _, task in self._listening), return_exceptions=True)
         for sock, _ in self._listening:
             sock.close()
+        for conn, timer in list(self._held.items()):
+            timer.cancel()
+            self._release_held(conn)
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         # Closing the sockets ends each connection's task; waking the waiting requests ends theirs.

@@ -171,12 +171,18 @@ public final class Oracle {
     // ---- messages ------------------------------------------------------------------------------
 
     // Requests, responses and headers are org.apache.kafka.common.message.<Name>Data; KRaft
-    // metadata records are org.apache.kafka.common.metadata.<Name>. Each has a <class>JsonConverter.
+    // metadata records are org.apache.kafka.common.metadata.<Name>; the group coordinator's
+    // records (__consumer_offsets) org.apache.kafka.coordinator.group.generated.<Name>. Each has a
+    // <class>JsonConverter.
     private static Class<?> dataClass(String message) throws ClassNotFoundException {
         try {
             return Class.forName("org.apache.kafka.common.message." + message + "Data");
         } catch (ClassNotFoundException e) {
-            return Class.forName("org.apache.kafka.common.metadata." + message);
+            try {
+                return Class.forName("org.apache.kafka.common.metadata." + message);
+            } catch (ClassNotFoundException again) {
+                return Class.forName("org.apache.kafka.coordinator.group.generated." + message);
+            }
         }
     }
 
@@ -195,7 +201,7 @@ public final class Oracle {
         ObjectNode answer = JSON.createObjectNode()
                 .put("lowest", (Short) cls.getMethod("lowestSupportedVersion").invoke(msg))
                 .put("highest", (Short) cls.getMethod("highestSupportedVersion").invoke(msg));
-        // Headers have API key -1; metadata records' keys are record types, not API keys.
+        // Headers have API key -1; records' keys are record types, not API keys.
         if (cls.getPackageName().equals("org.apache.kafka.common.message") && msg instanceof ApiMessage
                 && ((ApiMessage) msg).apiKey() >= 0) {
             // A release may ship an API's newest version unfinished; it can still change on the wire.

@@ -9,11 +9,25 @@ INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID
 """
 
 from ... import errors
-from .. import group_config
+from .. import client_metrics, group_config
 from ..config import SETTINGS, ConfigError, live_change_refusal, parse_value
 from ..topic_configs import topic_config_error
 from ..state import acls
-from ..state.cluster import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+from ..state.cluster import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+
+
+# What Kafka says when a config request is not authorized (its errors' default messages).
+DENIED = {errors.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+          errors.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+          errors.GROUP_AUTHORIZATION_FAILED: "Group authorization failed."}
+
+
+class ChangeRefused(ValueError):
+    """Changes make_changes refuses with an error of their own (other ValueErrors are INVALID_CONFIG)."""
+
+    def __init__(self, error, message):
+        super().__init__(message)
+        self.error, self.message = error, message
 
 
 def topic_configs(state, name):
@@ -21,6 +35,9 @@ def topic_configs(state, name):
     topic = state.cluster.topics.get(name)
     if topic is None:
         return None, (errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+    if topic.is_internal:
+        # Kafka takes them; here __consumer_offsets is the group coordinator's log, kept as it is written
+        return None, (errors.INVALID_REQUEST, f"the configs of the internal topic {name} are fixed on this broker")
     return topic.configs, None
 
 
@@ -73,17 +90,32 @@ def alter_group(state, name, changes, validate_only):
     return errors.NONE, None
 
 
+def alter_client_metrics(state, name, changes, validate_only):
+    """(error, message) of changing a client-metrics subscription (client_metrics.py), checked whole as Kafka's
+    controller checks it; only what changes is written (a subscription's telemetry is read again after each)."""
+    current = state.cluster.client_metrics.get(name, {})
+    after = {**current, **changes}
+    refused = client_metrics.check(name, {key: value for key, value in after.items() if value is not None})
+    if refused:
+        return refused
+    changed = {key: value for key, value in changes.items() if current.get(key) != value}
+    if changed and not validate_only:
+        state.cluster.set_configs(CLIENT_METRICS_RESOURCE, name, changed)
+    return errors.NONE, None
+
+
 def alter(ctx, resource_type, name, make_changes, validate_only):
     """(error, message) of altering one resource; make_changes(its current configs) gives the changes or raises
-    ValueError naming what is wrong. With an authorizer, a topic needs ALTER_CONFIGS on it, a broker on the
-    cluster."""
+    ValueError naming what is wrong. With an authorizer, a topic needs ALTER_CONFIGS on it, a broker or a
+    client-metrics subscription on the cluster."""
     state = ctx.state
     if resource_type == TOPIC_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.TOPIC, name):
-        return errors.TOPIC_AUTHORIZATION_FAILED, None
-    if resource_type == BROKER_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.CLUSTER, acls.CLUSTER_NAME):
-        return errors.CLUSTER_AUTHORIZATION_FAILED, None
+        return errors.TOPIC_AUTHORIZATION_FAILED, DENIED[errors.TOPIC_AUTHORIZATION_FAILED]
+    if resource_type in (BROKER_RESOURCE, CLIENT_METRICS_RESOURCE) and not ctx.allowed(
+            acls.ALTER_CONFIGS, acls.CLUSTER, acls.CLUSTER_NAME):
+        return errors.CLUSTER_AUTHORIZATION_FAILED, DENIED[errors.CLUSTER_AUTHORIZATION_FAILED]
     if resource_type == GROUP_RESOURCE and not ctx.allowed(acls.ALTER_CONFIGS, acls.GROUP, name):
-        return errors.GROUP_AUTHORIZATION_FAILED, None
+        return errors.GROUP_AUTHORIZATION_FAILED, DENIED[errors.GROUP_AUTHORIZATION_FAILED]
     if resource_type == GROUP_RESOURCE:
         current, refused = state.cluster.group_configs.get(name, {}), None
         change = alter_group
@@ -93,25 +125,37 @@ def alter(ctx, resource_type, name, make_changes, validate_only):
     elif resource_type == BROKER_RESOURCE:
         current, refused = broker_configs(state, name)
         change = alter_broker
+    elif resource_type == CLIENT_METRICS_RESOURCE:
+        current, refused = state.cluster.client_metrics.get(name, {}), None
+        change = alter_client_metrics
     else:
         return errors.INVALID_REQUEST, f"resource type {resource_type} cannot be altered here"
     if refused:
         return refused
     try:
-        changes = make_changes(current)
+        changes = make_changes(current, resource_type)
+    except ChangeRefused as e:
+        return e.error, e.message
     except ValueError as e:
         return errors.INVALID_CONFIG, str(e)
     return change(state, name, changes, validate_only)
 
 
-def alter_resources(ctx, request, response_class, changes_of):
+def alter_resources(ctx, request, response_class, changes_of, once_each=False):
     """The answer to AlterConfigs or IncrementalAlterConfigs: each resource altered (alter) with the changes
-    changes_of(its configs) makes."""
+    changes_of(its configs) makes. As Kafka does before it looks at anything else, a resource that names a config
+    twice is refused, and (once_each) so is every resource the request names twice."""
     result = response_class.AlterConfigsResourceResponse
+    named = [(resource.resource_type, resource.resource_name) for resource in request.resources]
     out = []
     for resource in request.resources:
-        error, message = alter(ctx, resource.resource_type, resource.resource_name, changes_of(resource.configs),
-                               request.validate_only)
+        if once_each and named.count((resource.resource_type, resource.resource_name)) > 1:
+            error, message = errors.INVALID_REQUEST, "Each resource must appear at most once."
+        elif len({config.name for config in resource.configs}) < len(resource.configs):
+            error, message = errors.INVALID_REQUEST, "Error due to duplicate config keys"
+        else:
+            error, message = alter(ctx, resource.resource_type, resource.resource_name,
+                                   changes_of(resource.configs), request.validate_only)
         out.append(result(error_code=error.code, error_message=message, resource_type=resource.resource_type,
                           resource_name=resource.resource_name))
     ctx.state.changed()

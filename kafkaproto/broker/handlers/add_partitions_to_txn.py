@@ -2,7 +2,8 @@
 transactions at once, or verify_only to check that partitions already belong to one).
 
 The transaction coordinator decides (TransactionCoordinator.add_partitions):
-a partition that does not exist fails the whole request, as in Kafka.
+a partition that does not exist fails the whole request, as in Kafka. Kafka's internal topics
+(``__consumer_offsets``) are refused as a topic the producer may not WRITE is, whether or not they exist.
 """
 
 from ... import errors
@@ -10,6 +11,7 @@ from ...messages import AddPartitionsToTxnResponse, ApiKey
 from ..dispatch import handles
 from ..state.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME, TOPIC, TRANSACTIONAL_ID, WRITE
 from ..state.clock import clock_ms
+from ..state.cluster import INTERNAL_TOPICS
 
 R = AddPartitionsToTxnResponse
 
@@ -20,7 +22,7 @@ def _add(ctx, transactional_id, producer_id, epoch, topics, verify_only=False):
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     if not ctx.allowed(WRITE, TRANSACTIONAL_ID, transactional_id):
         return errors.NONE, {key: errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for key in wanted}
-    refused = {name for name, _ in wanted if not ctx.allowed(WRITE, TOPIC, name)}
+    refused = {name for name, _ in wanted if name in INTERNAL_TOPICS or not ctx.allowed(WRITE, TOPIC, name)}
     if refused:
         return errors.NONE, {key: errors.TOPIC_AUTHORIZATION_FAILED if key[0] in refused
                              else errors.OPERATION_NOT_ATTEMPTED for key in wanted}

@@ -2,6 +2,9 @@
 
 v0-3 ask for one key; v4+ for a list of them, answered one by one. With an authorizer, a key the client may
 not DESCRIBE is GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+The first group found makes Kafka's internal topic ``__consumer_offsets``, as Kafka's coordinator makes it (here
+it is the group coordinator's log, served from then on: state/cluster.py's create_offsets_topic).
 """
 
 from ... import errors
@@ -28,7 +31,10 @@ def find_coordinator(ctx, request):
                          else (acls.TRANSACTIONAL_ID, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
 
     def allowed(key):
-        return ctx.allowed(acls.DESCRIBE, resource, key)
+        found = ctx.allowed(acls.DESCRIBE, resource, key)
+        if found and request.key_type == GROUP:
+            state.cluster.create_offsets_topic()
+        return found
     if ctx.version < 4:
         if not allowed(request.key):
             return FindCoordinatorResponse(throttle_time_ms=0, error_code=refusal.code, node_id=-1, host="",

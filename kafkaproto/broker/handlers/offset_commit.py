@@ -31,6 +31,7 @@ def offset_commit(ctx, request):
     now = state.now_ms()
     topics = []
     commits = []
+    topic_ids = {}
     for item in request.topics:
         topic, topic_error = state.topic(None if by_id else item.name, item.topic_id if by_id else None)
         name = topic.name if topic is not None else None if by_id else item.name
@@ -50,13 +51,14 @@ def offset_commit(ctx, request):
                     epoch = p.committed_leader_epoch if ctx.version >= 6 else -1
                     commits.append(((topic.name, p.partition_index),
                                     (p.committed_offset, epoch, p.committed_metadata, now)))
+                    topic_ids[topic.name] = topic.topic_id  # the record keeps it, as Kafka 4.3's does
             partitions.append(OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                                                                  error_code=code.code))
         topics.append((error is errors.NONE and topic is None, OffsetCommitResponse.OffsetCommitResponseTopic(
             name=item.name if not by_id else "", topic_id=item.topic_id if by_id else Uuid.ZERO,
             partitions=partitions)))
     if commits:
-        state.groups.commit(request.group_id, commits)
+        state.groups.commit(request.group_id, commits, topic_ids)
     # As Kafka answers: the topics refused before the coordinator (not allowed, unknown) first.
     return OffsetCommitResponse(throttle_time_ms=0, topics=[t for refused, t in topics if refused]
                                 + [t for refused, t in topics if not refused])

@@ -215,6 +215,10 @@ def _produce(ctx, request):
         if topic is None:
             out.append((item, [_result(p.index, error) for p in item.partition_data]))
             continue
+        if topic.is_internal:  # __consumer_offsets, once its coordinator made it: written by the coordinator only
+            out.append((item, [_result(p.index, errors.INVALID_TOPIC_EXCEPTION if 0 <= p.index < len(topic.partitions)
+                                       else errors.UNKNOWN_TOPIC_OR_PARTITION) for p in item.partition_data]))
+            continue
         out.append((item, [produce_partition(state, topic, p.index, p.records, request.transactional_id, ctx.version)
                            for p in item.partition_data]))
     return _response(out)

@@ -20,6 +20,7 @@ from .groups import GroupCoordinator
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
 from .shares import ShareSessions, ShareStates
+from .telemetry import ClientTelemetry
 from .transactions import (ABORT, COMMIT, COORDINATOR_EPOCH, PartitionTransactions, TransactionCoordinator,
                            control_marker, marker_batch)
 
@@ -77,6 +78,8 @@ class BrokerState:
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
         self.shares = self.groups.share_states = ShareStates(config.log_dir, self.files)
         self.share_sessions = ShareSessions(lambda: config["group.share.max.share.sessions"])
+        self.telemetry = ClientTelemetry(self.cluster, lambda: config["telemetry.max.bytes"],
+                                         lambda: config["kafkaproto.client.telemetry.enable"])
         self.transactions = TransactionCoordinator(config, config.log_dir, self.files, markers=self._write_markers,
                                                    commit_offsets=self._commit_transaction_offsets,
                                                    allocate_producer_id=self.cluster.allocate_producer_id)
@@ -85,6 +88,8 @@ class BrokerState:
                 if partition.log is not None:
                     self._replay(partition)
         self.cluster.on_partition_log = self._log_opened
+        self.groups.offsets.on_append = self._offsets_appended
+        self.cluster.attach_offsets_log(self.groups.offsets.log)
         self.transactions.finish_interrupted()
         self._steps = self._housekeeping_steps()
         self._due = {}  # housekeeping step -> when it is due next (state/clock.py)
@@ -92,6 +97,14 @@ class BrokerState:
     def _log_opened(self, partition):
         partition.producers = PartitionProducers()
         partition.transactions = PartitionTransactions()
+
+    def _offsets_appended(self, batches):
+        """The group coordinator wrote to its log: __consumer_offsets exists from its first record on (in Kafka
+        it exists before any), and the fetches waiting on it wake."""
+        partition = self.cluster.create_offsets_topic().partitions[0]
+        for batch in batches:
+            partition.producers.appended(batch, -1)
+            partition.transactions.observe(batch, None)
 
     def _replay(self, partition):
         """Producer state and transactions of a partition, from its batch headers (and control records)."""
@@ -203,7 +216,7 @@ class BrokerState:
         deleted = 0
         for topic in self.cluster.topics.values():
             config = self.cluster.topic_config(topic)
-            if "delete" not in config["cleanup.policy"]:
+            if "delete" not in config["cleanup.policy"] or topic.is_internal:  # the coordinator's log keeps all
                 continue
             retention_ms, retention_bytes = int(config["retention.ms"]), int(config["retention.bytes"])
             for partition in topic.partitions:
@@ -234,7 +247,9 @@ class BrokerState:
         removed = 0
         for topic in list(self.cluster.topics.values()):
             config = self.cluster.topic_config(topic)
-            if "compact" not in config["cleanup.policy"]:
+            # __consumer_offsets is not compacted here: its groups' members are listed again in the order their
+            # records first come, which compaction would lose
+            if "compact" not in config["cleanup.policy"] or topic.is_internal:
                 continue
             for partition in topic.partitions:
                 if partition.log is None or partition in self._uncleanable:
@@ -269,6 +284,9 @@ class BrokerState:
             ("group timers", None, self.groups.tick, CHANGED),
             ("transaction timeouts", None, self.transactions.expire, CHANGED),
             ("share record locks", None, lambda now: self.shares.expire_locks(now, self.delivery_limit), CHANGED),
+            # telemetry instances count in wall-clock time, as Kafka's do
+            ("forgetting client telemetry instances", lambda: 1000, lambda now: self.telemetry.expire(self.now_ms()),
+             None),
         )
 
     def tick(self, now):
@@ -303,7 +321,9 @@ class BrokerState:
             self.changed()
 
     def connection_closed(self, connection):
-        """A client's connection closed: the share sessions it opened end, as Kafka's do."""
+        """A client's connection closed: the share sessions it opened end, and the client telemetry instance made
+        on it is forgotten, as Kafka's are."""
+        self.telemetry.connection_closed(connection)
         for session in self.share_sessions.of_connection(connection):
             self.share_sessions.close(session.group_id, session.member_id)
             self.release_share_session(session)

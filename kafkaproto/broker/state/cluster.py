@@ -29,13 +29,21 @@ metadata log (an older version let clients create one) is not served. Moving
 the broker's logs to names no topic can produce would have spared that guard,
 but moved the metadata log from where Kafka's tools expect it.
 
+``__consumer_offsets-0`` holds Kafka's own group coordinator records, and is
+served as Kafka's internal topic ``__consumer_offsets`` once it exists: made,
+as Kafka's coordinator makes it, when a group is first found (or written to),
+with one partition, the coordinator's log, and the configs Kafka gives it. It
+is kept out of the metadata log (its id is in its directory's
+partition.metadata, as Kafka keeps a partition's), clients may read it but not
+write, delete, grow or reconfigure it, and neither retention nor compaction
+touches it.
+
 The data directory is locked (an exclusive flock(2) on its ``.lock`` file, as
 Kafka locks each log directory) before anything in it is read, and until the
 metadata log is closed: a second broker on the same directory, in another
 process or in this one, is refused (DirectoryLocked, an OSError), naming it.
 """
 
-import fcntl
 import logging
 import os
 import shutil
@@ -58,6 +66,8 @@ from .clock import clock_ms
 from .features import FEATURES
 from .quotas import Quotas
 from .groups.offsets import OFFSETS_DIR
+from .data_dir import (DirectoryLock, MetadataLog, holds_no_records, looks_like_partition, read_partition_metadata,
+                       records_size, write_partition_metadata, write_synced)
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
 from .shares import STATE_DIR as SHARE_STATE_DIR
 from .transactions import STATE_DIR
@@ -75,9 +85,12 @@ RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
 METADATA_DIR = f"{METADATA_TOPIC}-0"
 assert (OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0",
                                                      f"{SHARE_STATE_TOPIC}-0")
-LOCK_FILE = ".lock"
+# The configs Kafka's group coordinator gives __consumer_offsets when it creates it (groupMetadataTopicConfigs,
+# with offsets.topic.segment.bytes' default).
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
+CLIENT_METRICS_RESOURCE = 16
 BROKER_RESOURCE = 4
 PRODUCER_ID_BLOCK = 1000
 
@@ -155,123 +168,6 @@ def creation_refused(name, existing, colliding):
     return None
 
 
-class DirectoryLock:
-    """An exclusive flock(2) on a directory's .lock file, held until release (or the process ends); its descriptor
-    counts among files' (OpenFiles), so that the broker keeps within its bound of open files."""
-
-    def __init__(self, directory, files):
-        self.path = os.path.join(directory, LOCK_FILE)
-        self.files = files
-        self._file = open(self.path, "a")
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            self._file.close()
-            self._file = None
-            raise DirectoryLocked(f"{os.path.abspath(directory)}: the data directory is in use by another broker "
-                                  f"(its {LOCK_FILE} is locked: {e.strerror}); stop that broker, or give this one "
-                                  "another log.dirs") from None
-        files.held += 1
-
-    def release(self):
-        if self._file is not None:
-            self._file.close()  # closing the only descriptor of the file lets the lock go
-            self._file = None
-            self.files.held -= 1
-
-
-class DirectoryLocked(LogError, OSError):
-    """Another broker (another process, or another broker of this one) holds the data directory."""
-
-
-class MetadataLog(PartitionLog):
-    """The metadata log, which holds the data directory's lock: the broker that has it open owns the directory,
-    and closing it (the last step of a broker's close) lets the directory go, whatever else is still open."""
-
-    def __init__(self, directory, lock, **kwargs):
-        self.lock = lock
-        super().__init__(directory, **kwargs)
-
-    def close(self, write_index=True):
-        try:
-            super().close(write_index)
-        finally:
-            self.lock.release()
-
-
-def write_synced(path, text):
-    """Write a small file as Kafka writes its metadata files: to a temporary file, synced, then renamed."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_partition_metadata(directory, topic_id):
-    """partition.metadata, in place before the partition's first append."""
-    write_synced(os.path.join(directory, "partition.metadata"), f"version: 0\ntopic_id: {topic_id}\n")
-    sync_directory(directory)
-
-
-def read_partition_metadata(directory):
-    """The topic id in a partition directory's partition.metadata; None without one; raises ValueError."""
-    path = os.path.join(directory, "partition.metadata")
-    try:
-        with open(path) as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    if fields.get("version", "").strip() != "0":
-        raise ValueError(f"{path}: version {fields.get('version', '').strip()!r} (only 0 is known)")
-    try:
-        return Uuid.from_string(fields["topic_id"].strip())
-    except (KeyError, ValueError) as e:
-        raise ValueError(f"{path}: no readable topic_id ({e})") from None
-
-
-PARTITION_FILES = (".log", ".index", ".timeindex", "partition.metadata", "partition.metadata.tmp",
-                   "leader-epoch-checkpoint", "leader-epoch-checkpoint.tmp")
-
-
-def looks_like_partition(name):
-    """Whether a directory's name is a topic's partition's: <topic>-<index>."""
-    topic, _, index = name.rpartition("-")
-    return bool(topic) and index.isdigit()
-
-
-def holds_no_records(path):
-    """Whether a partition directory holds nothing but empty segments (and their indexes and partition.metadata):
-    what a creation that was killed leaves. Anything else in it, and it is not."""
-    try:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                if not entry.is_file(follow_symlinks=False) or not entry.name.endswith(PARTITION_FILES):
-                    return False
-                if entry.name.endswith(".log") and entry.stat().st_size:
-                    return False
-    except OSError:
-        return False
-    return True
-
-
-def records_size(path):
-    """The bytes of the segment files in a partition directory."""
-    try:
-        with os.scandir(path) as entries:
-            return sum(e.stat().st_size for e in entries if e.name.endswith(".log") and e.is_file())
-    except OSError:
-        return 0
-
-
-def remove_directories(paths):
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
-        log.info("deleted %s", path)
-
-
 class Cluster:
     """The topics, partitions, configs and producer-id blocks of a one-node cluster, on disk in log_dir."""
 
@@ -296,11 +192,16 @@ class Cluster:
         # broker's own logs that are Kafka's internal topics): a new topic may not collide with them
         self.collision_names = {unified(name): [name] for name in INTERNAL_TOPICS}
         self.removed_ids = set()  # topic ids the metadata log deleted (their directories may still be there)
+        self.refused_ids = set()  # ids of topics of the broker's own logs' names an older version recorded
+        self.offsets_log = None  # the group coordinator's log, served as __consumer_offsets once that exists
+        self.offsets_topic = None  # that topic, once it exists
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
         self.default_broker_configs = {}  # dynamic defaults of every broker (resource name: "")
         self.group_configs = {}  # group id -> {name: value}: its own configs (group_config.py)
+        self.client_metrics = {}  # subscription name -> {name: value} (client_metrics.py)
+        self.client_metrics_version = 0  # counts the changes to client_metrics (telemetry reads them again)
         self._effective = {}  # Topic -> its effective configs, until a config changes (Produce reads them)
         self._derived = {}  # (Topic, derive) -> derive(its effective configs), as long as _effective
         self.pending_deletes = []  # (when due, on state/clock.py, path) of renamed-away partition directories
@@ -364,6 +265,7 @@ class Cluster:
                       "it is not served (an older version let clients create it; its records stay in the log)",
                       topic.name, topic.topic_id)
             self._forget(topic)
+            self.refused_ids.add(topic.topic_id)
 
     def _forget(self, topic):
         del self.topics[topic.name]
@@ -407,6 +309,9 @@ class Cluster:
                 target = self.topics[record.resource_name].configs
             elif record.resource_type == GROUP_RESOURCE:
                 target = self.group_configs.setdefault(record.resource_name, {})
+            elif record.resource_type == CLIENT_METRICS_RESOURCE:
+                self._apply_client_metrics(record)
+                return
             elif record.resource_name == "":
                 target = self.default_broker_configs
             elif record.resource_name == str(self.node_id):
@@ -441,6 +346,17 @@ class Cluster:
                                          record.principal, record.host, record.operation, record.permission_type))
         elif kind == "RemoveAccessControlEntryRecord":
             self.acls.remove(record.id)
+
+    def _apply_client_metrics(self, record):
+        """A client-metrics subscription's config set or deleted; one with none left is gone, as in Kafka."""
+        configs = self.client_metrics.setdefault(record.resource_name, {})
+        if record.value is None:
+            configs.pop(record.name, None)
+            if not configs:
+                del self.client_metrics[record.resource_name]
+        else:
+            configs[record.name] = record.value
+        self.client_metrics_version += 1
 
     def _open_partitions(self, recover):
         """Open each known partition's log; remove, delete or set aside the directories no known topic owns."""
@@ -633,6 +549,49 @@ class Cluster:
         for partition in topic.partitions[start:]:
             self._attach(partition, logs[partition.index])
 
+    # --- Kafka's internal topic __consumer_offsets
+
+    def attach_offsets_log(self, offsets_log):
+        """The group coordinator's log (groups/offsets.py). It is served as __consumer_offsets once that topic
+        exists: made by create_offsets_topic, or now when the log holds records or was served before (its
+        directory keeps the topic's id in partition.metadata, as Kafka's partition directories do)."""
+        self.offsets_log = offsets_log
+        try:
+            served = read_partition_metadata(offsets_log.directory) is not None
+        except ValueError:
+            served = True  # unreadable: made again, with a new id
+        if served or offsets_log.log_end_offset > 0:
+            self.create_offsets_topic()
+
+    def create_offsets_topic(self):
+        """Make __consumer_offsets, as Kafka's group coordinator does for the first group it is asked to find
+        (FindCoordinator): one partition, the coordinator's log (offsets.topic.num.partitions), with the configs
+        Kafka gives it. Kept out of the metadata log: its id is in the log directory's partition.metadata, and a
+        topic of that name an older version let a client record there stays unserved. The topic; nothing is made
+        before attach_offsets_log."""
+        if self.offsets_topic is not None or self.offsets_log is None:
+            return self.offsets_topic
+        directory = self.offsets_log.directory
+        try:
+            topic_id = read_partition_metadata(directory)
+        except ValueError as e:
+            log.error("%s; __consumer_offsets gets a new topic id", e)
+            topic_id = None
+        if topic_id is None or topic_id in self.by_id or topic_id in self.refused_ids or topic_id in self.removed_ids:
+            topic_id = Uuid.random()
+            while topic_id in self.by_id or topic_id in self.refused_ids or topic_id in self.removed_ids:
+                topic_id = Uuid.random()
+            write_partition_metadata(directory, topic_id)
+        topic = Topic(OFFSETS_TOPIC, topic_id)
+        topic.configs = dict(OFFSETS_TOPIC_CONFIGS)
+        partition = Partition(topic, 0)
+        topic.partitions.append(partition)
+        self.topics[OFFSETS_TOPIC] = self.by_id[topic_id] = self.offsets_topic = topic
+        self.offsets_log.segment_bytes = segment_size(self.topic_config(topic))
+        self._attach(partition, self.offsets_log)
+        log.info("__consumer_offsets (id %s) is served: the group coordinator's log, one partition", topic_id)
+        return topic
+
     def delete_topic(self, topic):
         """Remove the topic, and rename its directories away, to be deleted after log.segment.delete.delay.ms."""
         self._commit([RemoveTopicRecord(topic_id=topic.topic_id)])
@@ -780,7 +739,7 @@ class Cluster:
     def close(self):
         for topic in self.topics.values():
             for partition in topic.partitions:
-                if partition.log is not None:
+                if partition.log is not None and partition.log is not self.offsets_log:  # the coordinator's
                     partition.log.close()
         with open(self._clean_marker, "w"):
             pass

@@ -615,6 +615,14 @@ class ClassicGroup:
     # ---- across a restart ----------------------------------------------------------------------------------
 
     @classmethod
+    def created(cls, group_id, config):
+        """A group a JoinGroup makes: it keeps an empty generation 0 with no protocol, which Kafka writes as the
+        new group's first record, whatever the join then does."""
+        group = cls(group_id, config)
+        group.kept = KeptGeneration(0, "", None, None, ())
+        return group
+
+    @classmethod
     def loaded(cls, group_id, config, kept, now):
         """The group as it was kept (a KeptGeneration): Stable with its members, or Empty. As Kafka does with a
         group it loads, every member's session starts now, and a group over group.max.size rebalances."""

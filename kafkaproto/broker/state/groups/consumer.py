@@ -284,6 +284,7 @@ class ConsumerCoordinator(ClassicMembers):
         group.put(updated)
         if previous.regex and previous.regex != updated.regex and not group.regex_members(previous.regex):
             group.regexes.pop(previous.regex, None)  # no member uses it any more: its resolution goes too
+            group.regex_resolved.pop(previous.regex, None)
         self._arm_timers(group, previous, updated, now)
         for pattern in to_resolve:
             self._resolve(group, pattern, now)
@@ -384,6 +385,8 @@ class ConsumerCoordinator(ClassicMembers):
         topics = frozenset(n for n in names if compiled.fullmatch(n))
         before = group.regexes.get(pattern)
         group.regexes[pattern] = topics
+        metadata = getattr(self.cluster, "metadata", None)
+        group.regex_resolved[pattern] = (metadata.log_end_offset - 1 if metadata is not None else -1, now)
         group.regex_refreshed_ms = now
         group.regex_topics_seen = names
         metadata_hash = self._metadata_hash(group, group.members.values())
@@ -468,6 +471,7 @@ class ConsumerCoordinator(ClassicMembers):
             group.drop(member_id)
         for pattern in [r for r in group.regexes if not group.regex_members(r)]:
             del group.regexes[pattern]
+            group.regex_resolved.pop(pattern, None)
         group.metadata_hash = self._metadata_hash(group, group.members.values())
         group.group_epoch += 1  # the assignment catches up at the next heartbeat (an empty group keeps its old one)
 

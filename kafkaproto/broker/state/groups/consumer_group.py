@@ -93,6 +93,9 @@ class ConsumerGroup:
         self.target = {}  # member id -> {topic id: set of partitions}
         self.owners = {}  # (topic id, partition) -> epoch of the member holding it (assigned or being revoked)
         self.regexes = {}  # regex -> frozenset of topic names it resolved to
+        # regex -> (the metadata log offset it was last resolved at, when on the coordinator's clock; None once
+        # loaded again): what its record says of the resolution
+        self.regex_resolved = {}
         self.regex_refreshed_ms = None
         self.regex_topics_seen = None  # the topic names the last resolution saw
         self.hash_memo = None  # (what the metadata hash was computed from, the hash): see _metadata_hash

@@ -17,14 +17,15 @@ its timers: whenever a method here has looked it up.
 
 Committed offsets live in their own store (offsets.py), whatever kind of group commits them, and survive a
 restart; as in Kafka, a group id with offsets but no members is an Empty classic group. What a group keeps
-of its membership (stored.py) goes to the same log, as Kafka's coordinator writes it to
+of its membership (stored.py) goes to the same log, in the records Kafka's coordinator writes to
 ``__consumer_offsets``: every method that may change a group writes what changed before it returns, so an
 answer never tells of a change that a restart would lose; start-up loads the groups again.
 
 Committed offsets expire as Kafka's do (OffsetMetadataManager and each group kind's offset expiration
 condition), checked every offsets.retention.check.interval.ms: those of an Empty classic group that had
-members expire offsets.retention.minutes after it became Empty (after their commit when that time is not
-known, as for a group loaded at start-up); those of a group that never had members (a standalone committer)
+members expire offsets.retention.minutes after it became Empty (its record keeps that time across a restart, as
+Kafka's currentStateTimestamp does; after their commit when that time is not known, as for a group an earlier
+version wrote); those of a group that never had members (a standalone committer)
 and of a KIP-848 group, retention after their commit; in a Stable classic group of the consumer protocol,
 and in a KIP-848 group with members, only the offsets of topics no member subscribes to expire. Then an
 Empty group left without offsets is removed.
@@ -36,6 +37,7 @@ import time
 
 from .... import errors
 from ..clock import clock_ms
+from . import legacy
 from .classic import EMPTY, STABLE, ClassicGroup, JoinResult, SyncResult
 from .consumer import ConsumerCoordinator
 from .consumer_group import ConsumerGroup, GroupError
@@ -43,7 +45,7 @@ from .embedded import MalformedProtocol, read_subscription
 from .offsets import OffsetStore
 from .share import ShareRules
 from .streams import StreamsRules
-from .stored import changes, load
+from .stored import GROUP_METADATA, changes, load
 
 log = logging.getLogger("kafkaproto.broker")
 
@@ -75,20 +77,42 @@ class GroupCoordinator:
         self.share = ShareRules(self.groups, cluster, config, self._initialize_share_state)
         self.share_states = None  # state/shares.py's ShareStates, set by the broker's state
         self.streams = StreamsRules(self.groups, cluster, config)
+        # group id -> {record key: (what the record's time times, that wall-clock time)}: see stored.records_of
+        self._stamps = {}
         self.offsets = OffsetStore(log_dir, files)
         now = clock_ms() if now is None else now
+        legacy_groups = set(self.offsets.legacy_groups())
+        rewrite = []  # the groups an earlier version wrote that loaded: written again in Kafka's records below
         for group_id, records in self.offsets.group_records.items():
             try:
-                group = load(group_id, records, config, now)
-            except (KeyError, TypeError, ValueError) as e:  # not this broker's layout: the members join again
+                if group_id in legacy_groups:
+                    group, stamps = legacy.load(group_id, {k: v for k, v in records.items() if isinstance(v, dict)},
+                                                config, now), {}
+                else:
+                    group, stamps = load(group_id, records, config, now, cluster)
+            except (KeyError, TypeError, ValueError) as e:  # not a layout this broker reads: the members join again
                 log.error("%s: the metadata of group %r cannot be read (%r); its members will join again",
                           self.offsets.log.directory, group_id, e)
                 continue
             if group is not None:
                 self.groups[group_id] = group
+                self._stamps[group_id] = stamps
+                if group_id in legacy_groups:
+                    rewrite.append(group_id)
+                since = stamps.get((GROUP_METADATA, None), (None, -1))[1]
+                if group.kind == "classic" and group.state == EMPTY and since >= 0:
+                    self._empty_since[group_id] = since  # Kafka's currentStateTimestamp, kept in the record
         for group_id in self.offsets.by_group:
             if group_id not in self.groups:
                 self.groups[group_id] = ClassicGroup(group_id, config)
+        # What an earlier version wrote as JSON is written again as Kafka's records, once: Kafka's tools (and lag
+        # monitors) read the log too.
+        rewritten = self.offsets.rewrite_legacy()
+        for group_id in rewrite:
+            self.save(group_id)
+        if rewritten or rewrite:
+            log.info("%s: %d offsets and %d groups written in an earlier version's layout were written again as "
+                     "Kafka's records", self.offsets.log.directory, rewritten, len(rewrite))
 
     # ---- finding groups ------------------------------------------------------------------------------------------
 
@@ -133,7 +157,7 @@ class GroupCoordinator:
             return waiter.complete(JoinResult(errors.INVALID_SESSION_TIMEOUT, member_id=join.member_id))
         group = self.group(group_id)
         if group is None and join.member_id == "":
-            group = self.groups[group_id] = ClassicGroup(group_id, self.config)
+            group = self.groups[group_id] = ClassicGroup.created(group_id, self.config)
         if group is None:
             return waiter.complete(JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=join.member_id))
         if group.kind == "share" or (group.kind == "streams" and group.members):
@@ -281,11 +305,12 @@ class GroupCoordinator:
             return self.consumer.commit_error(group, request, version, transactional)
         return group.validate_commit(now, member_id, instance_id, generation, transactional=transactional)
 
-    def commit(self, group_id, offsets):
-        """offsets: [((topic, partition), (offset, leader epoch, metadata, commit time ms))]."""
+    def commit(self, group_id, offsets, topic_ids=None):
+        """offsets: [((topic, partition), (offset, leader epoch, metadata, commit time ms))]; topic_ids: {topic: id}
+        of the topics an OffsetCommit named (the records keep them)."""
         if group_id not in self.groups:
             self.groups[group_id] = ClassicGroup(group_id, self.config)
-        self.offsets.commit(group_id, offsets)
+        self.offsets.commit(group_id, offsets, topic_ids)
 
     def committed(self, group_id):
         return self.offsets.committed(group_id)
@@ -317,6 +342,7 @@ class GroupCoordinator:
         if error is errors.NONE:
             del self.groups[group_id]
             self._empty_since.pop(group_id, None)
+            self._stamps.pop(group_id, None)
             self.offsets.delete_group(group_id)
             if group.kind == "share" and self.share_states is not None:
                 self.share_states.delete_group(group_id)
@@ -459,9 +485,24 @@ class GroupCoordinator:
         a group no longer here leaves tombstones."""
         self.groups.touched.add(group_id)
         self._note_state(group_id)
-        entries = changes(group_id, self.offsets.group_records.get(group_id, {}), self.groups.get(group_id))
+        group = self.groups.get(group_id)
+        stamps = self._stamps.setdefault(group_id, {})
+        now_ms = int(time.time() * 1000)
+
+        def when(key, marker):
+            stamp = stamps.get(key)
+            if stamp is None or stamp[0] != marker:
+                stamp = stamps[key] = (marker, now_ms)
+            return stamp[1]
+
+        entries = changes(self.offsets.group_records.get(group_id, {}), group, when)
         if entries:
-            self.offsets.write_group_records(entries)
+            self.offsets.write_group_records(group_id, entries)
+            stored = self.offsets.group_records.get(group_id, {})
+            for key in [key for key in stamps if key not in stored]:  # a record gone (a pattern, say)
+                del stamps[key]
+        if group is None:
+            self._stamps.pop(group_id, None)
 
     def _note_state(self, group_id):
         """Remember when a group became Empty (Kafka's currentStateTimestamp, for offsets' expiry)."""

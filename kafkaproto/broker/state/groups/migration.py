@@ -108,6 +108,13 @@ class ClassicMembers:
         member_id = request.member_id or str(Uuid.random())
         if request.require_known_member_id and not request.member_id:
             return JoinResult(errors.MEMBER_ID_REQUIRED, member_id=member_id)
+        if request.instance_id is not None and request.member_id:
+            # A static member that names itself must be the one of its instance id, as Kafka checks.
+            existing_id = group.static.get(request.instance_id)
+            if existing_id is None:
+                return JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=request.member_id)
+            if existing_id != request.member_id:
+                return JoinResult(errors.FENCED_INSTANCE_ID, member_id=request.member_id)
         if request.instance_id is not None:
             existing_id = group.static.get(request.instance_id)
             if existing_id is not None and existing_id != member_id:
@@ -128,7 +135,8 @@ class ClassicMembers:
         except MalformedProtocol:
             return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
         updated = member.copy()
-        updated.instance_id = request.instance_id
+        if request.instance_id is not None:  # as Kafka's maybeUpdateInstanceId: a join without one keeps it
+            updated.instance_id = request.instance_id
         if subscription.rack_id is not None:
             updated.rack_id = subscription.rack_id
         updated.rebalance_timeout_ms = request.rebalance_timeout_ms

@@ -1,75 +1,131 @@
-"""Committed offsets, whatever kind of group commits them: records in their own log, replayed at start-up."""
+"""Committed offsets, whatever kind of group commits them, and the groups' own records (stored.py): Kafka's
+``__consumer_offsets`` records in their own log, replayed at start-up.
 
-import json
+An offset is Kafka's OffsetCommit record: the key (record type 1) names the group, topic and partition, the value
+(version 4, as Kafka 4.3 writes it) holds the offset, its leader epoch, metadata, commit time and, for an
+OffsetCommit (not a transaction's), the topic's id; a tombstone removes it. Records of the layout an
+earlier version of this broker wrote (JSON, legacy.py) are read too, and written again in Kafka's at start-up
+(``rewrite_legacy``), so that what Kafka's tools read of the log is whole.
+"""
+
 import logging
 import os
 import time
 
+from ....coordinator_records import (OffsetCommitKey, OffsetCommitValue, UnknownRecordType, decode_key, decode_value,
+                                     encode_key, encode_value)
+from ....exceptions import DecodeError
 from ....records import RecordBatchBuilder, iter_batches
+from ....uuid import Uuid
 from ..log import PartitionLog, parse_batches
-from .stored import json_key, split_key
+from . import legacy
+from .stored import OFFSET_RECORDS, record_key, split_key, tombstones
 
 log = logging.getLogger("kafkaproto.broker")
 OFFSETS_DIR = "__consumer_offsets-0"
 
 
 class OffsetStore:
-    """group id -> {(topic, partition): (offset, leader epoch, metadata, commit time ms)}, kept in log_dir."""
+    """group id -> {(topic, partition): (offset, leader epoch, metadata, commit time ms)}, and group id ->
+    {(record type, sub): value} of the groups' records, kept in log_dir."""
 
     def __init__(self, log_dir, files=None):
         self.by_group = {}
-        self.group_records = {}  # group id -> {(kind, member id or regex): value}: group metadata (stored.py)
+        self.group_records = {}  # group id -> {(record type, member id or pattern or None): value} (stored.py)
+        self.legacy_offsets = set()  # (group, topic, partition) of offsets last written in that layout
+        self.on_append = None  # called with the batches each write appended (the internal topic's partition)
         # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
         # says: this log is small beside the partitions, and read whole here anyway.
         self.log = PartitionLog(os.path.join(log_dir, OFFSETS_DIR), files=files, recover=True)
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
+                if batch.is_control:
+                    continue
                 for record in batch:
-                    try:
-                        key = json.loads(record.key)
-                        value = None if record.value is None else json.loads(record.value)
-                        self._apply(key, value)
-                    except (TypeError, ValueError, KeyError) as e:  # not this broker's (an older one let clients)
-                        log.error("%s: the record at offset %d is not a committed offset (%s); skipped",
-                                  self.log.directory, record.offset, e)
+                    self._replay(record)
 
-    def _apply(self, key, value):
-        if isinstance(key, dict):  # a group's metadata record (stored.py); an offset's key is a list
-            group_id, record = split_key(key)
-            records = self.group_records.setdefault(group_id, {})
-            if value is None:
-                records.pop(record, None)
-            else:
-                records[record] = value
-            if not records:
-                del self.group_records[group_id]
+    def _replay(self, record):
+        try:
+            if record.key is None:
+                raise ValueError("the record has no key")
+            if legacy.is_json(record.key):
+                self._replay_legacy(*legacy.read_record(record.key, record.value))
+                return
+            key, record_type = decode_key(record.key)
+            if record_type in OFFSET_RECORDS:
+                self._set_offset((key.group, key.topic, key.partition), _offset(record.value, record_type))
+                return
+            group_id, sub = split_key(key, record_type)
+            self._set_group_record(group_id, sub, None if record.value is None else bytes(record.value))
+        except UnknownRecordType as e:
+            # As Kafka's loader: a kind a newer version writes (or one retired) is skipped.
+            log.warning("%s: the record at offset %d is of group coordinator record type %d, which this broker "
+                        "does not know; skipped", self.log.directory, record.offset, e.record_type)
+        except (DecodeError, TypeError, ValueError, KeyError) as e:  # not a coordinator's (an older one let clients)
+            log.error("%s: the record at offset %d is not a group coordinator record (%s); skipped",
+                      self.log.directory, record.offset, e)
+
+    def _replay_legacy(self, kind, *rest):
+        if kind == "offset":
+            key, value = rest
+            self._set_offset(key, value)
+            self.legacy_offsets.add(key)
             return
+        group_id, sub, value = rest
+        self._set_group_record(group_id, sub, value)
+
+    def _set_offset(self, key, value):
         group_id, topic, partition = key
+        self.legacy_offsets.discard(key)
         if value is None:
             offsets = self.by_group.get(group_id, {})
             offsets.pop((topic, partition), None)
             if not offsets:
                 self.by_group.pop(group_id, None)
         else:
-            self.by_group.setdefault(group_id, {})[(topic, partition)] = tuple(value)
+            self.by_group.setdefault(group_id, {})[(topic, partition)] = value
 
-    def _write(self, entries):
-        """Append offset records [((group, topic, partition), value or None)] and apply them."""
-        if not entries:
+    def _set_group_record(self, group_id, sub, value):
+        records = self.group_records.setdefault(group_id, {})
+        if isinstance(records.get(sub), dict):
+            # An earlier version's record written again: it moves to where its new record stands, as members are
+            # listed in the order their records come.
+            del records[sub]
+        if value is None:
+            records.pop(sub, None)
+        else:
+            records[sub] = value
+        if not records:
+            del self.group_records[group_id]
+
+    def _append(self, pairs):
+        """Append records [(encoded key, encoded value or None)] in one batch."""
+        if not pairs:
             return
-        builder = RecordBatchBuilder()
+        builder = RecordBatchBuilder(base_sequence=0)  # as Kafka's coordinator builds its batches
         now = int(time.time() * 1000)
-        for key, value in entries:
-            builder.append(json.dumps(key).encode(), None if value is None else json.dumps(value).encode(),
-                           timestamp=now)
+        for key, value in pairs:
+            builder.append(key, value, timestamp=now)
         data = builder.build()
-        self.log.append(data, parse_batches(data))
-        for key, value in entries:
-            self._apply(key, value)
+        batches = parse_batches(data)
+        self.log.append(data, batches)
+        if self.on_append is not None:
+            self.on_append(batches)
 
-    def commit(self, group_id, offsets):
-        """offsets: [((topic, partition), (offset, leader epoch, metadata, commit time ms))]."""
-        self._write([((group_id, topic, partition), list(value)) for (topic, partition), value in offsets])
+    def _write_offsets(self, entries, topic_ids=None):
+        """Offsets [((group, topic, partition), value or None)]: appended, then applied."""
+        topic_ids = topic_ids or {}
+        self._append([(_offset_key(key), None if value is None else _offset_value(value, topic_ids.get(key[1])))
+                      for key, value in entries])
+        for key, value in entries:
+            self._set_offset(key, value)
+
+    def commit(self, group_id, offsets, topic_ids=None):
+        """offsets: [((topic, partition), (offset, leader epoch, metadata, commit time ms))]; topic_ids: {topic:
+        its id}, which the records keep as Kafka's do (an OffsetCommit's, not a transaction's)."""
+        self._write_offsets([((group_id, topic, partition), (offset, epoch, metadata if metadata is not None else "",
+                                                            commit_ms))
+                             for (topic, partition), (offset, epoch, metadata, commit_ms) in offsets], topic_ids)
 
     def committed(self, group_id):
         return self.by_group.get(group_id, {})
@@ -79,25 +135,72 @@ class OffsetStore:
         which keep(group id) is false; the number dropped."""
         gone = [((group_id, t, p), None) for group_id, offsets in self.by_group.items() if not keep(group_id)
                 for (t, p), value in offsets.items() if value[3] < now_ms - retention_ms]
-        self._write(gone)
+        self._write_offsets(gone)
         return len(gone)
 
     def drop(self, keys):
         """Tombstones for the offsets of these (group id, topic, partition), in one batch."""
-        self._write([(key, None) for key in keys])
+        self._write_offsets([(key, None) for key in keys])
 
     def forget_topic(self, topic):
-        self._write([((group_id, t, p), None) for group_id, offsets in self.by_group.items()
-                     for (t, p) in list(offsets) if t == topic])
+        self._write_offsets([((group_id, t, p), None) for group_id, offsets in self.by_group.items()
+                             for (t, p) in list(offsets) if t == topic])
 
-    def write_group_records(self, entries):
-        """Append group metadata records [(key, value or None)], in stored.py's layout, and apply them."""
-        self._write(entries)
+    def write_group_records(self, group_id, entries):
+        """Append a group's records [((record type, sub), encoded value or None)] (stored.changes) in one batch,
+        and apply them."""
+        self._append([(_group_key(group_id, key), value) for key, value in entries])
+        for key, value in entries:
+            self._set_group_record(group_id, key, value)
 
     def delete_group(self, group_id):
-        """Tombstones for the group's offsets and its metadata records, in one batch."""
-        self._write([((group_id, t, p), None) for (t, p) in list(self.by_group.get(group_id, {}))]
-                    + [(json_key(group_id, record), None) for record in self.group_records.get(group_id, {})])
+        """Tombstones for the group's offsets and its records, in one batch."""
+        offsets = [(group_id, t, p) for (t, p) in list(self.by_group.get(group_id, {}))]
+        records = tombstones(self.group_records.get(group_id, {}))
+        self._append([(_offset_key(key), None) for key in offsets]
+                     + [(_group_key(group_id, key), None) for key in records])
+        for key in offsets:
+            self._set_offset(key, None)
+        for key in records:
+            self._set_group_record(group_id, key, None)
+
+    def legacy_groups(self):
+        """The ids of the groups some of whose records are in an earlier version's layout (legacy.py)."""
+        return [group_id for group_id, records in self.group_records.items()
+                if any(isinstance(value, dict) for value in records.values())]
+
+    def rewrite_legacy(self):
+        """Write again in Kafka's layout the offsets whose last record is an earlier version's (JSON), in one
+        batch; the number written. The groups' records are written again by the coordinator (which knows them as
+        groups): see legacy_groups()."""
+        entries = [(key, self.by_group[key[0]][key[1:]]) for key in sorted(self.legacy_offsets)]
+        self._write_offsets(entries)
+        return len(entries)
 
     def close(self):
         self.log.close()
+
+
+def _offset(value, record_type):
+    """(offset, leader epoch, metadata, commit time ms) of an offset record's value, or None for a tombstone."""
+    if value is None:
+        return None
+    committed, _ = decode_value(value, record_type)
+    epoch = getattr(committed, "leader_epoch", -1)
+    return committed.offset, epoch, committed.metadata, committed.commit_timestamp
+
+
+def _offset_key(key):
+    group_id, topic, partition = key
+    return encode_key(OffsetCommitKey(group=group_id, topic=topic, partition=partition))
+
+
+def _offset_value(value, topic_id=None):
+    offset, epoch, metadata, commit_ms = value
+    return encode_value(OffsetCommitValue(offset=offset, leader_epoch=epoch, metadata=metadata or "",
+                                          commit_timestamp=commit_ms, topic_id=topic_id or Uuid.ZERO))
+
+
+def _group_key(group_id, key):
+    record_type, sub = key
+    return encode_key(record_key(group_id, record_type, sub))
