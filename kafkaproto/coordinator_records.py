@@ -10,6 +10,13 @@ A key is its record type (int16, the spec's apiKey) then the key struct at versi
 (int16) then the value struct at that version; a null value (a tombstone) removes what its key names. Before
 Kafka numbered record types the int16 was the key's version, with the same meaning for 0 to 2: an offset commit
 (0 and 1) or a classic group's metadata (2).
+
+The transaction coordinator's log (``__transaction_state``) is laid out the same way with its own two specs,
+TransactionLogKey and TransactionLogValue (record type 0, which in this log means a transactional id's state):
+
+    key = encode_transaction_key("my-txn")
+    transactional_id = decode_transaction_key(key)
+    state, version = decode_transaction_value(encode_transaction_value(TransactionLogValue(producer_id=7)))
 """
 
 import struct
@@ -19,8 +26,9 @@ from . import registry
 from .exceptions import DecodeError
 from .registry import coordinator_class
 
-__all__ = ["UnknownRecordType", "decode_key", "decode_value", "encode_key", "encode_value", "key_class",
-           "value_class"]
+__all__ = ["TRANSACTION_LOG_RECORD_TYPE", "TransactionLogKey", "TransactionLogValue", "UnknownRecordType",
+           "decode_key", "decode_transaction_key", "decode_transaction_value", "decode_value", "encode_key",
+           "encode_transaction_key", "encode_transaction_value", "encode_value", "key_class", "value_class"]
 # Every key and value class is an attribute here, and stays the registry's.
 registry.publish(sys.modules[__name__], ("coordinator-key", "coordinator-value"))
 
@@ -31,8 +39,8 @@ class UnknownRecordType(DecodeError):
     """A key of a record type no spec describes (one a newer Kafka writes, or bytes that are not a record's):
     Kafka's coordinator skips such records as it loads."""
 
-    def __init__(self, record_type):
-        super().__init__(f"unknown group coordinator record type {record_type}", 0)
+    def __init__(self, record_type, coordinator="group coordinator"):
+        super().__init__(f"unknown {coordinator} record type {record_type}", 0)
         self.record_type = record_type
 
 
@@ -86,3 +94,46 @@ def decode_value(data, record_type):
     if version not in cls.valid_versions:
         raise DecodeError(f"{cls.__name__} has no version {version}", 0)
     return cls.decode(view[2:], version), version
+
+
+# The transaction coordinator's log has one record type; its value's newest version is the one Kafka writes once
+# transactions version 2 is finalized (version 0 before, without the tagged fields).
+TRANSACTION_LOG_RECORD_TYPE = 0
+TransactionLogKey = registry.message_class("TransactionLogKey")
+TransactionLogValue = registry.message_class("TransactionLogValue")
+
+
+def encode_transaction_key(transactional_id):
+    """The key of a transactional id's record in the transaction coordinator's log."""
+    return _INT16.pack(TRANSACTION_LOG_RECORD_TYPE) + TransactionLogKey(transactional_id=transactional_id).encode(0)
+
+
+def encode_transaction_value(value, version=None):
+    """A TransactionLogValue as the transaction coordinator's log stores it, at its newest version by default."""
+    if version is None:
+        version = TransactionLogValue.valid_versions.stop - 1
+    return _INT16.pack(version) + value.encode(version)
+
+
+def decode_transaction_key(data):
+    """The transactional id of a key of the transaction coordinator's log; UnknownRecordType for another record
+    type, DecodeError for bytes that do not read."""
+    view = memoryview(data)
+    if len(view) < 2:
+        raise DecodeError(f"a transaction log record key needs 2 bytes for its type, got {len(view)}", 0)
+    record_type = _INT16.unpack_from(view)[0]
+    if record_type != TRANSACTION_LOG_RECORD_TYPE:
+        raise UnknownRecordType(record_type, "transaction coordinator")
+    return TransactionLogKey.decode(view[2:], 0).transactional_id
+
+
+def decode_transaction_value(data):
+    """(TransactionLogValue, version) of a value of the transaction coordinator's log; DecodeError for bytes that
+    do not read (an unknown version among them)."""
+    view = memoryview(data)
+    if len(view) < 2:
+        raise DecodeError(f"a transaction log record value needs 2 bytes for its version, got {len(view)}", 0)
+    version = _INT16.unpack_from(view)[0]
+    if version not in TransactionLogValue.valid_versions:
+        raise DecodeError(f"TransactionLogValue has no version {version}", 0)
+    return TransactionLogValue.decode(view[2:], version), version

@@ -2165,34 +2165,37 @@ def test_reserved_and_colliding_topic_names(sides):
                                         ("__cluster_metadata", dot.replace(".", "_"))],
                                 allow_auto_topic_creation=True), 12, "Metadata of refused names")
     both(sides, produce("__cluster_metadata", 0, batch(b"x")), 9, "Produce to __cluster_metadata")
-    consumer_offsets_served(sides)
+    internal_topic_served(sides, "__consumer_offsets", ["cleanup.policy", "compression.type", "segment.bytes"])
+    internal_topic_served(sides, "__transaction_state", ["cleanup.policy", "compression.type", "segment.bytes",
+                                                         "min.insync.replicas", "unclean.leader.election.enable"])
 
 
-def consumer_offsets_served(sides):
-    """__consumer_offsets once a group was found (Kafka makes it then): listed, named or not, as an internal topic,
-    its partitions aside (Kafka's 50 by default; here one, the coordinator's log: offsets.topic.num.partitions);
-    read-only to clients (Produce and DeleteRecords INVALID_TOPIC_EXCEPTION); the configs Kafka gives it."""
-    named = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")],
+def internal_topic_served(sides, name, config_keys):
+    """An internal topic once its coordinator was found (Kafka makes __consumer_offsets for the first group,
+    __transaction_state for the first transactional id): listed, named or not, as an internal topic, its
+    partitions aside (Kafka's 50 by default; here one, the coordinator's log: offsets.topic.num.partitions,
+    transaction.state.log.num.partitions); read-only to clients (Produce and DeleteRecords
+    INVALID_TOPIC_EXCEPTION); the configs Kafka gives it."""
+    named = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
                             allow_auto_topic_creation=False)
     answers = [side.call(named, 12, settled=lambda r: r.topics[0].error_code == 0) for side in sides]
     for _, plain in answers:
         assert len(plain["topics"]) == 1 and plain["topics"][0]["partitions"]
         plain["topics"][0]["partitions"] = []
     found = differences(answers[0][1], answers[1][1])
-    assert not found, "Metadata of __consumer_offsets:\n" + described(found)
+    assert not found, f"Metadata of {name}:\n" + described(found)
     ours = answers[1][0].topics[0]
     assert ours.is_internal and [p.partition_index for p in ours.partitions] == [0]
     for side in sides:
         every = side.call(MetadataRequest(topics=None), 12)[0]
-        assert [t.is_internal for t in every.topics if t.name == "__consumer_offsets"] == [True]
-    both(sides, produce("__consumer_offsets", 0, batch(b"x")), 9, "Produce to __consumer_offsets")
+        assert [t.is_internal for t in every.topics if t.name == name] == [True]
+    both(sides, produce(name, 0, batch(b"x")), 9, f"Produce to {name}")
     both(sides, DeleteRecordsRequest(timeout_ms=10000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
-        name="__consumer_offsets", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(
-            partition_index=0, offset=0)])]), 2, "DeleteRecords of __consumer_offsets")
+        name=name, partitions=[DeleteRecordsRequest.DeleteRecordsPartition(
+            partition_index=0, offset=0)])]), 2, f"DeleteRecords of {name}")
     both(sides, DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
-        resource_type=2, resource_name="__consumer_offsets",
-        configuration_keys=["cleanup.policy", "compression.type", "segment.bytes"])]), 4,
-        "DescribeConfigs of __consumer_offsets")
+        resource_type=2, resource_name=name, configuration_keys=list(config_keys))]), 4,
+        f"DescribeConfigs of {name}")
 
 
 # ---- Produce: every batch checked as Kafka checks it before it is stored ------------------------------------------

@@ -31,6 +31,8 @@ ON_PURPOSE = {
     "ssl.truststore.type": ({"value", "synonyms", "read_only"}, "PEM is the only trust store it reads"),
     "sasl.enabled.mechanisms": ({"synonyms", "read_only"}, "its default is the mechanisms it has, not GSSAPI"),
     "offsets.topic.num.partitions": ({"value", "synonyms"}, "__consumer_offsets is one log here: one partition"),
+    "transaction.state.log.num.partitions": ({"value", "synonyms"},
+                                             "__transaction_state is one log here: one partition"),
     **{key: ({"read_only"}, "Kafka changes it while running; this broker reads it only at start")
        for key in ("max.connections.per.ip.overrides", "ssl.client.auth", "ssl.key.password",
                    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",

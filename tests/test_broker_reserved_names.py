@@ -310,3 +310,69 @@ def test_consumer_offsets_is_kafkas_internal_topic_once_a_group_is_found(tmp_pat
         assert metadata(state, ["__consumer_offsets"], auto=False) == [("__consumer_offsets", "NONE", True, 1)]
     finally:
         state.close()
+
+
+def test_transaction_state_is_kafkas_internal_topic_once_a_transactional_id_is_found(tmp_path):
+    """Kafka's transaction coordinator makes __transaction_state when it is first asked for a transactional id:
+    from then on it is listed (internal, one partition: the coordinator's log), read like any topic, written by
+    the coordinator alone, and kept, with its id, across a restart."""
+    from kafkaproto import coordinator_records
+    from kafkaproto.messages import (DeleteRecordsRequest, DeleteTopicsRequest, FindCoordinatorRequest,
+                                     InitProducerIdRequest, ListOffsetsRequest)
+
+    state = make_state(tmp_path)
+    try:
+        assert metadata(state, ["__transaction_state"], auto=False) == [
+            ("__transaction_state", "UNKNOWN_TOPIC_OR_PARTITION", True, 0)]
+        found = call(state, FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), 4)
+        assert found.coordinators[0].error_code == 0
+        assert metadata(state, ["__transaction_state"], auto=False) == [("__transaction_state", "NONE", True, 1)]
+        topic = state.cluster.topics["__transaction_state"]
+        assert topic.partitions[0].log is state.transactions.log
+        assert call(state, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000),
+                    4).error_code == 0
+        read = records.read_records(fetch(state, topic="__transaction_state").responses[0].partitions[0].records)
+        assert [coordinator_records.decode_transaction_key(r.key) for r in read] == ["tx"]
+        value, version = coordinator_records.decode_transaction_value(read[0].value)
+        assert (value.transaction_status, value.transaction_partitions, version) == (0, None, 1)
+        latest = call(state, ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="__transaction_state", partitions=[ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=0, timestamp=-1)])]), 7).topics[0].partitions[0]
+        assert (latest.error_code, latest.offset) == (0, 1)
+        assert produce(state, batch(b"x"), topic="__transaction_state").error_code == \
+            errors.INVALID_TOPIC_EXCEPTION.code
+        deleted = call(state, DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+            name="__transaction_state", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(
+                partition_index=0, offset=1)])]), 2).topics[0].partitions[0]
+        assert deleted.error_code == errors.INVALID_TOPIC_EXCEPTION.code
+        assert call(state, DeleteTopicsRequest(topic_names=["__transaction_state"], timeout_ms=1000), 5).responses[
+            0].error_code == errors.INVALID_REQUEST.code
+        topic_id = topic.topic_id
+    finally:
+        state.close()
+    state = make_state(tmp_path)
+    try:
+        assert state.cluster.topics["__transaction_state"].topic_id == topic_id
+        assert metadata(state, ["__transaction_state"], auto=False) == [("__transaction_state", "NONE", True, 1)]
+    finally:
+        state.close()
+
+
+def test_transaction_state_is_served_at_start_when_its_log_holds_records(tmp_path):
+    """A data directory whose transaction log has records but no topic id (one an older version wrote) serves
+    __transaction_state from the start."""
+    from kafkaproto.broker.state.transactions import STATE_DIR
+    from kafkaproto.messages import InitProducerIdRequest
+
+    state = make_state(tmp_path)
+    try:
+        assert call(state, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000),
+                    4).error_code == 0
+    finally:
+        state.close()
+    os.remove(os.path.join(tmp_path, STATE_DIR, "partition.metadata"))
+    state = make_state(tmp_path)
+    try:
+        assert metadata(state, ["__transaction_state"], auto=False) == [("__transaction_state", "NONE", True, 1)]
+    finally:
+        state.close()

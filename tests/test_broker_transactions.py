@@ -338,3 +338,156 @@ def test_what_kafka_transactions_shows_survives_a_restart(tmp_path):
         assert by_id_after[pid]["current_txn_start_offset"] == -1
     finally:
         state.close()
+
+
+def log_values(state):
+    """(transactional id, state, partitions, client transactions version, value version) of every record of the
+    transaction coordinator's log in Kafka's format, decoded as Kafka's records."""
+    from kafkaproto.coordinator_records import decode_transaction_key, decode_transaction_value
+    from kafkaproto.broker.state.transactions import STATES
+    out = []
+    for segment in state.transactions.log.segments:
+        for b in records.iter_batches(segment.read(0, segment.size)):
+            for r in b:
+                if bytes(r.key[:2]) != b"\x00\x00":  # a record of the older JSON layout
+                    continue
+                value, version = decode_transaction_value(r.value)
+                out.append((decode_transaction_key(r.key), STATES[value.transaction_status],
+                            None if value.transaction_partitions is None else
+                            [(p.topic, p.partition_ids) for p in value.transaction_partitions],
+                            value.client_transaction_version, version))
+    return out
+
+
+def test_the_log_holds_kafkas_records_and_a_commit_interrupted_keeps_its_offsets(tmp_path):
+    """Every change is a TransactionLogKey and TransactionLogValue (v1, as Kafka writes them with transactions
+    version 2 finalized): Empty without partitions, then Ongoing with them (and __consumer_offsets' once a group
+    joined), then the prepare and the end. The offsets a transaction will commit are kept in the log too: a
+    commit a crash interrupted commits them after the restart."""
+    state = make_state(tmp_path)
+    create(state, "t", partitions=2)
+    pid, epoch = init(state)
+    assert add_partitions(state, pid, epoch, partitions=(1, 0)) == [0, 0]
+    assert call(state, AddOffsetsToTxnRequest(transactional_id=TID, producer_id=pid, producer_epoch=epoch,
+                                              group_id="g"), 3).error_code == 0
+    topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="t", partitions=[
+        TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=1, committed_offset=12,
+                                                               committed_metadata="m")])
+    assert call(state, TxnOffsetCommitRequest(transactional_id=TID, group_id="g", producer_id=pid,
+                                              producer_epoch=epoch, generation_id_or_member_epoch=-1,
+                                              topics=[topic]), 3).topics[0].partitions[0].error_code == 0
+    assert log_values(state) == [
+        (TID, "Empty", None, 0, 1),
+        (TID, "Ongoing", [("t", [0, 1])], 0, 1),
+        (TID, "Ongoing", [("__consumer_offsets", [0]), ("t", [0, 1])], 0, 1),
+        (TID, "Ongoing", [("__consumer_offsets", [0]), ("t", [0, 1])], 0, 1)]
+    txn = state.transactions.by_id[TID]
+    txn.state = "PrepareCommit"  # recorded, then the process died before the markers
+    state.transactions.save(txn)
+    state.cluster.metadata.close()
+    state = make_state(tmp_path)
+    try:
+        assert call(state, OffsetFetchRequest(group_id="g", topics=None), 7).topics[0].partitions[0].to_dict()[
+            "committed_offset"] == 12
+        assert [row[1] for row in log_values(state)[-3:]] == ["PrepareCommit", "PrepareCommit", "CompleteCommit"]
+        assert log_values(state)[-1][2] == []
+    finally:
+        state.close()
+
+
+def test_version_2_the_log_records_the_client_version_and_a_retried_end_survives_a_restart(tmp_path):
+    """A producer of transactions version 2 (Produce v12, EndTxn v5) is recorded as Kafka records it
+    (ClientTransactionVersion 2); after a restart an EndTxn retried with the epoch before the bump is answered
+    as the first one was."""
+    state = make_state(tmp_path)
+    create(state, "t")
+    pid, epoch = init(state, version=5)
+    assert produce_txn(state, txn_batch(pid, epoch, 0, b"v2"), version=12).error_code == 0
+    response = call(state, EndTxnRequest(transactional_id=TID, producer_id=pid, producer_epoch=epoch,
+                                         committed=True), 5)
+    assert response.error_code == 0 and response.producer_epoch == epoch + 1
+    assert [row[1:4] for row in log_values(state)] == [
+        ("Empty", None, 0), ("Ongoing", [("t", [0])], 2), ("PrepareCommit", [("t", [0])], 2),
+        ("CompleteCommit", [], 2)]
+    state.close()
+    state = make_state(tmp_path)
+    try:
+        again = call(state, EndTxnRequest(transactional_id=TID, producer_id=pid, producer_epoch=epoch,
+                                          committed=True), 5)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == (0, pid, epoch + 1)
+        assert end(state, pid, epoch, False, version=5) == errors.INVALID_TXN_STATE.code
+    finally:
+        state.close()
+
+
+def test_a_log_in_the_older_json_format_loads_and_is_written_again_once(tmp_path):
+    """Before the log held Kafka's records each value was JSON under the bare transactional id: such a log loads
+    with nothing lost (the producer, state, partitions, groups, pending offsets, the producer before the last
+    bump), is written again in Kafka's format at that start, and not at the next."""
+    import json
+    import os
+    from kafkaproto.broker.state.log import PartitionLog, parse_batches
+    from kafkaproto.broker.state.transactions import STATE_DIR
+    old = {"pid": 4, "epoch": 3, "timeout": 60000, "state": "PrepareCommit", "partitions": [["t", 0]],
+           "groups": ["g"], "offsets": {"g": [["t", 0, 21, -1, "md"]]}, "last": [4, 2], "start": 1_700_000_000_000}
+    gone = {"pid": 5, "epoch": 0, "timeout": 1000, "state": "Empty", "partitions": [], "groups": [], "offsets": {},
+            "last": None, "start": -1}
+    state = make_state(tmp_path)
+    create(state, "t")
+    state.close()
+    txn_log = PartitionLog(os.path.join(str(tmp_path), STATE_DIR), recover=True)
+    builder = records.RecordBatchBuilder()
+    builder.append(b"old", json.dumps(old).encode(), timestamp=1)
+    builder.append(b"gone", json.dumps(gone).encode(), timestamp=1)
+    builder.append(b"gone", None, timestamp=1)
+    data = builder.build()
+    txn_log.append(data, parse_batches(data))
+    txn_log.close()
+    state = make_state(tmp_path)
+    try:
+        assert set(state.transactions.by_id) == {"old"}
+        assert [row[:4] for row in log_values(state)[-2:]] == [
+            ("old", "PrepareCommit", [("__consumer_offsets", [0]), ("t", [0])], 2),
+            ("old", "CompleteCommit", [], 2)]
+        txn = state.transactions.by_id["old"]
+        assert (txn.producer_id, txn.epoch, txn.start_time_ms, txn.last_producer) == (4, 3, 1_700_000_000_000,
+                                                                                        (4, 2))
+        assert call(state, OffsetFetchRequest(group_id="g", topics=None), 7).topics[0].partitions[0].to_dict()[
+            "committed_offset"] == 21
+        written = state.transactions.log.log_end_offset
+    finally:
+        state.close()
+    state = make_state(tmp_path)
+    try:
+        assert state.transactions.log.log_end_offset == written
+        assert state.transactions.by_id["old"].state == "CompleteCommit"
+    finally:
+        state.close()
+
+
+def test_a_record_of_no_known_state_is_skipped(tmp_path, caplog):
+    """A value whose TransactionStatus is none of Kafka's states (or whose bytes do not read) is logged and
+    skipped; the records after it load."""
+    import os
+    from kafkaproto.coordinator_records import TransactionLogValue, encode_transaction_key, encode_transaction_value
+    from kafkaproto.broker.state.log import PartitionLog, parse_batches
+    from kafkaproto.broker.state.transactions import STATE_DIR
+    txn_log = PartitionLog(os.path.join(str(tmp_path), STATE_DIR), recover=True)
+    builder = records.RecordBatchBuilder()
+    for tid, status in (("bad", -1), ("worse", 8)):
+        builder.append(encode_transaction_key(tid), encode_transaction_value(TransactionLogValue(
+            producer_id=1, transaction_status=status)), timestamp=1)
+    builder.append(encode_transaction_key("torn"), b"\x00\x01\x00", timestamp=1)
+    builder.append(encode_transaction_key("good"), encode_transaction_value(TransactionLogValue(
+        producer_id=2, producer_epoch=3, transaction_timeout_ms=1000, transaction_status=4,
+        transaction_partitions=[])), timestamp=1)
+    data = builder.build()
+    txn_log.append(data, parse_batches(data))
+    txn_log.close()
+    state = make_state(tmp_path)
+    try:
+        assert set(state.transactions.by_id) == {"good"}
+        assert state.transactions.by_id["good"].state == "CompleteCommit"
+        assert caplog.text.count("is not a transaction's state") == 3
+    finally:
+        state.close()

@@ -584,3 +584,59 @@ def test_kafkas_tools_read_consumer_offsets_as_kafkas(brokers):
         "\n--- this broker\n" + "\n".join(ours)
     kinds = {json.loads(line)["key"]["type"] for line in ours}
     assert kinds >= {"1", "2", "3", "5", "6", "7", "8"}, kinds
+
+
+def transaction_records(port, transactional_id):
+    """kafka-console-consumer on __transaction_state (every partition, from the start) with Kafka's
+    TransactionLogMessageFormatter: the records of transactional_id, in order, with what each broker makes up
+    (producer ids, times) put in words."""
+    text = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", f"127.0.0.1:{port}",
+                     "--topic", "__transaction_state", "--from-beginning", "--timeout-ms", "6000",
+                     "--formatter", "org.apache.kafka.tools.consumer.TransactionLogMessageFormatter")
+
+    def plain(node, name=None):
+        if isinstance(node, dict):
+            return {k: plain(v, k) for k, v in node.items()}
+        if isinstance(node, list):
+            return [plain(v) for v in node]
+        if name == "producerId":
+            return "<producer>"
+        if name in ("transactionLastUpdateTimestampMs", "transactionStartTimestampMs") and node != -1:
+            return "<time>"
+        return node
+    found, at, decoder = [], 0, json.JSONDecoder()
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            break
+        record, at = decoder.raw_decode(text, at)  # the formatter prints one JSON object after another
+        if record["key"].get("data", {}).get("transactionalId") == transactional_id:
+            data = (record["value"] or {}).get("data", {})
+            for name in ("previousProducerId", "nextProducerId"):  # which producer id it is, not its number
+                if data.get(name, -1) not in (-1, data["producerId"]):
+                    data[name] = "<another producer>"
+                elif name in data and data[name] != -1:
+                    data[name] = "<the producer>"
+            found.append(json.dumps({"key": plain(record["key"]), "value": plain(record["value"])},
+                                    sort_keys=True))
+    return found
+
+
+def test_kafkas_tools_read_transaction_state_as_kafkas(brokers):
+    """Kafka's producer runs one transaction on each broker (kafka-producer-perf-test with a transactional id),
+    then kafka-console-consumer reads __transaction_state with Kafka's TransactionLogMessageFormatter: the same
+    records, once producer ids and times are put aside (Kafka spreads transactional ids over 50 partitions, this
+    broker keeps them in one)."""
+    run = uuid.uuid4().hex[:8]
+    topic, transactional_id = f"tools-ts-{run}", f"tools-ts-{run}"
+    both(brokers, "topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    for port in brokers:
+        java_tool("org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", "3",
+                  "--record-size", "10", "--throughput", "-1", "--transactional-id", transactional_id,
+                  "--transaction-duration-ms", "600000", "--bootstrap-server", f"127.0.0.1:{port}")
+    kafka, ours = (transaction_records(port, transactional_id) for port in brokers)
+    assert kafka == ours, "TransactionLogMessageFormatter:\n--- Kafka\n" + "\n".join(kafka) + \
+        "\n--- this broker\n" + "\n".join(ours)
+    states = [json.loads(line)["value"]["data"]["transactionStatus"] for line in ours]
+    assert states[0] == 0 and states[-2:] == [2, 4], states  # Empty, ..., PrepareCommit, CompleteCommit

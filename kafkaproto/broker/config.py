@@ -293,6 +293,12 @@ def _check_offsets_partitions(value):
                       kafka=False)
 
 
+def _check_transaction_partitions(value):
+    if value != 1:
+        raise Invalid("this broker keeps every transactional id's records in one log, so __transaction_state has one "
+                      "partition", kafka=False)
+
+
 def _no_delegation_tokens(value):
     """Delegation tokens are not implemented: their requests are answered DELEGATION_TOKEN_AUTH_DISABLED, as by a
     Kafka broker without this key; a broker given one refuses to start rather than pretend."""
@@ -455,6 +461,10 @@ SETTINGS = {
                                             "partitions of __consumer_offsets: 1, where Kafka's default is 50 (Kafka "
                                             "spreads groups over partitions to spread them over brokers; this "
                                             "broker keeps every group's records in one log)"),
+    "transaction.state.log.num.partitions": Setting(
+        "int", 1, at_least=1, check=_check_transaction_partitions, doc="the partitions of __transaction_state: 1, "
+        "where Kafka's default is 50 (Kafka spreads transactional ids over partitions to spread them over brokers; "
+        "this broker keeps every transactional id's records in one log)"),
     "transaction.max.timeout.ms": Setting("int", 900000, at_least=1),
     "transactional.id.expiration.ms": Setting("int", 604800000, at_least=1),
     "log.segment.delete.delay.ms": Setting("long", 60000, "file.delete.delay.ms", at_least=0),

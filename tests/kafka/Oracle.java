@@ -172,8 +172,9 @@ public final class Oracle {
 
     // Requests, responses and headers are org.apache.kafka.common.message.<Name>Data; KRaft
     // metadata records are org.apache.kafka.common.metadata.<Name>; the group coordinator's
-    // records (__consumer_offsets) org.apache.kafka.coordinator.group.generated.<Name>. Each has a
-    // <class>JsonConverter.
+    // records (__consumer_offsets) org.apache.kafka.coordinator.group.generated.<Name>; the
+    // transaction coordinator's (__transaction_state) org.apache.kafka.coordinator.transaction.generated.<Name>.
+    // Each has a <class>JsonConverter.
     private static Class<?> dataClass(String message) throws ClassNotFoundException {
         try {
             return Class.forName("org.apache.kafka.common.message." + message + "Data");
@@ -181,7 +182,11 @@ public final class Oracle {
             try {
                 return Class.forName("org.apache.kafka.common.metadata." + message);
             } catch (ClassNotFoundException again) {
-                return Class.forName("org.apache.kafka.coordinator.group.generated." + message);
+                try {
+                    return Class.forName("org.apache.kafka.coordinator.group.generated." + message);
+                } catch (ClassNotFoundException transaction) {
+                    return Class.forName("org.apache.kafka.coordinator.transaction.generated." + message);
+                }
             }
         }
     }

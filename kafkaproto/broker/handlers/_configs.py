@@ -36,7 +36,7 @@ def topic_configs(state, name):
     if topic is None:
         return None, (errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
     if topic.is_internal:
-        # Kafka takes them; here __consumer_offsets is the group coordinator's log, kept as it is written
+        # Kafka takes them; here __consumer_offsets and __transaction_state are coordinators' logs, kept as written
         return None, (errors.INVALID_REQUEST, f"the configs of the internal topic {name} are fixed on this broker")
     return topic.configs, None
 

@@ -35,7 +35,7 @@ def _check(state, item, topic):
     partitions against a mutation quota."""
     if topic is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {item.name!r}"
-    if topic.is_internal:  # Kafka lets __consumer_offsets grow; here it is one log (offsets.topic.num.partitions)
+    if topic.is_internal:  # Kafka lets them grow; here each is one log (offsets.topic.num.partitions and the like)
         return errors.INVALID_REQUEST, f"{item.name} is an internal topic with one partition here; its partitions stay"
     if any(p.mode != READ_WRITE for p in topic.partitions):  # partition deletion: they go from the top
         return errors.INVALID_PARTITIONS, (f"partitions of {item.name!r} are being deleted; add partitions once "

@@ -2,10 +2,10 @@
 
 An offset of -1 means the high watermark (here the log end: a single node's writes are all committed). An offset
 below 0 or past the high watermark is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" refuses with
-POLICY_VIOLATION, as Kafka's UnifiedLog does, and an internal topic (``__consumer_offsets``) with
-INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager does. The answer's low watermark is the partition's log start
-offset after the move (or -1 with an error). The new start is kept across restarts, and the segments wholly below
-it go at once.
+POLICY_VIOLATION, as Kafka's UnifiedLog does, and an internal topic (``__consumer_offsets``,
+``__transaction_state``) with INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager does. The answer's low
+watermark is the partition's log start offset after the move (or -1 with an error). The new start is kept across
+restarts, and the segments wholly below it go at once.
 """
 
 from ... import errors

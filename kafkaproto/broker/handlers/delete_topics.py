@@ -19,8 +19,9 @@ from ..state.acls import DELETE, TOPIC
 from ..state.groups.assignors import java_order, uuid_hash
 
 Result = DeleteTopicsResponse.DeletableTopicResult
-# Kafka deletes __consumer_offsets when asked (its groups start over); here it is the group coordinator's log
-INTERNAL_STAYS = "{} is the group coordinator's log on this broker and is not deleted"
+# Kafka deletes __consumer_offsets and __transaction_state when asked (their groups and transactional ids start
+# over); here each is a coordinator's own log
+INTERNAL_STAYS = "{} is a coordinator's log on this broker and is not deleted"
 # The first version at which controller_mutation_rate refuses topics (strict) rather than only throttling.
 STRICT_QUOTA_VERSION = 5
 

@@ -4,7 +4,8 @@ v0-3 ask for one key; v4+ for a list of them, answered one by one. With an autho
 not DESCRIBE is GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 The first group found makes Kafka's internal topic ``__consumer_offsets``, as Kafka's coordinator makes it (here
-it is the group coordinator's log, served from then on: state/cluster.py's create_offsets_topic).
+it is the group coordinator's log, served from then on: state/cluster.py's create_offsets_topic); the first
+transactional id found makes ``__transaction_state`` likewise (create_transactions_topic).
 """
 
 from ... import errors
@@ -32,8 +33,11 @@ def find_coordinator(ctx, request):
 
     def allowed(key):
         found = ctx.allowed(acls.DESCRIBE, resource, key)
-        if found and request.key_type == GROUP:
-            state.cluster.create_offsets_topic()
+        if found:
+            if request.key_type == GROUP:
+                state.cluster.create_offsets_topic()
+            else:
+                state.cluster.create_transactions_topic()
         return found
     if ctx.version < 4:
         if not allowed(request.key):

@@ -215,7 +215,7 @@ def _produce(ctx, request):
         if topic is None:
             out.append((item, [_result(p.index, error) for p in item.partition_data]))
             continue
-        if topic.is_internal:  # __consumer_offsets, once its coordinator made it: written by the coordinator only
+        if topic.is_internal:  # an internal topic, once its coordinator made it: written by the coordinator only
             out.append((item, [_result(p.index, errors.INVALID_TOPIC_EXCEPTION if 0 <= p.index < len(topic.partitions)
                                        else errors.UNKNOWN_TOPIC_OR_PARTITION) for p in item.partition_data]))
             continue

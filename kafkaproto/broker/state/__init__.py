@@ -90,6 +90,8 @@ class BrokerState:
         self.cluster.on_partition_log = self._log_opened
         self.groups.offsets.on_append = self._offsets_appended
         self.cluster.attach_offsets_log(self.groups.offsets.log)
+        self.cluster.attach_transactions_log(self.transactions.log)
+        self.transactions.on_append = self._transactions_appended
         self.transactions.finish_interrupted()
         self._steps = self._housekeeping_steps()
         self._due = {}  # housekeeping step -> when it is due next (state/clock.py)
@@ -105,6 +107,13 @@ class BrokerState:
         for batch in batches:
             partition.producers.appended(batch, -1)
             partition.transactions.observe(batch, None)
+
+    def _transactions_appended(self, batches):
+        """The transaction coordinator wrote to its log: __transaction_state exists from its first record on, as
+        __consumer_offsets does (_offsets_appended)."""
+        partition = self.cluster.create_transactions_topic().partitions[0]
+        for batch in batches:
+            partition.producers.appended(batch, -1)
 
     def _replay(self, partition):
         """Producer state and transactions of a partition, from its batch headers (and control records)."""
@@ -248,7 +257,7 @@ class BrokerState:
         for topic in list(self.cluster.topics.values()):
             config = self.cluster.topic_config(topic)
             # __consumer_offsets is not compacted here: its groups' members are listed again in the order their
-            # records first come, which compaction would lose
+            # records first come, which compaction would lose (nor is __transaction_state, read whole at start)
             if "compact" not in config["cleanup.policy"] or topic.is_internal:
                 continue
             for partition in topic.partitions:

@@ -36,7 +36,9 @@ with one partition, the coordinator's log, and the configs Kafka gives it. It
 is kept out of the metadata log (its id is in its directory's
 partition.metadata, as Kafka keeps a partition's), clients may read it but not
 write, delete, grow or reconfigure it, and neither retention nor compaction
-touches it.
+touches it. ``__transaction_state-0`` holds Kafka's own transaction log records
+and is served as ``__transaction_state`` the same way, made when a
+transactional id is first found (or written to).
 
 The data directory is locked (an exclusive flock(2) on its ``.lock`` file, as
 Kafka locks each log directory) before anything in it is read, and until the
@@ -88,6 +90,12 @@ assert (OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TR
 # The configs Kafka's group coordinator gives __consumer_offsets when it creates it (groupMetadataTopicConfigs,
 # with offsets.topic.segment.bytes' default).
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
+# The configs Kafka's transaction coordinator gives __transaction_state (transactionTopicConfigs, with
+# transaction.state.log.segment.bytes' default; its min.insync.replicas is transaction.state.log.min.isr, which a
+# one-node cluster sets to 1).
+TRANSACTIONS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                              "min.insync.replicas": "1", "segment.bytes": "104857600",
+                              "unclean.leader.election.enable": "false"}
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
 CLIENT_METRICS_RESOURCE = 16
@@ -118,6 +126,16 @@ class Partition:
         self.delete_at_ms = None  # when a ReadOnly partition turns None and its data goes
         self.producers = None
         self.transactions = None
+
+
+def _was_served(partition_log):
+    """Whether a coordinator's log is to be served at start: it holds records, or was served before (its
+    directory keeps the topic's id)."""
+    try:
+        served = read_partition_metadata(partition_log.directory) is not None
+    except ValueError:
+        served = True  # unreadable: made again, with a new id
+    return served or partition_log.log_end_offset > 0
 
 
 class Topic:
@@ -195,6 +213,8 @@ class Cluster:
         self.refused_ids = set()  # ids of topics of the broker's own logs' names an older version recorded
         self.offsets_log = None  # the group coordinator's log, served as __consumer_offsets once that exists
         self.offsets_topic = None  # that topic, once it exists
+        self.transactions_log = None  # the transaction coordinator's log, served as __transaction_state likewise
+        self.transactions_topic = None
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
@@ -549,19 +569,22 @@ class Cluster:
         for partition in topic.partitions[start:]:
             self._attach(partition, logs[partition.index])
 
-    # --- Kafka's internal topic __consumer_offsets
+    # --- Kafka's internal topics __consumer_offsets and __transaction_state
 
     def attach_offsets_log(self, offsets_log):
         """The group coordinator's log (groups/offsets.py). It is served as __consumer_offsets once that topic
         exists: made by create_offsets_topic, or now when the log holds records or was served before (its
         directory keeps the topic's id in partition.metadata, as Kafka's partition directories do)."""
         self.offsets_log = offsets_log
-        try:
-            served = read_partition_metadata(offsets_log.directory) is not None
-        except ValueError:
-            served = True  # unreadable: made again, with a new id
-        if served or offsets_log.log_end_offset > 0:
+        if _was_served(offsets_log):
             self.create_offsets_topic()
+
+    def attach_transactions_log(self, transactions_log):
+        """The transaction coordinator's log (transactions.py), served as __transaction_state as the group
+        coordinator's is as __consumer_offsets (attach_offsets_log)."""
+        self.transactions_log = transactions_log
+        if _was_served(transactions_log):
+            self.create_transactions_topic()
 
     def create_offsets_topic(self):
         """Make __consumer_offsets, as Kafka's group coordinator does for the first group it is asked to find
@@ -569,27 +592,42 @@ class Cluster:
         Kafka gives it. Kept out of the metadata log: its id is in the log directory's partition.metadata, and a
         topic of that name an older version let a client record there stays unserved. The topic; nothing is made
         before attach_offsets_log."""
-        if self.offsets_topic is not None or self.offsets_log is None:
-            return self.offsets_topic
-        directory = self.offsets_log.directory
+        if self.offsets_topic is None and self.offsets_log is not None:
+            self.offsets_topic = self._serve_internal(OFFSETS_TOPIC, self.offsets_log, dict(OFFSETS_TOPIC_CONFIGS),
+                                                      "the group coordinator's log")
+        return self.offsets_topic
+
+    def create_transactions_topic(self):
+        """Make __transaction_state, as Kafka's transaction coordinator does for the first transactional id it
+        is asked to find (FindCoordinator): one partition, the coordinator's log
+        (transaction.state.log.num.partitions), with the configs Kafka gives it; kept out of the metadata log as
+        __consumer_offsets is (create_offsets_topic). The topic; nothing is made before attach_transactions_log."""
+        if self.transactions_topic is None and self.transactions_log is not None:
+            self.transactions_topic = self._serve_internal(TRANSACTIONS_TOPIC, self.transactions_log,
+                                                           dict(TRANSACTIONS_TOPIC_CONFIGS),
+                                                           "the transaction coordinator's log")
+        return self.transactions_topic
+
+    def _serve_internal(self, name, partition_log, configs, what):
+        directory = partition_log.directory
         try:
             topic_id = read_partition_metadata(directory)
         except ValueError as e:
-            log.error("%s; __consumer_offsets gets a new topic id", e)
+            log.error("%s; %s gets a new topic id", e, name)
             topic_id = None
         if topic_id is None or topic_id in self.by_id or topic_id in self.refused_ids or topic_id in self.removed_ids:
             topic_id = Uuid.random()
             while topic_id in self.by_id or topic_id in self.refused_ids or topic_id in self.removed_ids:
                 topic_id = Uuid.random()
             write_partition_metadata(directory, topic_id)
-        topic = Topic(OFFSETS_TOPIC, topic_id)
-        topic.configs = dict(OFFSETS_TOPIC_CONFIGS)
+        topic = Topic(name, topic_id)
+        topic.configs = configs
         partition = Partition(topic, 0)
         topic.partitions.append(partition)
-        self.topics[OFFSETS_TOPIC] = self.by_id[topic_id] = self.offsets_topic = topic
-        self.offsets_log.segment_bytes = segment_size(self.topic_config(topic))
-        self._attach(partition, self.offsets_log)
-        log.info("__consumer_offsets (id %s) is served: the group coordinator's log, one partition", topic_id)
+        self.topics[name] = self.by_id[topic_id] = topic
+        partition_log.segment_bytes = segment_size(self.topic_config(topic))
+        self._attach(partition, partition_log)
+        log.info("%s (id %s) is served: %s, one partition", name, topic_id, what)
         return topic
 
     def delete_topic(self, topic):

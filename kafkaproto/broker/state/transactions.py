@@ -3,7 +3,13 @@ transactional id, and each partition's open and aborted transactions.
 
 The coordinator keeps, per transactional id, the producer id and epoch, the
 partitions and groups the transaction has touched, and the offsets it will
-commit; every change is a record in its own log, replayed at start-up. Ending
+commit; every change is a record in its own log (``__transaction_state-0``, in
+Kafka's record format: a TransactionLogKey and a TransactionLogValue at the
+version Kafka writes with transactions version 2 finalized, see
+kafkaproto.coordinator_records), replayed at start-up. Kafka keeps a
+transaction's pending offsets in the groups' log; here they ride in one more
+tagged field of the value (PendingOffsets) that Kafka's readers skip. A log
+written before in JSON loads and is written again once in Kafka's format. Ending
 a transaction first records PrepareCommit or PrepareAbort, then writes a
 commit or abort marker (a control batch) to each partition, then records the
 end, so a restart finishes what a crash interrupted, in the same direction;
@@ -22,6 +28,9 @@ import os
 import time
 
 from ... import errors
+from ...coordinator_records import (TransactionLogValue, decode_transaction_key, decode_transaction_value,
+                                    encode_transaction_key, encode_transaction_value)
+from ...exceptions import DecodeError
 from ...records import RecordBatchBuilder, iter_batches
 from .clock import clock_ms
 from .log import PartitionLog, parse_batches
@@ -35,7 +44,12 @@ COMPLETE_COMMIT, COMPLETE_ABORT = "CompleteCommit", "CompleteAbort"
 # this broker keeps every transactional id, and a timed-out transaction is aborted without fencing first.
 STATES = (EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, "Dead",
           "PrepareEpochFence")
+# Kafka's TransactionState ids, the TransactionStatus of the log's values.
+STATE_IDS = {name: code for code, name in enumerate(STATES)}
 STATE_DIR = "__transaction_state-0"
+# The partition of __consumer_offsets (it has one) that Kafka lists among a transaction's partitions once a group
+# has joined it.
+OFFSETS_PARTITION = ("__consumer_offsets", 0)
 ABORT, COMMIT = 0, 1  # control record types
 # The epoch of this broker's transaction coordinator, written in its markers: its one partition of
 # __transaction_state never changes leader, so it stays at the first, as on a one-node Kafka.
@@ -87,7 +101,7 @@ def marker_batch(producer_id, epoch, commit, coordinator_epoch=COORDINATOR_EPOCH
 
 class Transaction:
     __slots__ = ("transactional_id", "producer_id", "epoch", "timeout_ms", "state", "partitions", "groups",
-                 "offsets", "started", "start_time_ms", "last_producer")
+                 "offsets", "started", "start_time_ms", "last_producer", "client_version")
 
     def __init__(self, transactional_id, producer_id, epoch, timeout_ms):
         self.transactional_id = transactional_id
@@ -104,6 +118,9 @@ class Transaction:
         # (producer id, epoch) before the last bump at an end (transactions version 2): an EndTxn retried with it
         # is answered as the first one was
         self.last_producer = None
+        # the transactions version the producer's requests speak (0, or 2 from EndTxn v5, AddPartitionsToTxn v4,
+        # Produce v12 and TxnOffsetCommit v5), recorded in the log as Kafka records it
+        self.client_version = 0
 
     def begin(self, now):
         """Ongoing from now, unless it is already: its timeout counts from the first partition or group it
@@ -116,24 +133,75 @@ class Transaction:
     def timed_out(self, now):
         return self.state == ONGOING and now - self.started > self.timeout_ms
 
-    def to_json(self):
-        return {"pid": self.producer_id, "epoch": self.epoch, "timeout": self.timeout_ms, "state": self.state,
-                "partitions": sorted(self.partitions), "groups": sorted(self.groups),
-                "offsets": {g: [[t, p, *v] for (t, p), v in o.items()] for g, o in self.offsets.items()},
-                "last": self.last_producer, "start": self.start_time_ms}
+    def log_value(self, now_ms):
+        """The TransactionLogValue Kafka writes for this state (partitions null when Empty, by topic otherwise;
+        __consumer_offsets' partition among them once a group has joined), plus this broker's pending offsets."""
+        partitions = None
+        if self.state != EMPTY:
+            by_topic = {}
+            for topic, index in sorted(self.partitions | ({OFFSETS_PARTITION} if self.groups else set())):
+                by_topic.setdefault(topic, []).append(index)
+            partitions = [TransactionLogValue.PartitionsSchema(topic=t, partition_ids=ids)
+                          for t, ids in by_topic.items()]
+        # Kafka records the producer id itself here, and the one before once an end moved on to a new id
+        previous = self.last_producer[0] if self.last_producer else self.producer_id
+        pending = [TransactionLogValue.PendingGroup(group_id=group, offsets=[
+            TransactionLogValue.PendingOffset(topic=t, partition=p, offset=o, leader_epoch=e, metadata=m)
+            for (t, p), (o, e, m) in sorted(self.offsets.get(group, {}).items())]) for group in sorted(self.groups)]
+        return TransactionLogValue(
+            producer_id=self.producer_id, previous_producer_id=previous, producer_epoch=self.epoch,
+            transaction_timeout_ms=self.timeout_ms, transaction_status=STATE_IDS[self.state],
+            transaction_partitions=partitions, transaction_last_update_timestamp_ms=now_ms,
+            transaction_start_timestamp_ms=self.start_time_ms, client_transaction_version=self.client_version,
+            pending_offsets=pending)
+
+    @classmethod
+    def from_log_value(cls, transactional_id, value):
+        if not 0 <= value.transaction_status < len(STATES):
+            raise ValueError(f"unknown transaction state {value.transaction_status}")
+        txn = cls(transactional_id, value.producer_id, value.producer_epoch, value.transaction_timeout_ms)
+        txn.state = STATES[value.transaction_status]
+        txn.partitions = {(p.topic, index) for p in value.transaction_partitions or ()
+                          for index in p.partition_ids} - {OFFSETS_PARTITION}
+        txn.groups = {g.group_id for g in value.pending_offsets}
+        txn.offsets = {g.group_id: {(o.topic, o.partition): (o.offset, o.leader_epoch, o.metadata)
+                                    for o in g.offsets} for g in value.pending_offsets if g.offsets}
+        txn.started = clock_ms()  # a transaction loaded at start-up has its whole timeout again
+        txn.start_time_ms = value.transaction_start_timestamp_ms
+        txn.client_version = value.client_transaction_version
+        # Under transactions version 2 an end bumped the epoch (past MAX_EPOCH onto a new producer id): the
+        # producer it bumped from is what a retried EndTxn carries.
+        if txn.client_version >= 2 and txn.state not in (EMPTY, ONGOING):
+            if value.previous_producer_id not in (-1, txn.producer_id):
+                txn.last_producer = (value.previous_producer_id, MAX_EPOCH)
+            elif txn.epoch > 0:
+                txn.last_producer = (txn.producer_id, txn.epoch - 1)
+        return txn
 
     @classmethod
     def from_json(cls, transactional_id, value):
+        """A transaction as this broker's logs held it in JSON before they were in Kafka's format."""
         txn = cls(transactional_id, value["pid"], value["epoch"], value["timeout"])
         txn.state = value["state"]
+        if txn.state not in STATE_IDS:
+            raise ValueError(f"unknown transaction state {txn.state!r}")
         txn.partitions = {tuple(p) for p in value["partitions"]}
         txn.groups = set(value["groups"])
         txn.offsets = {g: {(t, p): tuple(v) for t, p, *v in rows} for g, rows in value["offsets"].items()}
         txn.started = clock_ms()  # a transaction loaded at start-up has its whole timeout again
         last = value.get("last")
         txn.last_producer = tuple(last) if last else None
+        txn.client_version = 2 if last else 0
         txn.start_time_ms = value.get("start", -1)
         return txn
+
+
+def _is_json(key, value):
+    """Whether a record is in the JSON layout of before: its key the bare transactional id and its value a JSON
+    object, where Kafka's keys start with their int16 record type (0)."""
+    if value is not None:
+        return bytes(value[:1]) == b"{"
+    return bytes(key[:2]) != b"\x00\x00"
 
 
 def fenced(version, since):
@@ -155,21 +223,34 @@ class TransactionCoordinator:
         self.by_id = {}
         self._markers, self._commit_offsets = markers, commit_offsets
         self._allocate_producer_id = allocate_producer_id
+        self.on_append = None  # called with the batches of each record written (the broker serves the log)
         # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
         # says: this log is small beside the partitions, and read whole here anyway.
         self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
+        in_json = set()  # transactional ids whose latest record is in the older JSON layout
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
                     try:
-                        tid = record.key.decode()
-                        if record.value is None:
+                        if _is_json(record.key, record.value):
+                            tid = bytes(record.key).decode()
+                            in_json.add(tid)
+                            txn = None if record.value is None else Transaction.from_json(
+                                tid, json.loads(bytes(record.value)))
+                        else:
+                            tid = decode_transaction_key(record.key)
+                            in_json.discard(tid)
+                            txn = None if record.value is None else Transaction.from_log_value(
+                                tid, decode_transaction_value(record.value)[0])
+                        if txn is None:
                             self.by_id.pop(tid, None)
                         else:
-                            self.by_id[tid] = Transaction.from_json(tid, json.loads(record.value))
-                    except (AttributeError, TypeError, ValueError, KeyError) as e:  # not written by this broker
+                            self.by_id[tid] = txn
+                    except (DecodeError, AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
                         log.error("%s: the record at offset %d is not a transaction's state (%s); skipped",
                                   self.log.directory, record.offset, e)
+        for tid in sorted(in_json & self.by_id.keys()):  # written again in Kafka's format, which wins from here on
+            self.save(self.by_id[tid])
 
     def finish_interrupted(self):
         """End what a crash left half done, in the direction it was going: a transaction that was preparing to
@@ -179,11 +260,15 @@ class TransactionCoordinator:
                 self.end_transaction(txn, commit=txn.state == PREPARE_COMMIT)
 
     def save(self, txn):
+        now_ms = int(time.time() * 1000)
         builder = RecordBatchBuilder()
-        builder.append(txn.transactional_id.encode(), json.dumps(txn.to_json()).encode(),
-                       timestamp=int(time.time() * 1000))
+        builder.append(encode_transaction_key(txn.transactional_id),
+                       encode_transaction_value(txn.log_value(now_ms)), timestamp=now_ms)
         data = builder.build()
-        self.log.append(data, parse_batches(data))
+        batches = parse_batches(data)
+        self.log.append(data, batches)
+        if self.on_append is not None:
+            self.on_append(batches)
 
     # ---- the requests ------------------------------------------------------------------------------------------
 
@@ -239,9 +324,12 @@ class TransactionCoordinator:
         if missing:
             return errors.NONE, {key: errors.UNKNOWN_TOPIC_OR_PARTITION if key in missing
                                  else errors.OPERATION_NOT_ATTEMPTED for key in wanted}
-        txn.begin(now)
-        txn.partitions.update(wanted)
-        self.save(txn)
+        client_version = 2 if version > 3 else 0  # as Kafka reads the client's transactions version off it
+        if txn.state != ONGOING or not txn.partitions.issuperset(wanted) or txn.client_version != client_version:
+            txn.begin(now)
+            txn.partitions.update(wanted)
+            txn.client_version = client_version
+            self.save(txn)
         return errors.NONE, {key: errors.NONE for key in wanted}
 
     def add_offsets(self, now, transactional_id, producer_id, epoch, version, group_id):
@@ -254,6 +342,7 @@ class TransactionCoordinator:
         if error is errors.NONE:
             txn.begin(now)
             txn.groups.add(group_id)
+            txn.client_version = 0  # Kafka's AddOffsetsToTxn always speaks for a transactions version 0 client
             self.save(txn)
         return error
 
@@ -271,7 +360,9 @@ class TransactionCoordinator:
     def add_offsets_committed(self, now, txn, group_id, pending):
         """The offsets a TxnOffsetCommit carries, {(topic, partition): (offset, leader epoch, metadata)},
         applied when the transaction commits."""
-        txn.begin(now)  # v5: the group joins the transaction here
+        if group_id not in txn.groups:  # v5: the group joins the transaction here, as a version 2 client's
+            txn.client_version = 2
+        txn.begin(now)
         txn.groups.add(group_id)
         txn.offsets.setdefault(group_id, {}).update(pending)
         self.save(txn)
@@ -296,6 +387,7 @@ class TransactionCoordinator:
             return errors.CONCURRENT_TRANSACTIONS
         txn.begin(now)
         txn.partitions.add((topic, index))
+        txn.client_version = 2  # the partition joins as Kafka's broker adds it: at a version 2 client's
         self.save(txn)
         return errors.NONE
 
@@ -312,6 +404,7 @@ class TransactionCoordinator:
             txn, error = self.current(transactional_id, producer_id, epoch, version, fenced_since=2)
             if txn is not None:
                 if txn.state == ONGOING:
+                    txn.client_version = 0
                     self.end_transaction(txn, commit)
                 elif txn.state != (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
                     error = errors.INVALID_TXN_STATE
@@ -325,10 +418,12 @@ class TransactionCoordinator:
         if txn.state == ONGOING:
             if not current:
                 return errors.PRODUCER_FENCED, None
+            txn.client_version = 2
             self.end_transaction(txn, commit, bump=True)
             return errors.NONE, txn
         if txn.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) and (current or retry and txn.state != EMPTY):
             if current and not commit:  # an abort with nothing to abort: the epoch still goes up
+                txn.client_version = 2
                 self.end_transaction(txn, False, bump=True)
                 return errors.NONE, txn
             if retry and txn.state == (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
