@@ -19,7 +19,8 @@ import pytest
 import kafka_jvm
 from kafkaproto import errors, records
 from kafkaproto.broker import Broker, BrokerConfig, ConfigError
-from kafkaproto.broker.config import AUTHORIZER_SETTINGS, DIFFERENCES, INTEGER_BOUNDS, SETTINGS
+from kafkaproto.broker.config import AUTHORIZER_SETTINGS, DIFFERENCES, SETTINGS
+from kafkaproto.broker.settings import INTEGER_BOUNDS
 from kafkaproto.broker.topic_configs import TOPIC_CONFIGS, topic_config_error
 from kafkaproto.broker.embedded import serve
 from kafkaproto.broker.server import ListenError
@@ -485,7 +486,7 @@ def test_what_kafka_refuses_in_a_broker_configuration_is_refused(kafka_probe):
 
 
 def test_what_kafka_refuses_in_a_topic_config_is_refused(kafka_probe):
-    from kafkaproto.broker.config import Invalid
+    from kafkaproto.broker.settings import Invalid
 
     def ours(name, value):
         try:
