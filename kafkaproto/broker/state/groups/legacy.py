@@ -13,8 +13,9 @@ import json
 
 from ....uuid import Uuid
 from .classic import ClassicGroup, KeptGeneration, KeptMember
-from .consumer_group import UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
+from .consumer_group import ConsumerGroup, ConsumerMember
 from .share import ShareGroup, ShareMember
+from .stored import start_deadlines
 from .streams import ROLES, StreamsGroup, StreamsMember
 
 # The kinds' names, and the record types of Kafka's of the same names (stored.py).
@@ -117,11 +118,7 @@ def _load_consumer(group_id, records, config, now_ms):
             member.state = current["state"]
             member.assigned = _topic_epochs(current["assigned_partitions"])
             member.pending = _topic_epochs(current["partitions_pending_revocation"])
-        session_ms = member.classic[0] if member.classic is not None else config["group.consumer.session.timeout.ms"]
-        member.session_deadline = now_ms + session_ms
-        if member.state == UNREVOKED_PARTITIONS:
-            member.revocation_deadline = now_ms + max(member.rebalance_timeout_ms, 0)
-            member.revocation_epoch = member.member_epoch
+        start_deadlines(member, config, now_ms)
         group.put(member)
     return group
 

@@ -88,7 +88,7 @@ from .classic import ClassicGroup, KeptGeneration, KeptMember
 from .consumer_group import MEMBER_STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember
 from .embedded import MalformedProtocol, read_subscription
 from .share import ShareGroup, ShareMember
-from .streams import ROLES, UNREVOKED_TASKS, StreamsGroup, StreamsMember
+from .streams import ROLES, UNREVOKED_TASKS, StreamsGroup, StreamsMember, topology_data
 
 # Kafka's record types (CoordinatorRecordType)
 OFFSET_COMMIT_LEGACY, OFFSET_COMMIT, GROUP_METADATA = 0, 1, 2
@@ -275,21 +275,6 @@ def _topology_value(topology):
         for s in topology["subtopologies"]])
 
 
-def _topology(value):
-    """The topology as streams.py holds it (plain data), from its record."""
-    def info(t):
-        return {"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
-                "configs": [[c.key, c.value] for c in t.topic_configs]}
-    return {"epoch": value.epoch, "subtopologies": [{
-        "id": s.subtopology_id, "source_topics": list(s.source_topics),
-        "source_topic_regex": list(s.source_topic_regex),
-        "changelog_topics": [info(t) for t in s.state_changelog_topics],
-        "repartition_sink_topics": list(s.repartition_sink_topics),
-        "repartition_source_topics": [info(t) for t in s.repartition_source_topics],
-        "copartition_groups": [[list(g.source_topics), list(g.source_topic_regex), list(g.repartition_source_topics)]
-                               for g in s.copartition_groups]} for s in value.subtopologies]}
-
-
 def _streams_records(group, when):
     configs = [StreamsGroupMetadataValue.LastAssignmentConfig(key=k, value=v)
                for k, v in (group.assignment_configs or {}).items()]
@@ -450,11 +435,7 @@ def _load_consumer(group_id, values, config, now_ms):
             member.state = CONSUMER_STATE_NAMES.get(current.state, MEMBER_STABLE)
             member.assigned = _topic_epochs(current.assigned_partitions, current.member_epoch)
             member.pending = _topic_epochs(current.partitions_pending_revocation, current.member_epoch)
-        session_ms = member.classic[0] if member.classic is not None else config["group.consumer.session.timeout.ms"]
-        member.session_deadline = now_ms + session_ms
-        if member.state == UNREVOKED_PARTITIONS:
-            member.revocation_deadline = now_ms + max(member.rebalance_timeout_ms, 0)
-            member.revocation_epoch = member.member_epoch
+        start_deadlines(member, config, now_ms)
         group.put(member)
     return group, stamps
 
@@ -510,7 +491,7 @@ def _load_streams(group_id, values, config, now_ms, cluster):
         group.assignment_epoch = target_meta.assignment_epoch
         stamps[(STREAMS_TARGET_EPOCH, None)] = (None, target_meta.assignment_timestamp)
     topology = values.get((STREAMS_TOPOLOGY, None))
-    group.topology = _topology(topology) if topology is not None else None
+    group.topology = topology_data(topology) if topology is not None else None
     for member_id, value in _listed(values, STREAMS_TARGET):
         group.target[member_id] = {role: {t.subtopology_id: set(t.partitions) for t in tasks} for role, tasks in
                                    zip(ROLES, (value.active_tasks, value.standby_tasks, value.warmup_tasks))}
@@ -547,3 +528,13 @@ def _streams_shape(topology, cluster):
              [*s["source_topics"], *(r["name"] for r in s["repartition_source_topics"]),
               *(c["name"] for c in s["changelog_topics"])]}
     return tuple(sorted((n, len(cluster.topics[n].partitions)) for n in names if n in cluster.topics))
+
+
+def start_deadlines(member, config, now_ms):
+    """A loaded KIP-848 member's session, and its revocation while it holds partitions to give up, start afresh
+    at now_ms, as Kafka reschedules the members it loads."""
+    session_ms = member.classic[0] if member.classic is not None else config["group.consumer.session.timeout.ms"]
+    member.session_deadline = now_ms + session_ms
+    if member.state == UNREVOKED_PARTITIONS:
+        member.revocation_deadline = now_ms + max(member.rebalance_timeout_ms, 0)
+        member.revocation_epoch = member.member_epoch

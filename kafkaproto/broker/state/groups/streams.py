@@ -172,19 +172,20 @@ def _invalid(message):
     return GroupError(errors.INVALID_REQUEST, message)
 
 
-def _topology(request_topology):
-    """The request's topology as plain data (kept, compared, described)."""
+def topology_data(topology):
+    """A topology as plain data (kept, compared, described): from a heartbeat's request or from its stored record,
+    whose fields are named alike."""
     def info(t):
         return {"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
                 "configs": [[c.key, c.value] for c in t.topic_configs]}
-    return {"epoch": request_topology.epoch, "subtopologies": [{
+    return {"epoch": topology.epoch, "subtopologies": [{
         "id": s.subtopology_id, "source_topics": list(s.source_topics),
         "source_topic_regex": list(s.source_topic_regex),
         "changelog_topics": [info(t) for t in s.state_changelog_topics],
         "repartition_sink_topics": list(s.repartition_sink_topics),
         "repartition_source_topics": [info(t) for t in s.repartition_source_topics],
         "copartition_groups": [[list(g.source_topics), list(g.source_topic_regex), list(g.repartition_source_topics)]
-                               for g in s.copartition_groups]} for s in request_topology.subtopologies]}
+                               for g in s.copartition_groups]} for s in topology.subtopologies]}
 
 
 def _owned(request):
@@ -307,7 +308,7 @@ class StreamsRules:
         statuses = []
         had_topology = group.topology is not None
         if request.topology is not None:
-            offered = _topology(request.topology)
+            offered = topology_data(request.topology)
             if group.topology is None:
                 group.topology = offered
             elif group.topology["epoch"] <= offered["epoch"] and offered != group.topology:
