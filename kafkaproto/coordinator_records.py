@@ -17,6 +17,14 @@ TransactionLogKey and TransactionLogValue (record type 0, which in this log mean
     key = encode_transaction_key("my-txn")
     transactional_id = decode_transaction_key(key)
     state, version = decode_transaction_value(encode_transaction_value(TransactionLogValue(producer_id=7)))
+
+The share coordinator's log (``__share_group_state``) has two record types, each naming a share partition (group,
+topic id, partition): a snapshot (0, ShareSnapshotKey/ShareSnapshotValue), the partition's whole state, and an update
+(1, ShareUpdateKey/ShareUpdateValue), what changed since:
+
+    key = encode_share_key(SHARE_SNAPSHOT, "g", topic_id, 0)
+    record_type, (group_id, topic_id, partition) = decode_share_key(key)
+    value, version = decode_share_value(encode_share_value(snapshot), record_type)
 """
 
 import struct
@@ -26,8 +34,10 @@ from . import registry
 from .exceptions import DecodeError
 from .registry import coordinator_class
 
-__all__ = ["TRANSACTION_LOG_RECORD_TYPE", "TransactionLogKey", "TransactionLogValue", "UnknownRecordType",
-           "decode_key", "decode_transaction_key", "decode_transaction_value", "decode_value", "encode_key",
+__all__ = ["SHARE_SNAPSHOT", "SHARE_UPDATE", "ShareSnapshotKey", "ShareSnapshotValue", "ShareUpdateKey",
+           "ShareUpdateValue", "TRANSACTION_LOG_RECORD_TYPE", "TransactionLogKey", "TransactionLogValue",
+           "UnknownRecordType", "decode_key", "decode_share_key", "decode_share_value", "decode_transaction_key",
+           "decode_transaction_value", "decode_value", "encode_key", "encode_share_key", "encode_share_value",
            "encode_transaction_key", "encode_transaction_value", "encode_value", "key_class", "value_class"]
 # Every key and value class is an attribute here, and stays the registry's.
 registry.publish(sys.modules[__name__], ("coordinator-key", "coordinator-value"))
@@ -137,3 +147,52 @@ def decode_transaction_value(data):
     if version not in TransactionLogValue.valid_versions:
         raise DecodeError(f"TransactionLogValue has no version {version}", 0)
     return TransactionLogValue.decode(view[2:], version), version
+
+
+# The share coordinator's log: a record type names the key's and the value's class; each is at version 0.
+SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
+ShareSnapshotKey = registry.message_class("ShareSnapshotKey")
+ShareSnapshotValue = registry.message_class("ShareSnapshotValue")
+ShareUpdateKey = registry.message_class("ShareUpdateKey")
+ShareUpdateValue = registry.message_class("ShareUpdateValue")
+_SHARE_CLASSES = {SHARE_SNAPSHOT: (ShareSnapshotKey, ShareSnapshotValue),
+                  SHARE_UPDATE: (ShareUpdateKey, ShareUpdateValue)}
+
+
+def encode_share_key(record_type, group_id, topic_id, partition):
+    """The key of a share partition's record (SHARE_SNAPSHOT or SHARE_UPDATE) in the share coordinator's log."""
+    key = _SHARE_CLASSES[record_type][0](group_id=group_id, topic_id=topic_id, partition=partition)
+    return _INT16.pack(record_type) + key.encode(0)
+
+
+def encode_share_value(value):
+    """A ShareSnapshotValue or ShareUpdateValue as the share coordinator's log stores it (version 0)."""
+    return _INT16.pack(0) + value.encode(0)
+
+
+def decode_share_key(data):
+    """(record type, (group id, topic id, partition)) of a key of the share coordinator's log; UnknownRecordType for
+    another record type, DecodeError for bytes that do not read."""
+    view = memoryview(data)
+    if len(view) < 2:
+        raise DecodeError(f"a share coordinator record key needs 2 bytes for its type, got {len(view)}", 0)
+    record_type = _INT16.unpack_from(view)[0]
+    if record_type not in _SHARE_CLASSES:
+        raise UnknownRecordType(record_type, "share coordinator")
+    key = _SHARE_CLASSES[record_type][0].decode(view[2:], 0)
+    return record_type, (key.group_id, key.topic_id, key.partition)
+
+
+def decode_share_value(data, record_type):
+    """(value, version) of a value of the share coordinator's log of that record type; DecodeError for bytes that
+    do not read (an unknown version among them)."""
+    view = memoryview(data)
+    if len(view) < 2:
+        raise DecodeError(f"a share coordinator record value needs 2 bytes for its version, got {len(view)}", 0)
+    version = _INT16.unpack_from(view)[0]
+    if record_type not in _SHARE_CLASSES:
+        raise UnknownRecordType(record_type, "share coordinator")
+    cls = _SHARE_CLASSES[record_type][1]
+    if version not in cls.valid_versions:
+        raise DecodeError(f"{cls.__name__} has no version {version}", 0)
+    return cls.decode(view[2:], version), version

@@ -1830,6 +1830,26 @@ def test_reserved_and_colliding_topic_names(sides):
                                                          "min.insync.replicas", "unclean.leader.election.enable"])
 
 
+def test_share_coordinator_found_and_its_topic_served(sides):
+    """Kafka's brokers look for a share partition's coordinator with FindCoordinator key type 2 (v6 on), keyed
+    ``group:topic id:partition``; the first such lookup makes __share_group_state. Keys not of that form, and older
+    versions, are INVALID_REQUEST; the topic is then served as the other internal topics are."""
+    if sides[0].version.startswith("3."):
+        pytest.skip("share groups are Kafka 4's")
+    topic_id = Uuid.random()
+    both(sides, FindCoordinatorRequest(key_type=2, coordinator_keys=[f"diff-share:{topic_id}:0"]), 6,
+         "FindCoordinator of a share partition", settled=lambda r: r.coordinators[0].error_code == 0)
+    keys = [f"a:b:{topic_id}:3", f"g:{topic_id}:x", f":{topic_id}:0", "g:not-an-id:0", "no-colons",
+            f"g:{topic_id}:2147483648", f"g:{topic_id}:-1"]
+    k, o = both(sides, FindCoordinatorRequest(key_type=2, coordinator_keys=keys), 6,
+                "FindCoordinator of share partition keys, some malformed")
+    assert [c.error_code for c in o.coordinators] == [0, 42, 42, 42, 42, 42, 0]
+    both(sides, FindCoordinatorRequest(key_type=2, coordinator_keys=[f"g:{topic_id}:0"]), 5,
+         "FindCoordinator of a share partition before v6")
+    internal_topic_served(sides, "__share_group_state", ["cleanup.policy", "compression.type", "min.insync.replicas",
+                                                         "retention.ms", "segment.bytes"])
+
+
 def internal_topic_served(sides, name, config_keys):
     """An internal topic once its coordinator was found (Kafka makes __consumer_offsets for the first group,
     __transaction_state for the first transactional id): listed, named or not, as an internal topic, its

@@ -33,6 +33,8 @@ ON_PURPOSE = {
     "offsets.topic.num.partitions": ({"value", "synonyms"}, "__consumer_offsets is one log here: one partition"),
     "transaction.state.log.num.partitions": ({"value", "synonyms"},
                                              "__transaction_state is one log here: one partition"),
+    "share.coordinator.state.topic.num.partitions": ({"value", "synonyms"},
+                                                     "__share_group_state is one log here: one partition"),
     **{key: ({"read_only"}, "Kafka changes it while running; this broker reads it only at start")
        for key in ("max.connections.per.ip.overrides", "ssl.client.auth", "ssl.key.password",
                    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",

@@ -376,3 +376,43 @@ def test_transaction_state_is_served_at_start_when_its_log_holds_records(tmp_pat
         assert metadata(state, ["__transaction_state"], auto=False) == [("__transaction_state", "NONE", True, 1)]
     finally:
         state.close()
+
+
+def test_share_group_state_is_kafkas_internal_topic_once_share_state_is_written(tmp_path):
+    """__share_group_state is made by the first lookup of a share partition's coordinator (FindCoordinator key type
+    2) or the first share state written: listed (internal, one partition: the share coordinator's log), read like
+    any topic, in Kafka's share coordinator records, written by the coordinator alone, and kept across a restart."""
+    from kafkaproto import coordinator_records
+    from kafkaproto.messages import FindCoordinatorRequest, InitializeShareGroupStateRequest
+
+    state = make_state(tmp_path)
+    try:
+        assert metadata(state, ["__share_group_state"], auto=False) == [
+            ("__share_group_state", "UNKNOWN_TOPIC_OR_PARTITION", True, 0)]
+        create(state, "shared", 1)
+        topic_id = state.cluster.topics["shared"].topic_id
+        older = call(state, FindCoordinatorRequest(key_type=2, coordinator_keys=[f"g:{topic_id}:0"]), 5)
+        assert older.coordinators[0].error_code == errors.INVALID_REQUEST.code  # share partitions from v6
+        assert metadata(state, ["__share_group_state"], auto=False)[0][1] == "UNKNOWN_TOPIC_OR_PARTITION"
+        call(state, InitializeShareGroupStateRequest(group_id="g", topics=[
+            InitializeShareGroupStateRequest.InitializeStateData(topic_id=topic_id, partitions=[
+                InitializeShareGroupStateRequest.PartitionData(partition=0, state_epoch=1, start_offset=4)])]), 0)
+        assert metadata(state, ["__share_group_state"], auto=False) == [("__share_group_state", "NONE", True, 1)]
+        read = records.read_records(fetch(state, topic="__share_group_state").responses[0].partitions[0].records)
+        assert [coordinator_records.decode_share_key(r.key) for r in read] == [
+            (coordinator_records.SHARE_SNAPSHOT, ("g", topic_id, 0))]
+        value, _ = coordinator_records.decode_share_value(read[0].value, coordinator_records.SHARE_SNAPSHOT)
+        assert (value.start_offset, value.state_epoch, value.state_batches) == (4, 1, [])
+        assert produce(state, batch(b"x"), topic="__share_group_state").error_code == \
+            errors.INVALID_TOPIC_EXCEPTION.code
+        served_id = state.cluster.topics["__share_group_state"].topic_id
+    finally:
+        state.close()
+    state = make_state(tmp_path)
+    try:
+        assert state.cluster.topics["__share_group_state"].topic_id == served_id
+        assert state.shares.get("g", topic_id, 0).start == 4
+        found = call(state, FindCoordinatorRequest(key_type=2, coordinator_keys=[f"g:{topic_id}:0", "g:x:0"]), 6)
+        assert [c.error_code for c in found.coordinators] == [0, errors.INVALID_REQUEST.code]
+    finally:
+        state.close()

@@ -5,7 +5,9 @@ import pytest
 
 from kafkaproto import errors
 from kafkaproto.broker.state.shares import (ACCEPT, ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, GAP, RELEASE, REJECT,
-                                            RENEW, SharePartition, ShareError, duration_ms)
+                                            RENEW, SharePartition, ShareError, ShareStates, duration_ms)
+from kafkaproto.coordinator_records import SHARE_SNAPSHOT, SHARE_UPDATE
+from kafkaproto.uuid import Uuid
 
 pytestmark = pytest.mark.above_the_codecs
 
@@ -69,17 +71,104 @@ def test_locks_run_out_and_renew_starts_them_again():
     assert take(p, "b") == [(0, 4, 2)]
 
 
-def test_what_is_kept_and_read_again():
-    p = started(3)
+def share_log(states):
+    """[(record type, key, value or None)] of the share coordinator's log, in order (older JSON records left out)."""
+    from kafkaproto.coordinator_records import decode_share_key, decode_share_value
+    from kafkaproto.records import iter_batches
+    out = []
+    for segment in states.log.segments:
+        for batch in iter_batches(segment.read(0, segment.size)):
+            for record in batch:
+                if bytes(record.key).startswith(b"["):
+                    continue
+                kind, key = decode_share_key(record.key)
+                out.append((kind, key, None if record.value is None else decode_share_value(record.value, kind)[0]))
+    return out
+
+
+def runs(value):
+    return [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in value.state_batches]
+
+
+def test_what_is_kept_and_read_again(tmp_path):
+    """A share partition's first write is a snapshot of it, the next ones updates holding what changed, with the
+    start as it was before the change (what Kafka's share coordinator is told); read again, the partition is as
+    it was, but for what was acquired and not yet finished."""
+    states = ShareStates(str(tmp_path))
+    topic = Uuid.random()
+    key = ("g", topic, 0)
+    states.initialize("g", {topic: [0]}, 1, start=3)
+    p = states.get(*key)
     take(p, "a", batches=[(3, 7, False)])
+    states.save(key)  # an acquisition alone: nothing the share coordinator is told
     p.acknowledge("a", [(4, 4, [ACCEPT]), (5, 5, [RELEASE])], 5, 1000, 0)
-    kept = p.stored()
-    assert kept["start"] == 3 and kept["batches"] == [[4, 4, ACKNOWLEDGED, 1], [5, 5, AVAILABLE, 1]]
-    again = SharePartition.loaded(kept)
-    # acquired records come back available, as often delivered as before they were acquired; those past the
-    # last kept one are read from the log again
-    assert take(again, "b", batches=[(3, 7, False)]) == [(3, 3, 1), (5, 5, 2), (6, 7, 1)]
-    assert (again.start, again.end) == (3, 8)
+    states.save(key, leader_epoch=2)
+    p.acknowledge("a", [(3, 3, [ACCEPT])], 5, 1000, 0)  # the start moves past 3 and 4
+    states.save(key)
+    assert p.start == 5
+    kinds = [(kind, k, v.start_offset, runs(v), v.delivery_complete_count) for kind, k, v in share_log(states)]
+    assert kinds == [(SHARE_SNAPSHOT, key, 3, [], 0),
+                     (SHARE_UPDATE, key, 3, [(4, 4, ACKNOWLEDGED, 1), (5, 5, AVAILABLE, 1)], 1),
+                     (SHARE_UPDATE, key, 3, [(3, 3, ACKNOWLEDGED, 1)], 2)]
+    assert share_log(states)[1][2].leader_epoch == 2
+    states.close()
+    again = ShareStates(str(tmp_path))
+    q = again.get(*key)
+    assert (q.start, q.shown_start, q.shown_complete, q.state_epoch) == (5, 3, 2, 1)
+    # 5 was released once; 6 and 7, acquired and never finished, are sent again as if never sent
+    assert take(q, "b", batches=[(3, 7, False)]) == [(5, 5, 2), (6, 7, 1)]
+    again.close()
+
+
+def test_a_snapshot_every_so_many_updates_and_a_tombstone_for_a_deleted_partition(tmp_path):
+    states = ShareStates(str(tmp_path), snapshot_every=3)
+    topic = Uuid.random()
+    key = ("g", topic, 0)
+    states.initialize("g", {topic: [0]}, 0, start=0)
+    for offset in range(5):
+        states.get(*key).merge(-1, [(offset, offset, ARCHIVED, 1)])
+        states.save(key)
+    assert [(kind, v.snapshot_epoch) for kind, _, v in share_log(states)] == [
+        (SHARE_SNAPSHOT, 0), (SHARE_UPDATE, 0), (SHARE_UPDATE, 0), (SHARE_SNAPSHOT, 1), (SHARE_UPDATE, 1),
+        (SHARE_UPDATE, 1)]
+    snapshot = share_log(states)[3][2]
+    assert runs(snapshot) == [(2, 2, ARCHIVED, 1)] and snapshot.start_offset == 2
+    states.delete("g", topic)
+    assert share_log(states)[-1][0::2] == (SHARE_SNAPSHOT, None)
+    states.initialize("g", {topic: [1]}, 0, start=7)
+    states.close()
+    again = ShareStates(str(tmp_path))
+    assert list(again.partitions) == [("g", topic, 1)] and again.get("g", topic, 1).start == 7
+    again.close()
+
+
+def test_a_log_in_the_older_json_layout_loads_and_is_written_again(tmp_path):
+    import json
+    import os
+
+    from kafkaproto.records import RecordBatchBuilder
+    from kafkaproto.broker.state.log import PartitionLog, parse_batches
+    topic = Uuid.random()
+    old = PartitionLog(os.path.join(str(tmp_path), "__share_group_state-0"))
+    builder = RecordBatchBuilder()
+    builder.append(json.dumps(["g", str(topic), 0]).encode(), json.dumps(
+        {"start": 8, "state_epoch": 2, "batches": [[9, 9, ACKNOWLEDGED, 1], [10, 11, AVAILABLE, 3]],
+         "shown": [-1, -1, []]}).encode())
+    builder.append(json.dumps(["g", str(topic), 1]).encode(), json.dumps({"start": 0, "batches": []}).encode())
+    builder.append(json.dumps(["g", str(topic), 1]).encode(), None)
+    data = builder.build()
+    old.append(data, parse_batches(data))
+    old.close()
+    states = ShareStates(str(tmp_path))
+    p = states.get("g", topic, 0)
+    assert list(states.partitions) == [("g", topic, 0)] and (p.start, p.state_epoch) == (8, 2)
+    written = share_log(states)[-1]
+    assert written[0] == SHARE_SNAPSHOT and written[2].start_offset == 8 and \
+        runs(written[2]) == [(9, 9, ACKNOWLEDGED, 1), (10, 11, AVAILABLE, 3)]
+    states.close()
+    again = ShareStates(str(tmp_path))  # Kafka's records win now
+    assert take(again.get("g", topic, 0), "a", batches=[(8, 12, False)]) == [(8, 8, 1), (10, 11, 4), (12, 12, 1)]
+    again.close()
 
 
 def test_read_committed_archives_aborted_batches():
@@ -123,17 +212,17 @@ def test_an_offset_acknowledged_twice_counts_once_and_a_moved_log_start_forgets_
 
 
 def test_the_state_log_is_written_afresh(tmp_path):
-    from kafkaproto.broker.state.shares import ShareStates
-    from kafkaproto.uuid import Uuid
     states = ShareStates(str(tmp_path))
     topic = Uuid.random()
     states.initialize("g", {topic: [0, 1]}, 1, start=5)
-    for _ in range(6000):  # past 4 × 2 partitions + 10,000 records written
+    for offset in range(5, 6005):  # past 4 × 2 partitions + 10,000 records written
+        for index in (0, 1):
+            states.get("g", topic, index).merge(-1, [(offset, offset, ARCHIVED, 1)])
         states.save(("g", topic, 0), ("g", topic, 1))
     assert len(states.log.segments) == 1 and states.written < 12_000  # written afresh once on the way
     states._rewrite()
-    assert len(states.log.segments) == 1 and states.log.segments[0].size < 1000
+    assert len(states.log.segments) == 1 and [kind for kind, _, _ in share_log(states)] == [SHARE_SNAPSHOT] * 2
     states.close()
     again = ShareStates(str(tmp_path))
-    assert {k[2]: p.start for k, p in again.partitions.items()} == {0: 5, 1: 5}
+    assert {k[2]: p.start for k, p in again.partitions.items()} == {0: 6005, 1: 6005}
     again.close()

@@ -1,9 +1,9 @@
 """Golden vectors from Kafka's own codec: every (message, version) the pinned jars define.
 
-Messages are every request and response, the headers, the KRaft metadata records, and the group and transaction
-coordinators' records (the keys and values of __consumer_offsets and __transaction_state; checked against the
-Kafka releases whose records kafkaproto follows, ``COORDINATOR_RELEASES``: the records changed in ways older jars
-read otherwise).
+Messages are every request and response, the headers, the KRaft metadata records, and the group, transaction and
+share coordinators' records (the keys and values of __consumer_offsets, __transaction_state and __share_group_state;
+checked against the Kafka releases whose records kafkaproto follows, ``COORDINATOR_RELEASES``: the records changed
+in ways older jars read otherwise).
 
 For each pair, hypothesis builds messages; each goes to Kafka (tests/kafka/Oracle.java)
 both as JSON, which Kafka reads with the message's JsonConverter and writes with its

@@ -341,6 +341,35 @@ def test_share_groups_tool(brokers):
     both(brokers, "share-groups", "--delete", "--group", group)
     gone = both(brokers, "share-groups", "--describe", "--group", group)  # the tool says so, and exits 0
     assert "GroupIdNotFoundException" in gone, gone
+    kafka, ours = (share_state_records(port, group) for port in brokers)
+    assert kafka == ours, "ShareGroupStateMessageFormatter:\n--- Kafka\n" + "\n".join(kafka) + \
+        "\n--- this broker\n" + "\n".join(ours)
+    assert len(ours) >= 2, ours
+
+
+def share_state_records(port, group):
+    """kafka-console-consumer on __share_group_state (every partition, from the start) with Kafka's
+    ShareGroupStateMessageFormatter: the records of group's share partitions, in order of partition and offset
+    within each, with what each broker makes up (topic ids, times) put in words."""
+    text = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", f"127.0.0.1:{port}",
+                     "--topic", "__share_group_state", "--from-beginning", "--timeout-ms", "6000",
+                     "--formatter", "org.apache.kafka.tools.consumer.group.share.ShareGroupStateMessageFormatter")
+    found, at, decoder = {}, 0, json.JSONDecoder()
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            break
+        record, at = decoder.raw_decode(text, at)  # the formatter prints one JSON object after another
+        key = record["key"].get("data", {})
+        if key.get("groupId") != group:
+            continue
+        key["topicId"] = "<topic>"
+        for name in ("createTimestamp", "writeTimestamp"):
+            if (record["value"] or {}).get("data", {}).get(name, -1) != -1:
+                record["value"]["data"][name] = "<time>"
+        found.setdefault(key["partition"], []).append(json.dumps(record, sort_keys=True))
+    return [line for partition in sorted(found) for line in found[partition]]
 
 
 def test_streams_groups_tool(brokers):

@@ -152,6 +152,12 @@ def _check_transaction_partitions(value):
                       "partition", kafka=False)
 
 
+def _check_share_state_partitions(value):
+    if value != 1:
+        raise Invalid("this broker keeps every share partition's state in one log, so __share_group_state has one "
+                      "partition", kafka=False)
+
+
 def _no_delegation_tokens(value):
     """Delegation tokens are not implemented: their requests are answered DELEGATION_TOKEN_AUTH_DISABLED, as by a
     Kafka broker without this key; a broker given one refuses to start rather than pretend."""
@@ -318,6 +324,12 @@ SETTINGS = {
         "int", 1, at_least=1, check=_check_transaction_partitions, doc="the partitions of __transaction_state: 1, "
         "where Kafka's default is 50 (Kafka spreads transactional ids over partitions to spread them over brokers; "
         "this broker keeps every transactional id's records in one log)"),
+    "share.coordinator.state.topic.num.partitions": Setting(
+        "int", 1, at_least=1, check=_check_share_state_partitions, doc="the partitions of __share_group_state: 1, "
+        "where Kafka's default is 50 (this broker keeps every share partition's state in one log)"),
+    "share.coordinator.snapshot.update.records.per.snapshot": Setting(
+        "int", 500, at_least=0, at_most=500, doc="how many updates of a share partition's state are written to "
+        "__share_group_state between two snapshots of it"),
     "transaction.max.timeout.ms": Setting("int", 900000, at_least=1),
     "transactional.id.expiration.ms": Setting("int", 604800000, at_least=1),
     "log.segment.delete.delay.ms": Setting("long", 60000, "file.delete.delay.ms", at_least=0),

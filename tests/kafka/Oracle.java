@@ -173,7 +173,8 @@ public final class Oracle {
     // Requests, responses and headers are org.apache.kafka.common.message.<Name>Data; KRaft
     // metadata records are org.apache.kafka.common.metadata.<Name>; the group coordinator's
     // records (__consumer_offsets) org.apache.kafka.coordinator.group.generated.<Name>; the
-    // transaction coordinator's (__transaction_state) org.apache.kafka.coordinator.transaction.generated.<Name>.
+    // transaction coordinator's (__transaction_state) org.apache.kafka.coordinator.transaction.generated.<Name>;
+    // the share coordinator's (__share_group_state) org.apache.kafka.coordinator.share.generated.<Name>.
     // Each has a <class>JsonConverter.
     private static Class<?> dataClass(String message) throws ClassNotFoundException {
         try {
@@ -185,7 +186,11 @@ public final class Oracle {
                 try {
                     return Class.forName("org.apache.kafka.coordinator.group.generated." + message);
                 } catch (ClassNotFoundException transaction) {
-                    return Class.forName("org.apache.kafka.coordinator.transaction.generated." + message);
+                    try {
+                        return Class.forName("org.apache.kafka.coordinator.transaction.generated." + message);
+                    } catch (ClassNotFoundException share) {
+                        return Class.forName("org.apache.kafka.coordinator.share.generated." + message);
+                    }
                 }
             }
         }

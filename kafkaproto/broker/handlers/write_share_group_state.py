@@ -30,7 +30,7 @@ def write_share_group_state(ctx, request):
                                         for b in p.state_batches])
         except ShareError as e:
             return {"error_code": e.error.code, "error_message": "The state batches cannot be written."}
-        shares.save((request.group_id, topic_id, p.partition))
+        shares.save((request.group_id, topic_id, p.partition), leader_epoch=p.leader_epoch)
         return {"error_code": 0, "error_message": None}
 
     response = answer(ctx, request, R, R.WriteStateResult, one)

@@ -66,6 +66,9 @@ class BrokerState:
         self.config = config
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
+        # The server, while it serves: the listeners it runs (running) and what applies a change of this broker's
+        # dynamic configs once made (reconfigure); see listeners.py
+        self.network = None
         self._uncleanable = set()  # partitions whose compaction failed: left as they are until a restart
         # Every log's segment files share one bounded set of open descriptors.
         self.files = OpenFiles(config["kafkaproto.open.segment.files.max"])
@@ -76,7 +79,8 @@ class BrokerState:
         self.cluster.scram = self.credentials.scram
         self.groups = GroupCoordinator(config, self.cluster, config.log_dir, self.files)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
-        self.shares = self.groups.share_states = ShareStates(config.log_dir, self.files)
+        self.shares = self.groups.share_states = ShareStates(
+            config.log_dir, self.files, config["share.coordinator.snapshot.update.records.per.snapshot"])
         self.share_sessions = ShareSessions(lambda: config["group.share.max.share.sessions"])
         self.telemetry = ClientTelemetry(self.cluster, lambda: config["telemetry.max.bytes"],
                                          lambda: config["kafkaproto.client.telemetry.enable"])
@@ -91,6 +95,8 @@ class BrokerState:
         self.groups.offsets.on_append = self._offsets_appended
         self.cluster.attach_offsets_log(self.groups.offsets.log)
         self.cluster.attach_transactions_log(self.transactions.log)
+        self.cluster.attach_share_state_log(self.shares.log)
+        self.shares.on_append = self._share_states_appended
         self.transactions.on_append = self._transactions_appended
         self.transactions.finish_interrupted()
         self._steps = self._housekeeping_steps()
@@ -112,6 +118,12 @@ class BrokerState:
         """The transaction coordinator wrote to its log: __transaction_state exists from its first record on, as
         __consumer_offsets does (_offsets_appended)."""
         partition = self.cluster.create_transactions_topic().partitions[0]
+        for batch in batches:
+            partition.producers.appended(batch, -1)
+
+    def _share_states_appended(self, batches):
+        """The share coordinator wrote to its log: __share_group_state exists from its first record on."""
+        partition = self.cluster.create_share_state_topic().partitions[0]
         for batch in batches:
             partition.producers.appended(batch, -1)
 

@@ -38,7 +38,10 @@ partition.metadata, as Kafka keeps a partition's), clients may read it but not
 write, delete, grow or reconfigure it, and neither retention nor compaction
 touches it. ``__transaction_state-0`` holds Kafka's own transaction log records
 and is served as ``__transaction_state`` the same way, made when a
-transactional id is first found (or written to).
+transactional id is first found (or written to); ``__share_group_state-0``
+holds Kafka's share coordinator records and is served as
+``__share_group_state``, made when a share partition's coordinator is first
+found or its state first written.
 
 The data directory is locked (an exclusive flock(2) on its ``.lock`` file, as
 Kafka locks each log directory) before anything in it is read, and until the
@@ -80,7 +83,7 @@ log = logging.getLogger("kafkaproto.broker")
 METADATA_TOPIC = "__cluster_metadata"
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTIONS_TOPIC = "__transaction_state"
-SHARE_STATE_TOPIC = "__share_group_state"  # here the share partitions' own log (shares.py)
+SHARE_STATE_TOPIC = "__share_group_state"
 # Kafka's internal topics: to clients they always exist
 INTERNAL_TOPICS = (OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC)
 RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
@@ -96,6 +99,10 @@ OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "produ
 TRANSACTIONS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed",
                               "min.insync.replicas": "1", "segment.bytes": "104857600",
                               "unclean.leader.election.enable": "false"}
+# The configs Kafka's share coordinator gives __share_group_state (with share.coordinator.state.topic.segment.bytes'
+# default, and its min.insync.replicas from share.coordinator.state.topic.min.isr, which a one-node cluster sets to 1).
+SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "compression.type": "producer", "min.insync.replicas": "1",
+                             "retention.ms": "-1", "segment.bytes": "104857600"}
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
 CLIENT_METRICS_RESOURCE = 16
@@ -215,6 +222,8 @@ class Cluster:
         self.offsets_topic = None  # that topic, once it exists
         self.transactions_log = None  # the transaction coordinator's log, served as __transaction_state likewise
         self.transactions_topic = None
+        self.share_state_log = None  # the share coordinator's log, served as __share_group_state likewise
+        self.share_state_topic = None
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
@@ -569,7 +578,7 @@ class Cluster:
         for partition in topic.partitions[start:]:
             self._attach(partition, logs[partition.index])
 
-    # --- Kafka's internal topics __consumer_offsets and __transaction_state
+    # --- Kafka's internal topics __consumer_offsets, __transaction_state and __share_group_state
 
     def attach_offsets_log(self, offsets_log):
         """The group coordinator's log (groups/offsets.py). It is served as __consumer_offsets once that topic
@@ -585,6 +594,13 @@ class Cluster:
         self.transactions_log = transactions_log
         if _was_served(transactions_log):
             self.create_transactions_topic()
+
+    def attach_share_state_log(self, share_state_log):
+        """The share coordinator's log (shares.py), served as __share_group_state as the group coordinator's is as
+        __consumer_offsets (attach_offsets_log)."""
+        self.share_state_log = share_state_log
+        if _was_served(share_state_log):
+            self.create_share_state_topic()
 
     def create_offsets_topic(self):
         """Make __consumer_offsets, as Kafka's group coordinator does for the first group it is asked to find
@@ -607,6 +623,18 @@ class Cluster:
                                                            dict(TRANSACTIONS_TOPIC_CONFIGS),
                                                            "the transaction coordinator's log")
         return self.transactions_topic
+
+    def create_share_state_topic(self):
+        """Make __share_group_state, as Kafka does for the first share partition whose coordinator is looked for
+        (FindCoordinator) or whose state is first written: one partition, the share coordinator's log
+        (share.coordinator.state.topic.num.partitions), with the configs Kafka gives it; kept out of the metadata
+        log as __consumer_offsets is (create_offsets_topic). The topic; nothing is made before
+        attach_share_state_log."""
+        if self.share_state_topic is None and self.share_state_log is not None:
+            self.share_state_topic = self._serve_internal(SHARE_STATE_TOPIC, self.share_state_log,
+                                                          dict(SHARE_STATE_TOPIC_CONFIGS),
+                                                          "the share coordinator's log")
+        return self.share_state_topic
 
     def _serve_internal(self, name, partition_log, configs, what):
         directory = partition_log.directory

@@ -1,5 +1,6 @@
 """Share partitions (KIP-932): which records of a partition a share group has handed out, to whom, how often, and
-which are done; kept in their own log (``__share_group_state-0``) and read again at start-up.
+which are done; kept in the share coordinator's log (``__share_group_state-0``, in Kafka's records) and read again
+at start-up.
 
 Each (group, topic id, partition) has a start offset (records before it are done) and, from there, the records in
 flight, each in one of Kafka's states:
@@ -16,25 +17,28 @@ batch-optimized acquisition: a batch is never split, so a fetch may take more th
 group's ``share.auto.offset.reset`` (latest, earliest, or by_duration:<ISO 8601 duration>).
 
 What is written is what Kafka's share coordinator keeps: the start offset and, for the records in flight, their
-state and delivery count. An acquisition is not written (Kafka's neither): after a restart the records that were
-acquired are available again, delivered as often as before. What the share coordinator is told lags a step, as
-on Kafka, whose leader writes a change with the start offset it had before the change: DescribeShareGroupOffsets
-and the state APIs show that start (``shown_start``) and the records done with after it (``shown_complete``).
+state and delivery count, as a snapshot of the whole or an update of what changed (ShareStates). An acquisition is
+not written (Kafka's neither): after a restart the records that were acquired are available again, delivered as
+often as before. What the share coordinator is told lags a step, as on Kafka, whose leader writes a change with
+the start offset it had before the change: DescribeShareGroupOffsets and the state APIs show that start
+(``shown_start``) and the records done with after it (``shown_complete``), and a restart starts from there.
 
 Share sessions (ShareSessions) are a member's open ShareFetch/ShareAcknowledge conversation, like a fetch session:
 epoch 0 opens one, each request carries the next epoch, -1 closes it. Closing it, or the connection that opened it
 closing, releases what the member holds.
 """
 
-import json
 import logging
 import os
 import re
 import time
 
 from ... import errors
+from ...coordinator_records import (SHARE_SNAPSHOT, SHARE_UPDATE, ShareSnapshotValue, ShareUpdateValue,
+                                    decode_share_key, decode_share_value, encode_share_key, encode_share_value)
+from ...exceptions import DecodeError
 from ...records import RecordBatchBuilder, iter_batches
-from ...uuid import Uuid
+from .groups import legacy
 from .log import PartitionLog, parse_batches
 
 log = logging.getLogger("kafkaproto.broker")
@@ -68,7 +72,7 @@ class SharePartition:
     lock deadline] for every offset from start up to end (the next offset never handed out)."""
 
     __slots__ = ("start", "end", "records", "state_epoch", "acquired", "shown_start", "shown_complete",
-                 "shown_batches")
+                 "shown_batches", "shown_changes")
 
     def __init__(self, start=UNINITIALIZED, state_epoch=0):
         self.start = start
@@ -79,6 +83,7 @@ class SharePartition:
         self.shown_start = start
         self.shown_complete = 0 if start != UNINITIALIZED else UNINITIALIZED
         self.shown_batches = []
+        self.shown_changes = []  # the runs of records the last change wrote
 
     # ---- fetching ----------------------------------------------------------------------------------------
 
@@ -93,7 +98,8 @@ class SharePartition:
             start = found[0] if found is not None else plog.log_end_offset
         else:
             start = plog.log_end_offset
-        self.start = self.end = start
+        self.start = self.end = self.shown_start = start
+        self.shown_complete = 0
         return True
 
     def follow_log_start(self, log_start):
@@ -156,7 +162,7 @@ class SharePartition:
         """Apply [(first, last, [types])] for member, all or none; raises ShareError (INVALID_REQUEST for offsets
         never handed out, INVALID_RECORD_STATE for records not held by member, or renewed where the group does not
         let them be). An offset named twice takes its last type."""
-        changes = {}
+        changes = {}  # offset -> (entry, type)
         for first, last, types in batches:
             if last < self.start:
                 continue  # below the start: done with already
@@ -170,8 +176,7 @@ class SharePartition:
                 if kind == RENEW and not renew:
                     raise ShareError(errors.INVALID_RECORD_STATE)
                 changes[offset] = (entry, kind)
-        changes = changes.values()
-        for entry, kind in changes:
+        for entry, kind in changes.values():
             if kind == RENEW:
                 entry[3] = now + renew_ms
                 continue
@@ -183,9 +188,9 @@ class SharePartition:
                 entry[0] = ARCHIVED if entry[1] >= limit else AVAILABLE
             else:  # REJECT, GAP
                 entry[0] = ARCHIVED
-        written = any(kind != RENEW for _, kind in changes)
+        written = [offset for offset, (_, kind) in changes.items() if kind != RENEW]
         if written:
-            self._written()
+            self._written(written)
         self._advance()
         return written
 
@@ -194,23 +199,24 @@ class SharePartition:
         again, or ARCHIVED once delivered limit times. True when anything was given back."""
         if not self.acquired:
             return False
-        released = False
-        for entry in self.records.values():
+        released = []
+        for offset, entry in self.records.items():
             if entry[0] == ACQUIRED and (member is None or entry[2] == member) and (now is None or entry[3] <= now):
                 entry[0] = ARCHIVED if entry[1] >= limit else AVAILABLE
                 entry[2] = None
                 self.acquired -= 1
-                released = True
+                released.append(offset)
         if released:
-            self._written()
+            self._written(released)
         self._advance()
-        return released
+        return bool(released)
 
-    def _written(self):
-        """A change the share coordinator is told of, with the start as it was before the change."""
+    def _written(self, offsets):
+        """A change the share coordinator is told of (these offsets changed), with the start as it was before it."""
         self.shown_start = self.start
         self.shown_complete = sum(1 for e in self.records.values() if e[0] in DONE)  # those after shown_start
         self.shown_batches = self._runs()
+        self.shown_changes = self._runs(sorted(offsets))
 
     def _advance(self):
         records = self.records
@@ -250,7 +256,7 @@ class SharePartition:
             self.end = max(self.end, last + 1)
         for offset in range(self.start, self.end):
             self.records.setdefault(offset, [AVAILABLE, 0, None, 0])
-        self._written()
+        self._written(o for first, last, _, _ in batches for o in range(max(first, self.start), last + 1))
         self._advance()
 
     def next_lock(self):
@@ -259,19 +265,18 @@ class SharePartition:
 
     # ---- what is kept -----------------------------------------------------------------------------------------
 
-    def stored(self):
-        """{"start", "state_epoch", "batches": [[first, last, state, deliveries]], "shown"}: an acquired record as
-        it was before it was acquired."""
-        return {"start": self.start, "state_epoch": self.state_epoch, "batches": self._runs(),
-                "shown": [self.shown_start, self.shown_complete, self.shown_batches]}
-
-    def _runs(self):
+    def _runs(self, offsets=None):
+        """[[first, last, state, deliveries]] of these offsets (all by default), past the start; an acquired record
+        as it was before it was acquired, and an available one never delivered left out (it is as the log has it)."""
         runs = []
-        for offset in sorted(self.records):
-            state, count, _, _ = self.records[offset]
+        for offset in sorted(self.records) if offsets is None else offsets:
+            entry = self.records.get(offset)
+            if entry is None:
+                continue
+            state, count = entry[0], entry[1]
             if state == ACQUIRED:
                 state, count = AVAILABLE, count - 1
-            if state == AVAILABLE and count == 0:
+            if state == AVAILABLE and count == 0 and offsets is None:
                 continue
             if runs and runs[-1][1] == offset - 1 and runs[-1][2:] == [state, count]:
                 runs[-1][1] = offset
@@ -279,20 +284,48 @@ class SharePartition:
                 runs.append([offset, offset, state, count])
         return runs
 
+    def written_as_is(self):
+        """What the share coordinator is shown: this partition as it is now."""
+        self.shown_start = self.start
+        self.shown_complete = sum(1 for e in self.records.values() if e[0] in DONE)
+        self.shown_batches = self._runs()
+
     @classmethod
-    def loaded(cls, value):
-        partition = cls(value["start"], value.get("state_epoch", 0))
-        partition.shown_start, partition.shown_complete, partition.shown_batches = value.get(
-            "shown", (partition.start, 0, value["batches"]))
-        for first, last, state, count in value["batches"]:
-            for offset in range(first, last + 1):
-                partition.records[offset] = [state, count, None, 0]
-        ends = [last + 1 for _, last, _, _ in value["batches"]]
-        partition.end = max([partition.start, *ends])
-        for offset in range(partition.start, partition.end):  # handed out but never finished: to be sent again
-            partition.records.setdefault(offset, [AVAILABLE, 0, None, 0])
-        partition._advance()
+    def kept(cls, start, state_epoch, complete, batches):
+        """A share partition as the share coordinator's log keeps it: a snapshot (its start offset, how many past
+        it are done, and the runs of records past it whose state is written); replay() then applies each later
+        update, and loaded() makes it ready."""
+        partition = cls(start, state_epoch)
+        partition.replay(start, complete, batches)
         return partition
+
+    def replay(self, start, complete, batches):
+        """An update from the share coordinator's log: its start (-1: unchanged), and runs replacing the state of
+        their offsets; offsets below the start are done with."""
+        if start != UNINITIALIZED:
+            self.start = self.shown_start = start
+            for offset in [o for o in self.records if o < start]:
+                del self.records[offset]
+        for first, last, state, count in batches:
+            for offset in range(max(first, self.start), last + 1):
+                self.records[offset] = [state, count, None, 0]
+        if complete != UNINITIALIZED:
+            self.shown_complete = complete
+
+    def loaded(self):
+        """Ready once its records are replayed: what it showed is what was last written, records handed out but
+        never finished are to be sent again, and those done with at the start are passed."""
+        self.shown_batches = self._runs()
+        self.end = max([self.start, *(o + 1 for o in self.records)])
+        for offset in range(self.start, self.end):
+            self.records.setdefault(offset, [AVAILABLE, 0, None, 0])
+        self._advance()
+        return self
+
+
+def _state_batches(value_class, runs):
+    return [value_class.StateBatch(first_offset=first, last_offset=last, delivery_state=state, delivery_count=count)
+            for first, last, state, count in runs]
 
 
 def _ranges(got, batch_size):
@@ -311,33 +344,73 @@ def _ranges(got, batch_size):
 
 
 class ShareStates:
-    """Every share partition of every share group, kept in log_dir/__share_group_state-0."""
+    """Every share partition of every share group, kept in the share coordinator's log (log_dir/__share_group_state-0)
+    in Kafka's records: a partition's first write, and every snapshot_every-th after it, is a snapshot of its whole
+    state; the others are updates holding what changed. A partition deleted is a tombstone of its snapshot key."""
 
-    def __init__(self, log_dir, files=None):
+    def __init__(self, log_dir, files=None, snapshot_every=500):
         self.partitions = {}  # (group id, topic id, partition) -> SharePartition
+        self.snapshot_every = snapshot_every
         self.written = 0  # records written since the log was last written afresh
+        self.on_append = None  # called with the batches of each write (the broker serves the log)
+        self._kept = {}  # key -> [snapshot epoch, created ms, updates since the snapshot, last written]
         self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
+        in_json = set()
         for segment in self.log.segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
                     try:
-                        group_id, topic_id, index = json.loads(record.key)
-                        key = (group_id, Uuid.from_string(topic_id), index)
-                        if record.value is None:
+                        if legacy.is_json(record.key):
+                            key, value = legacy.read_share_record(record.key, record.value)
+                            in_json.add(key)
+                            partition = None if value is None else SharePartition.kept(
+                                value["start"], value.get("state_epoch", 0), UNINITIALIZED, value["batches"])
+                        else:
+                            key = self._replay(record.key, record.value, batch.base_timestamp)
+                            in_json.discard(key)
+                            continue
+                        if partition is None:
                             self.partitions.pop(key, None)
                         else:
-                            self.partitions[key] = SharePartition.loaded(json.loads(record.value))
-                    except (TypeError, ValueError, KeyError) as e:
+                            self.partitions[key] = partition
+                    except (DecodeError, TypeError, ValueError, KeyError) as e:
                         log.error("%s: the record at offset %d is not a share partition's state (%s); skipped",
                                   self.log.directory, record.offset, e)
+        for partition in self.partitions.values():
+            partition.loaded()
+        for key in in_json & self.partitions.keys():  # shown as it is: what was shown before is not kept
+            self.partitions[key].written_as_is()
+        if in_json & self.partitions.keys():  # written again in Kafka's records, which win from here on
+            self._write(sorted(in_json & self.partitions.keys(), key=str), snapshot=True)
 
-    def _write(self, keys):
-        """Write the state of these share partitions (a tombstone for one no longer here), in one batch. Each write
-        holds a partition's whole state: once the log holds many more records than there are partitions, it is
-        written afresh with the latest of each, as a compacted topic would keep."""
+    def _replay(self, key_data, value_data, timestamp):
+        record_type, key = decode_share_key(key_data)
+        if value_data is None:
+            if record_type == SHARE_SNAPSHOT:
+                self.partitions.pop(key, None)
+                self._kept.pop(key, None)
+            return key
+        value, _ = decode_share_value(value_data, record_type)
+        batches = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in value.state_batches
+                   if b.last_offset - max(b.first_offset, value.start_offset) < MAX_WRITTEN_SPAN]
+        if len(batches) != len(value.state_batches):
+            raise ValueError("a run of records reaches further than any share partition keeps in flight")
+        if record_type == SHARE_SNAPSHOT:
+            self.partitions[key] = SharePartition.kept(value.start_offset, value.state_epoch,
+                                                       value.delivery_complete_count, batches)
+            self._kept[key] = [value.snapshot_epoch, value.create_timestamp, 0, None]
+        elif key in self.partitions:  # an update without a snapshot before it has nothing to change
+            self.partitions[key].replay(value.start_offset, value.delivery_complete_count, batches)
+            kept = self._kept.setdefault(key, [value.snapshot_epoch, timestamp, 0, None])
+            kept[2] += 1
+        return key
+
+    def _write(self, keys, snapshot=False, leader_epoch=0):
+        """Write what changed of these share partitions (a tombstone for one no longer here), in one batch: nothing
+        for one whose shown state is as last written. Once the log holds many more records than there are
+        partitions, it is written afresh with a snapshot of each, as a compacted topic would keep them."""
         if not keys:
             return
-        self.written += len(keys)
         if self.written > 4 * len(self.partitions) + 10_000:
             self._rewrite()
             return
@@ -346,23 +419,55 @@ class ShareStates:
         for key in keys:
             group_id, topic_id, index = key
             partition = self.partitions.get(key)
-            builder.append(json.dumps([group_id, str(topic_id), index]).encode(),
-                           None if partition is None else json.dumps(partition.stored()).encode(), timestamp=now)
+            if partition is None:
+                if self._kept.pop(key, None) is not None:
+                    builder.append(encode_share_key(SHARE_SNAPSHOT, group_id, topic_id, index), None, timestamp=now)
+                continue
+            shown = (partition.state_epoch, partition.shown_start, partition.shown_complete, partition.shown_batches)
+            kept = self._kept.get(key)
+            if kept is not None and kept[3] == shown and not snapshot:
+                continue
+            if kept is None or snapshot or kept[2] + 1 >= self.snapshot_every:
+                epoch, created = (0, now) if kept is None else (kept[0] + 1, kept[1])
+                self._kept[key] = [epoch, created, 0, shown]
+                value = ShareSnapshotValue(
+                    snapshot_epoch=epoch, state_epoch=partition.state_epoch, leader_epoch=leader_epoch,
+                    start_offset=partition.shown_start, delivery_complete_count=partition.shown_complete,
+                    create_timestamp=created, write_timestamp=now,
+                    state_batches=_state_batches(ShareSnapshotValue, partition.shown_batches))
+                builder.append(encode_share_key(SHARE_SNAPSHOT, group_id, topic_id, index),
+                               encode_share_value(value), timestamp=now)
+            else:
+                kept[2] += 1
+                kept[3] = shown
+                value = ShareUpdateValue(
+                    snapshot_epoch=kept[0], leader_epoch=leader_epoch, start_offset=partition.shown_start,
+                    delivery_complete_count=partition.shown_complete,
+                    state_batches=_state_batches(ShareUpdateValue, partition.shown_changes))
+                builder.append(encode_share_key(SHARE_UPDATE, group_id, topic_id, index), encode_share_value(value),
+                               timestamp=now)
+        if not len(builder):
+            return
+        self.written += len(builder)
         data = builder.build()
-        self.log.append(data, parse_batches(data))
+        batches = parse_batches(data)
+        self.log.append(data, batches)
+        if self.on_append is not None:
+            self.on_append(batches)
 
     def _rewrite(self):
-        """A new segment holding the latest state of every share partition; the older segments go."""
+        """A new segment holding a snapshot of every share partition; the older segments go."""
         self.log.roll()
         self.written = 0
         keys = list(self.partitions)
         for at in range(0, len(keys), 1000):
-            self._write(keys[at:at + 1000])
+            self._write(keys[at:at + 1000], snapshot=True)
         self.log.flush()
         self.log.delete_segments_before(len(self.log.segments) - 1)  # a crash before this: both are read, in order
 
-    def save(self, *keys):
-        self._write(list(keys))
+    def save(self, *keys, leader_epoch=0):
+        """Write what the share coordinator is shown of these partitions, where it changed."""
+        self._write(list(keys), leader_epoch=leader_epoch)
 
     def get(self, group_id, topic_id, index):
         return self.partitions.get((group_id, topic_id, index))

@@ -1,6 +1,7 @@
-"""The offsets log as versions before this one wrote it: JSON keys and values, read so that a data directory they
-left loads with nothing lost. Nothing is written this way any more: at start-up the coordinator writes what it
-read again as Kafka's records (stored.py), and later records of a key replace the JSON ones.
+"""The offsets log (and the share partitions' log) as versions before this one wrote them: JSON keys and values,
+read so that a data directory they left loads with nothing lost. Nothing is written this way any more: at start-up
+the coordinator writes what it read again as Kafka's records (stored.py, shares.py), and later records of a key
+replace the JSON ones.
 
 An offset's key was a list ``[group, topic, partition]`` and its value ``[offset, leader epoch, metadata, commit
 time ms]``. A group's record had an object key ``{"record": kind, "group": id}`` (with ``"member"`` or ``"regex"``
@@ -168,3 +169,11 @@ def _load_streams(group_id, records, config, now_ms):
             m.revocation_deadline = now_ms + max(m.rebalance_timeout_ms, 0)
         group.members[member_id] = m
     return group
+
+
+def read_share_record(key, value):
+    """((group, topic id, partition), state or None) of a JSON record of the share partitions' log. Its key was
+    ``[group, topic id, partition]``, its value ``{"start", "state_epoch", "batches": [[first, last, state,
+    deliveries]]}`` with the state as the share partition itself had it."""
+    group_id, topic_id, index = json.loads(bytes(key))
+    return (group_id, Uuid.from_string(topic_id), index), None if value is None else json.loads(bytes(value))
