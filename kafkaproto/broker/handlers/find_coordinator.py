@@ -6,9 +6,9 @@ share groups are on) is looked for by the brokers leading it, as ``group:topic i
 CLUSTER_ACTION on the cluster, as on Kafka, and a key not of that form is INVALID_REQUEST.
 
 The first group found makes Kafka's internal topic ``__consumer_offsets``, as Kafka's coordinator makes it (here
-it is the group coordinator's log, served from then on: state/cluster.py's create_offsets_topic); the first
-transactional id found makes ``__transaction_state`` likewise (create_transactions_topic), and the first share
-partition ``__share_group_state`` (create_share_state_topic).
+it is the group coordinator's log, served from then on: state/cluster.py's serve_internal); the first
+transactional id found makes ``__transaction_state`` likewise, and the first share partition
+``__share_group_state``.
 """
 
 import re
@@ -18,6 +18,7 @@ from ...messages import ApiKey, FindCoordinatorResponse
 from ..dispatch import handles
 from ...uuid import Uuid
 from ..state import acls
+from ..state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
 from ..state.features import share_groups_enabled
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -58,9 +59,9 @@ def find_coordinator(ctx, request):
         found = ctx.allowed(acls.DESCRIBE, resource, key)
         if found:
             if request.key_type == GROUP:
-                state.cluster.create_offsets_topic()
+                state.cluster.serve_internal(OFFSETS_TOPIC)
             else:
-                state.cluster.create_transactions_topic()
+                state.cluster.serve_internal(TRANSACTIONS_TOPIC)
         return found
     if ctx.version < 4:
         if not allowed(request.key):
@@ -83,7 +84,7 @@ def _share_coordinators(ctx, request):
     for key in request.coordinator_keys:
         error = _share_key_error(key) if allowed else errors.CLUSTER_AUTHORIZATION_FAILED
         if error is None:
-            state.cluster.create_share_state_topic()
+            state.cluster.serve_internal(SHARE_STATE_TOPIC)
             coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=state.node_id, host=host,
                                                                     port=port, error_code=errors.NONE.code))
         else:

@@ -103,6 +103,9 @@ TRANSACTIONS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "
 # default, and its min.insync.replicas from share.coordinator.state.topic.min.isr, which a one-node cluster sets to 1).
 SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "compression.type": "producer", "min.insync.replicas": "1",
                              "retention.ms": "-1", "segment.bytes": "104857600"}
+INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: (OFFSETS_TOPIC_CONFIGS, "the group coordinator's log"),
+                          TRANSACTIONS_TOPIC: (TRANSACTIONS_TOPIC_CONFIGS, "the transaction coordinator's log"),
+                          SHARE_STATE_TOPIC: (SHARE_STATE_TOPIC_CONFIGS, "the share coordinator's log")}
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
 CLIENT_METRICS_RESOURCE = 16
@@ -218,12 +221,8 @@ class Cluster:
         self.collision_names = {unified(name): [name] for name in INTERNAL_TOPICS}
         self.removed_ids = set()  # topic ids the metadata log deleted (their directories may still be there)
         self.refused_ids = set()  # ids of topics of the broker's own logs' names an older version recorded
-        self.offsets_log = None  # the group coordinator's log, served as __consumer_offsets once that exists
-        self.offsets_topic = None  # that topic, once it exists
-        self.transactions_log = None  # the transaction coordinator's log, served as __transaction_state likewise
-        self.transactions_topic = None
-        self.share_state_log = None  # the share coordinator's log, served as __share_group_state likewise
-        self.share_state_topic = None
+        self.internal_logs = {}  # internal topic name -> the coordinator's log served as it once it exists
+        self.internal_topics = {}  # internal topic name -> that topic, once it exists
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
@@ -580,61 +579,26 @@ class Cluster:
 
     # --- Kafka's internal topics __consumer_offsets, __transaction_state and __share_group_state
 
-    def attach_offsets_log(self, offsets_log):
-        """The group coordinator's log (groups/offsets.py). It is served as __consumer_offsets once that topic
-        exists: made by create_offsets_topic, or now when the log holds records or was served before (its
-        directory keeps the topic's id in partition.metadata, as Kafka's partition directories do)."""
-        self.offsets_log = offsets_log
-        if _was_served(offsets_log):
-            self.create_offsets_topic()
+    def attach_internal_log(self, name, partition_log):
+        """A coordinator's log (groups/offsets.py, transactions.py, shares.py), served as Kafka's internal topic of
+        that name once the topic exists: made by serve_internal, or now when the log holds records or was served
+        before (its directory keeps the topic's id in partition.metadata, as Kafka's partition directories do)."""
+        self.internal_logs[name] = partition_log
+        if _was_served(partition_log):
+            self.serve_internal(name)
 
-    def attach_transactions_log(self, transactions_log):
-        """The transaction coordinator's log (transactions.py), served as __transaction_state as the group
-        coordinator's is as __consumer_offsets (attach_offsets_log)."""
-        self.transactions_log = transactions_log
-        if _was_served(transactions_log):
-            self.create_transactions_topic()
-
-    def attach_share_state_log(self, share_state_log):
-        """The share coordinator's log (shares.py), served as __share_group_state as the group coordinator's is as
-        __consumer_offsets (attach_offsets_log)."""
-        self.share_state_log = share_state_log
-        if _was_served(share_state_log):
-            self.create_share_state_topic()
-
-    def create_offsets_topic(self):
-        """Make __consumer_offsets, as Kafka's group coordinator does for the first group it is asked to find
-        (FindCoordinator): one partition, the coordinator's log (offsets.topic.num.partitions), with the configs
-        Kafka gives it. Kept out of the metadata log: its id is in the log directory's partition.metadata, and a
-        topic of that name an older version let a client record there stays unserved. The topic; nothing is made
-        before attach_offsets_log."""
-        if self.offsets_topic is None and self.offsets_log is not None:
-            self.offsets_topic = self._serve_internal(OFFSETS_TOPIC, self.offsets_log, dict(OFFSETS_TOPIC_CONFIGS),
-                                                      "the group coordinator's log")
-        return self.offsets_topic
-
-    def create_transactions_topic(self):
-        """Make __transaction_state, as Kafka's transaction coordinator does for the first transactional id it
-        is asked to find (FindCoordinator): one partition, the coordinator's log
-        (transaction.state.log.num.partitions), with the configs Kafka gives it; kept out of the metadata log as
-        __consumer_offsets is (create_offsets_topic). The topic; nothing is made before attach_transactions_log."""
-        if self.transactions_topic is None and self.transactions_log is not None:
-            self.transactions_topic = self._serve_internal(TRANSACTIONS_TOPIC, self.transactions_log,
-                                                           dict(TRANSACTIONS_TOPIC_CONFIGS),
-                                                           "the transaction coordinator's log")
-        return self.transactions_topic
-
-    def create_share_state_topic(self):
-        """Make __share_group_state, as Kafka does for the first share partition whose coordinator is looked for
-        (FindCoordinator) or whose state is first written: one partition, the share coordinator's log
-        (share.coordinator.state.topic.num.partitions), with the configs Kafka gives it; kept out of the metadata
-        log as __consumer_offsets is (create_offsets_topic). The topic; nothing is made before
-        attach_share_state_log."""
-        if self.share_state_topic is None and self.share_state_log is not None:
-            self.share_state_topic = self._serve_internal(SHARE_STATE_TOPIC, self.share_state_log,
-                                                          dict(SHARE_STATE_TOPIC_CONFIGS),
-                                                          "the share coordinator's log")
-        return self.share_state_topic
+    def serve_internal(self, name):
+        """The internal topic, made now if it is not yet, as Kafka's coordinators make theirs for the first group,
+        transactional id or share partition they are asked to find: one partition, the coordinator's log
+        (offsets.topic.num.partitions and its like), with the configs Kafka gives it. Kept out of the metadata log:
+        its id is in the log directory's partition.metadata, and a topic of that name an older version let a
+        client record there stays unserved. None before attach_internal_log."""
+        topic = self.internal_topics.get(name)
+        if topic is None and name in self.internal_logs:
+            configs, what = INTERNAL_TOPIC_CONFIGS[name]
+            topic = self.internal_topics[name] = self._serve_internal(name, self.internal_logs[name], dict(configs),
+                                                                      what)
+        return topic
 
     def _serve_internal(self, name, partition_log, configs, what):
         directory = partition_log.directory
@@ -805,7 +769,7 @@ class Cluster:
     def close(self):
         for topic in self.topics.values():
             for partition in topic.partitions:
-                if partition.log is not None and partition.log is not self.offsets_log:  # the coordinator's
+                if partition.log is not None and topic.name not in self.internal_logs:  # the coordinators'
                     partition.log.close()
         with open(self._clean_marker, "w"):
             pass
