@@ -217,6 +217,13 @@ def dispatch(ctx, body):
     handler = handler_for(ctx.state, ctx.header.request_api_key, ctx.version)
     if handler is None:
         raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
+    faults = ctx.state.faults
+    if faults or faults.decided(ctx):  # a test's faults or controls (faults.py) come before the handler
+        return faults.apply(ctx, body, lambda request: _handle(handler, ctx, request))
+    return _handle(handler, ctx, body)
+
+
+def _handle(handler, ctx, body):
     if not ctx.state.cluster.quotas.by_entity:  # no quota set: nothing to measure
         return handler.function(ctx, body)
     if not ctx.request_counted and not _request_quota_applies(ctx, body):

@@ -12,6 +12,7 @@ import tempfile
 import threading
 
 from .config import BrokerConfig, ConfigError
+from .faults import Control, Fault
 from .server import ListenError, Server
 from .state import BrokerState
 
@@ -161,6 +162,29 @@ class Broker:
         # The broker's state belongs to its event loop's thread: read there.
         return asyncio.run_coroutine_threadsafe(_call(telemetry.pushed, client_instance_id),
                                                 self._loop).result(timeout)
+
+    # ---- faults and controls (faults.py) ----------------------------------------------------------------------
+
+    def _faults(self):
+        if self._state is None:
+            raise RuntimeError("faults and controls need a broker started in this process (subprocess=False)")
+        return self._state.faults
+
+    def add_fault(self, error, *, api_keys=None, node=None, topic=None, partition=None, budget=None, delay_ms=0):
+        """Answer error (a kafkaproto.errors code) to matching requests until removed or budget requests were
+        answered: those of api_keys (all by default), to node, for topic (a name or Uuid) and partition. The
+        Fault; its fired counts the requests it answered, its remove() takes it out. See faults.py."""
+        return self._faults().add(Fault(error, api_keys, node, topic, partition, budget, delay_ms))
+
+    def control(self, function, *, api_keys=None, times=None):
+        """Have function(request) see each request (of api_keys) first and answer it (a response body), delay it
+        (faults.Delay(ms)), drop its connection (faults.DROP) or let it go on (None). It runs on the broker's
+        event loop, so it must not block. The Control; its remove() takes it out."""
+        return self._faults().add(Control(function, api_keys, times))
+
+    def clear_faults(self):
+        """Remove every fault and control."""
+        self._faults().clear()
 
     def kill(self):
         """SIGKILL the subprocess (no clean shutdown), as a crash would."""

@@ -11,6 +11,8 @@ from typing import Any, Callable, Mapping
 from typing_extensions import Self
 
 from .config import BrokerConfig
+from .faults import Control, Fault
+from .. import errors as _errors
 from .state.telemetry import Pushed
 from ..uuid import Uuid
 
@@ -45,6 +47,14 @@ class Broker:
     def bootstrap_servers(self) -> str:
         """"host:port" of its first listener, for a client's bootstrap.servers."""
     def start(self, timeout: float = 30) -> Self: ...
+    def add_fault(self, error: _errors.ErrorCode, *, api_keys: list[int] | None = None, node: int | None = None,
+                  topic: str | Uuid | None = None, partition: int | None = None, budget: int | None = None,
+                  delay_ms: int = 0) -> Fault:
+        """Answer error to matching requests until removed or budget requests were answered (faults.py)."""
+    def control(self, function: Callable[[Any], object], *, api_keys: list[int] | None = None,
+                times: int | None = None) -> Control:
+        """Have function(request) see each request first: answer it, delay it, drop it, or let it go on."""
+    def clear_faults(self) -> None: ...
     def pushed_telemetry(self, client_instance_id: Uuid | None = None, timeout: float = 10) -> list[Pushed]:
         """The client metrics this broker kept (kafkaproto.client.telemetry.enable=true), oldest first: of one
         client instance, or of every one; each one's data decompressed (an OpenTelemetry MetricsData message).

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ... import errors, registry
 from ..config import ConfigError
+from ..faults import Faults
 from ..security import load_credentials
 from .cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC, Cluster
 from .compaction import compact
@@ -64,6 +65,7 @@ class BrokerState:
                               "(examples/partition-deletion): build it with kafkaproto-codegen extend and load it "
                               "(kafkaproto.extensions=partition_deletion)")
         self.config = config
+        self.faults = Faults()  # a test's faults and controls (faults.py), read by dispatch
         self.advertised = []  # Listener objects clients are told about, once bound
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
         # The server, while it serves: the listeners it runs (running) and what applies a change of this broker's
