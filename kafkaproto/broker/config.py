@@ -191,10 +191,11 @@ SETTINGS = {
     "node.id": Setting("int", 1, doc="this broker's id; also the controller's and every coordinator's",
                        at_least=0),
     "listeners": Setting("list", "PLAINTEXT://127.0.0.1:9092", non_empty=True, check=_check_endpoints,
-                         doc="where to accept connections (port 0: any free one)"),
+                         doc="where to accept connections (port 0: any free one)", dynamic=True),
     "advertised.listeners": Setting("list", None, non_empty=True, check=_check_advertised,
                                     doc="the addresses clients are told to use (default: listeners)"),
-    "listener.security.protocol.map": Setting("string", "PLAINTEXT:PLAINTEXT", check=_check_protocol_map),
+    "listener.security.protocol.map": Setting("string", "PLAINTEXT:PLAINTEXT", check=_check_protocol_map,
+                                              dynamic=True),
     "log.dirs": Setting("list", None, non_empty=True, doc="the data directory (one; the first of a list)"),
     "log.dir": Setting("list", "kafkaproto-data", non_empty=True),
     "num.partitions": Setting("int", 1, doc="partitions of a topic created without a count", at_least=1),
@@ -231,7 +232,7 @@ SETTINGS = {
     "connections.max.idle.ms": Setting("long", 600000),
     "max.connections": Setting("int", INT_MAX, at_least=0, dynamic=True),
     "max.connections.per.ip": Setting("int", INT_MAX, at_least=0, dynamic=True),
-    "max.connections.per.ip.overrides": Setting("string", "", check=_check_ip_overrides),
+    "max.connections.per.ip.overrides": Setting("string", "", check=_check_ip_overrides, dynamic=True),
     "max.connection.creation.rate": Setting("int", INT_MAX, at_least=0, dynamic=True, doc="new connections a "
                                             "second, on a listener and over the listeners, past which a listener "
                                             "waits (at most a second) before serving the next"),
@@ -355,18 +356,22 @@ SETTINGS = {
     "sasl.enabled.mechanisms": Setting("list", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", implemented=SASL_MECHANISMS,
                                        ignore_case=True,
                                        unimplemented="the SASL mechanisms implemented here are "
-                                       + ", ".join(SASL_MECHANISMS), doc="of " + ", ".join(SASL_MECHANISMS)),
+                                       + ", ".join(SASL_MECHANISMS), doc="of " + ", ".join(SASL_MECHANISMS),
+                                       dynamic=True),
+    # Changed while running only per listener (PER_LISTENER_ONLY), as in Kafka; see listeners.py.
     "ssl.keystore.type": Setting("string", "PEM", implemented=("PEM",), ignore_case=True,
-                                 unimplemented="only PEM keystores are read here (ssl.keystore.type=PEM)"),
-    "ssl.keystore.location": Setting("string", None),
-    "ssl.keystore.certificate.chain": Setting("password", None),
-    "ssl.keystore.key": Setting("password", None),
-    "ssl.key.password": Setting("password", None),
+                                 unimplemented="only PEM keystores are read here (ssl.keystore.type=PEM)",
+                                 dynamic=True),
+    "ssl.keystore.location": Setting("string", None, dynamic=True),
+    "ssl.keystore.certificate.chain": Setting("password", None, dynamic=True),
+    "ssl.keystore.key": Setting("password", None, dynamic=True),
+    "ssl.key.password": Setting("password", None, dynamic=True),
     "ssl.truststore.type": Setting("string", "PEM", implemented=("PEM",), ignore_case=True,
-                                   unimplemented="only PEM truststores are read here (ssl.truststore.type=PEM)"),
-    "ssl.truststore.location": Setting("string", None),
-    "ssl.truststore.certificates": Setting("password", None),
-    "ssl.client.auth": Setting("string", "none", one_of=("required", "requested", "none")),
+                                   unimplemented="only PEM truststores are read here (ssl.truststore.type=PEM)",
+                                   dynamic=True),
+    "ssl.truststore.location": Setting("string", None, dynamic=True),
+    "ssl.truststore.certificates": Setting("password", None, dynamic=True),
+    "ssl.client.auth": Setting("string", "none", one_of=("required", "requested", "none"), dynamic=True),
     # Authorization (state/acls.py): Kafka's StandardAuthorizer, or none (every request allowed, and the ACL
     # requests answered SECURITY_DISABLED).
     "authorizer.class.name": Setting("string", "", implemented=("", STANDARD_AUTHORIZER),
@@ -380,6 +385,13 @@ SETTINGS = {
 AUTHORIZER_SETTINGS = ("super.users", "allow.everyone.if.no.acl.found")
 SENSITIVE = {key for key, setting in SETTINGS.items() if setting.type == "password"}
 LISTENER_PREFIX = re.compile(r"listener\.name\.([^.]+)\.(.+)")
+# A listener's key store and trust store: Kafka changes them while running only for one listener
+# (listener.name.<listener>.<key>), and refuses the keys themselves (its SslConfigs.RECONFIGURABLE_CONFIGS).
+PER_LISTENER_ONLY = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+                     "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+                     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates")
+# The per-listener keys Kafka takes for every broker at once; a listener's others are set per broker.
+CLUSTER_LEVEL_LISTENER_KEYS = ("max.connections", "max.connection.creation.rate", "num.network.threads")
 
 # Kafka's other broker keys (kafka_broker_configs.py), checked as Kafka checks them; they do nothing here.
 KAFKA_ONLY = {name: Setting(k.type.lower(), k.default, at_least=k.at_least, at_most=k.at_most, also=k.also,
@@ -410,8 +422,16 @@ def default_text(key):
 
 def live_change_refusal(key, cluster_wide):
     """Why key cannot be changed while the broker runs, for every broker (cluster_wide) or this one, or None.
-    As in Kafka: its read-only keys cannot, its per-broker ones only for a broker named, and a key it does not
-    know is kept. Of the keys Kafka changes live, those this broker reads only at start are refused."""
+    As in Kafka: its read-only keys cannot, a listener's key store and trust store only with the listener's
+    prefix, its per-broker keys (and a listener's own, but for its connection limits) only for a broker named,
+    and a key it does not know is kept. Of the keys Kafka changes live, those this broker reads only at start are
+    refused."""
+    prefixed = LISTENER_PREFIX.fullmatch(key)
+    if prefixed:
+        if cluster_wide and prefixed.group(2) not in CLUSTER_LEVEL_LISTENER_KEYS:
+            return Problem(key, f"{key} is one listener's, changed per broker: name the broker, not the default of "
+                           "every broker")
+        return None
     kafka = KAFKA_BROKER_CONFIGS.get(key)
     setting = SETTINGS.get(key)
     if kafka is None:
@@ -420,11 +440,21 @@ def live_change_refusal(key, cluster_wide):
         return Problem(key, f"{key} cannot be changed while the broker runs", kafka=False)
     if kafka.mode == READ_ONLY:
         return Problem(key, f"{key} cannot be changed while the broker runs")
+    if key in PER_LISTENER_ONLY:
+        return Problem(key, f"{key} is changed while the broker runs only for one listener: set "
+                       f"listener.name.<listener>.{key}")
     if cluster_wide and kafka.mode == PER_BROKER:
         return Problem(key, f"{key} is changed per broker: name the broker, not the default of every broker")
     if setting is not None and not (setting.dynamic or setting.topic_key):
         return Problem(key, f"{key} is read only at start here (Kafka changes it while running)", kafka=False)
     return None
+
+
+def is_read_only(key):
+    """Whether DescribeConfigs calls one of Kafka's broker keys read-only: as live_change_refusal refuses it for
+    this broker, but for a listener's stores, which Kafka shows changeable though it takes them only with a
+    listener's prefix."""
+    return key not in PER_LISTENER_ONLY and live_change_refusal(key, cluster_wide=False) is not None
 
 def shown(text):
     """A value as a message shows it: as given, quoted when it is empty or has spaces at an end."""
@@ -433,9 +463,11 @@ def shown(text):
 
 
 def parse_value(key, text, where):
-    """A broker setting's value from text, checked as at start; raises ConfigError naming where and the key. A key
-    neither this broker nor Kafka knows is text."""
-    setting = setting_of(key) or Setting("string")
+    """A broker setting's value from text, checked as at start; raises ConfigError naming where and the key. A
+    listener's own (listener.name.<listener>.<key>) is checked as its key, as Kafka checks it; a key neither this
+    broker nor Kafka knows is text."""
+    prefixed = LISTENER_PREFIX.fullmatch(key)
+    setting = setting_of(key) or (prefixed and setting_of(prefixed.group(2))) or Setting("string")
     try:
         return setting.parse(text)
     except Invalid as e:

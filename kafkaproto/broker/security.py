@@ -215,18 +215,6 @@ class Session:
         return reply
 
 
-def listener_setting(config, listener, key, default=None):
-    """A setting for one listener: listener.name.<name>.<key> first, then <key>."""
-    prefixed = f"listener.name.{listener.name.lower()}.{key}"
-    for source in (config.extra, config.values):
-        if source.get(prefixed) is not None:
-            return source[prefixed]
-    for source in (config.extra, config.values):
-        if source.get(key) is not None:
-            return source[key]
-    return default
-
-
 def load_credentials(config):
     """Credentials from every JAAS config in the settings (any listener, any mechanism)."""
     credentials = Credentials()
@@ -243,18 +231,20 @@ def load_credentials(config):
     return credentials
 
 
-def tls_context(config, listener):
-    """The server TLS context of an SSL or SASL_SSL listener, from Kafka's ssl.* keys (PEM keystores)."""
-    kind = (listener_setting(config, listener, "ssl.keystore.type") or "PEM").upper()
+def tls_context(get, listener, client_auth=None):
+    """The server TLS context of an SSL or SASL_SSL listener, from Kafka's ssl.* keys (PEM key stores): get(key)
+    gives the listener's value of a key (listener.name.<listener>.<key> before <key>). client_auth: the listener's
+    ssl.client.auth, if not get's (a listener keeps the one it was opened with)."""
+    kind = (get("ssl.keystore.type") or "PEM").upper()
     if kind != "PEM":
         raise ValueError(f"listener {listener.name}: ssl.keystore.type={kind}; this broker reads PEM keystores "
                          "(ssl.keystore.type=PEM)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    password = listener_setting(config, listener, "ssl.key.password")
-    location = listener_setting(config, listener, "ssl.keystore.location")
-    chain = listener_setting(config, listener, "ssl.keystore.certificate.chain")
-    key = listener_setting(config, listener, "ssl.keystore.key")
+    password = get("ssl.key.password")
+    location = get("ssl.keystore.location")
+    chain = get("ssl.keystore.certificate.chain")
+    key = get("ssl.keystore.key")
     if location:
         context.load_cert_chain(location, password=password)
     elif chain and key:
@@ -266,9 +256,9 @@ def tls_context(config, listener):
     else:
         raise ValueError(f"listener {listener.name} uses {listener.protocol} but has no ssl.keystore.location "
                          "(or ssl.keystore.certificate.chain and ssl.keystore.key)")
-    client_auth = (listener_setting(config, listener, "ssl.client.auth") or "none").lower()
-    trust_location = listener_setting(config, listener, "ssl.truststore.location")
-    trust_inline = listener_setting(config, listener, "ssl.truststore.certificates")
+    client_auth = (client_auth or get("ssl.client.auth") or "none").lower()
+    trust_location = get("ssl.truststore.location")
+    trust_inline = get("ssl.truststore.certificates")
     if trust_location or trust_inline:
         context.load_verify_locations(cafile=trust_location, cadata=trust_inline)
     if client_auth == "required":
@@ -276,3 +266,118 @@ def tls_context(config, listener):
     elif client_auth == "requested":
         context.verify_mode = ssl.CERT_OPTIONAL
     return context
+
+
+PEM_CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----\s*(.*?)-----END CERTIFICATE-----", re.S)
+
+
+def keystore_certificate(get):
+    """The DER bytes of a PEM key store's own certificate (the first of its chain: the one Kafka compares when the
+    store changes), from ssl.keystore.location's file or ssl.keystore.certificate.chain; None without one. Raises
+    OSError when the file cannot be read, ValueError when it holds no certificate."""
+    location = get("ssl.keystore.location")
+    if location:
+        with open(location) as f:
+            text = f.read()
+    else:
+        text = get("ssl.keystore.certificate.chain")
+        if not text:
+            return None
+    found = PEM_CERTIFICATE.search(text)
+    if found is None:
+        raise ValueError("the key store holds no PEM certificate")
+    try:
+        return base64.b64decode("".join(found.group(1).split()), validate=True)
+    except ValueError:
+        raise ValueError("the key store's certificate is not base64") from None
+
+
+# The attribute types a subject names, as RFC 4514 writes them.
+NAME_ATTRIBUTES = {"2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O",
+                   "2.5.4.11": "OU", "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC",
+                   "0.9.2342.19200300.100.1.1": "UID", "1.2.840.113549.1.9.1": "EMAILADDRESS"}
+SUBJECT_ALT_NAME = "2.5.29.17"
+# The string types of a name's attribute values, and how their bytes read.
+STRING_TYPES = {0x0C: "utf-8", 0x13: "ascii", 0x16: "ascii", 0x14: "latin-1", 0x1A: "ascii", 0x1E: "utf-16-be",
+                0x1C: "utf-32-be"}
+
+
+def _der(data, start, end):
+    """(tag, first content byte, end of content) of the DER element at start, within [start, end); raises
+    ValueError for a length that runs past end (a certificate lying about its size allocates nothing)."""
+    if start + 2 > end:
+        raise ValueError("the certificate ends inside an element")
+    tag, length, at = data[start], data[start + 1], start + 2
+    if length & 0x80:
+        count = length & 0x7F
+        if not 1 <= count <= 4 or at + count > end:
+            raise ValueError("the certificate has an element of an unreadable length")
+        length, at = int.from_bytes(data[at:at + count], "big"), at + count
+    if at + length > end:
+        raise ValueError("the certificate has an element longer than the certificate")
+    return tag, at, at + length
+
+
+def _elements(data, start, end):
+    """[(tag, content start, content end)] of the DER elements in [start, end)."""
+    out = []
+    while start < end:
+        tag, at, stop = _der(data, start, end)
+        out.append((tag, at, stop))
+        start = stop
+    return out
+
+
+def _oid(raw):
+    if not raw:
+        raise ValueError("the certificate has an empty object identifier")
+    parts = [min(raw[0] // 40, 2), raw[0] - 40 * min(raw[0] // 40, 2)]
+    value = 0
+    for byte in raw[1:]:
+        value = value << 7 | byte & 0x7F
+        if not byte & 0x80:
+            parts.append(value)
+            value = 0
+    return ".".join(map(str, parts))
+
+
+def certificate_identity(der):
+    """(subject, subject as text, alternative names) of a DER certificate, to compare a new key store's with the
+    old one's as Kafka does: the subject as its attributes, values in lower case with spaces folded (Kafka matches
+    subjects that differ only so); the alternative names as a frozenset of (kind, bytes). None for None; raises
+    ValueError for bytes that are not a certificate."""
+    if der is None:
+        return None
+    _, at, end = _der(der, 0, len(der))
+    tbs = _elements(der, at, end)
+    if not tbs or tbs[0][0] != 0x30:
+        raise ValueError("not a certificate")
+    fields = _elements(der, tbs[0][1], tbs[0][2])
+    if fields and fields[0][0] == 0xA0:  # the version, before the serial number
+        fields = fields[1:]
+    if len(fields) < 6:
+        raise ValueError("not a certificate: its fields are missing")
+    subject, subject_text = [], []
+    for rdn in _elements(der, fields[4][1], fields[4][2]):
+        attributes = []
+        for _, a_at, a_end in _elements(der, rdn[1], rdn[2]):
+            parts = _elements(der, a_at, a_end)
+            if len(parts) != 2 or parts[0][0] != 0x06:
+                raise ValueError("not a certificate: a subject attribute is not a type and a value")
+            kind = _oid(der[parts[0][1]:parts[0][2]])
+            raw = der[parts[1][1]:parts[1][2]]
+            encoding = STRING_TYPES.get(parts[1][0])
+            text = raw.decode(encoding, "replace") if encoding else "#" + raw.hex()
+            attributes.append((kind, " ".join(text.lower().split())))
+            subject_text.append(f"{NAME_ATTRIBUTES.get(kind, kind)}={text}")
+        subject.append(tuple(sorted(attributes)))
+    names = frozenset()
+    for tag, x_at, x_end in fields[6:]:
+        if tag != 0xA3:  # the extensions, after the optional unique identifiers
+            continue
+        for _, e_at, e_end in _elements(der, *_der(der, x_at, x_end)[1:]):
+            parts = _elements(der, e_at, e_end)
+            if parts and parts[0][0] == 0x06 and _oid(der[parts[0][1]:parts[0][2]]) == SUBJECT_ALT_NAME:
+                _, n_at, n_end = _der(der, parts[-1][1], parts[-1][2])
+                names = frozenset((t, bytes(der[a:b])) for t, a, b in _elements(der, n_at, n_end))
+    return tuple(subject), ", ".join(reversed(subject_text)), names

@@ -33,11 +33,16 @@ listeners a Fetch's record bytes go from the segment files to the socket with
 sendfile(2), never through Python (the handler answers with FileRegions).
 When accept() fails (out of file descriptors, say), the listener backs off and
 tries again, with one warning when that starts and one line when it accepts again.
+After a change of this broker's dynamic configs (reconfigure), the listeners are
+opened and closed as listeners.py says (a closed one's connections with it), a
+TLS listener's next connections get its new key store and trust store, and new
+connections meet the new max.connections.per.ip.overrides (the open ones stay).
 """
 
 import asyncio
 import collections
 import errno
+import ipaddress
 import logging
 import os
 import socket
@@ -52,7 +57,9 @@ from ..registry import api
 from .config import ConfigError, Listener, parse_ip_overrides
 from .dispatch import ANSWER_API_VERSIONS_V0, Close, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
-from .security import MECHANISMS, AuthenticationError, Session, listener_setting, tls_context
+from .listeners import Settings, Setup, unknown_mechanisms
+from .security import MECHANISMS, AuthenticationError, Session
+from .settings import Invalid
 from .state import CHANGED, WAKE_ALL
 from .state.clock import clock_ms
 from .state.data_dir import remove_directories
@@ -111,21 +118,55 @@ def _reason(error):
 
 def _ip_overrides(config):
     """{address: connections} from max.connections.per.ip.overrides, each host resolved to its addresses once, at
-    start, as Kafka resolves them; a host that does not resolve stops the start (ConfigError)."""
+    start, as Kafka resolves them; a host of the file's or the overrides' that does not resolve stops the start
+    (ConfigError), one changed while running is left out, with an error logged."""
     try:
         text = config["max.connections.per.ip.overrides"]
     except KeyError:
         return {}
+    changed = "max.connections.per.ip.overrides" in getattr(config, "dynamic", {})
     out = {}
     for host, count in parse_ip_overrides(text).items():
         try:
             infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
         except OSError as e:
-            raise ConfigError(f"max.connections.per.ip.overrides: the host {host!r} cannot be resolved ({e})") \
-                from None
+            if not changed:
+                raise ConfigError(f"max.connections.per.ip.overrides: the host {host!r} cannot be resolved ({e})") \
+                    from None
+            log.error("max.connections.per.ip.overrides: the host %r cannot be resolved (%s); it has no limit of "
+                      "its own", host, e)
+            continue
         for info in infos:
             out[info[4][0]] = count
     return out
+
+
+def _numeric_overrides(text):
+    """(the overrides of max.connections.per.ip.overrides given by address, {address: connections}, and whether
+    some are given by host name, to be resolved)."""
+    out, named = {}, False
+    for host, count in parse_ip_overrides(text).items():
+        try:
+            out[str(ipaddress.ip_address(host))] = count
+        except ValueError:
+            named = True
+    return out, named
+
+
+class _Open:
+    """A listener the server has open: what it was opened with (its Setup: TLS stores, SASL mechanisms, client
+    authentication), the TLS context its next connections get, where it listens (bound: the port resolved), its
+    listening sockets with their accept tasks, and its connections."""
+
+    def __init__(self, setup, context, bound):
+        self.setup, self.context, self.bound = setup, context, bound
+        self.listening = []  # (listening socket, the task accepting on it)
+        self.streams = set()
+        self.closed = False
+
+    @property
+    def listener(self):
+        return self.setup.listener
 
 
 def _setting(config, key):
@@ -152,8 +193,9 @@ class Server:
         load_handlers()
         self.state = state
         self.config = state.config
-        self.listeners = []  # bound Listener objects (ports resolved)
-        self._listening = []  # (listening socket, the task accepting on it)
+        self._open_listeners = {}  # name -> _Open, in the order opened
+        self._opening = set()  # names of listeners being opened while running
+        self._overrides_version = 0  # counts the changes of max.connections.per.ip.overrides (names resolve late)
         # stream -> when it last read (loop time), or None while it answers a request: the housekeeping closes
         # those idle past connections.max.idle.ms (a timer per read would cost a task per read)
         self._connections = {}
@@ -164,6 +206,7 @@ class Server:
         self._per_ip = collections.Counter()
         self._slot = None  # while max.connections are open: the future the accept loops wait on for a slot
         self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
+        self._overrides_text = self._overrides_value()  # the value _ip_overrides was made from
         # Connections accepted, for max.connection.creation.rate: by listener, and over the listeners but the
         # inter-broker one (Kafka's ConnectionQuotas).
         self._creation_rates = {}
@@ -237,41 +280,186 @@ class Server:
             await self.stop()
             raise
 
+    @property
+    def listeners(self):
+        """The listeners open, as bound (ports resolved)."""
+        return [running.bound for running in self._open_listeners.values()]
+
+    def running(self):
+        """{name: Setup} of the listeners open (listeners.check_change compares a change with them)."""
+        return {name: running.setup for name, running in self._open_listeners.items()}
+
+    def _settings(self):
+        """The settings in effect: the configuration, with this broker's dynamic configs over it."""
+        return Settings(self.config, self.state.cluster.configs)
+
     async def _start(self):
-        for listener in self.config.listeners:
-            try:
-                context = tls_context(self.config, listener) if listener.protocol in ("SSL", "SASL_SSL") else None
-            except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
-                why = _reason(e)
-                files = [f"{key}={value}" for key in ("ssl.keystore.location", "ssl.truststore.location")
-                         if (value := listener_setting(self.config, listener, key))]
-                if isinstance(e, OSError) and not e.filename and files:
-                    why += f" ({', '.join(files)})"
-                raise ConfigError(why if why.startswith(f"listener {listener.name} ")
-                                  else f"listener {listener.name}: TLS cannot be set up: {why}") from None
-            mechanisms = [m.strip().upper() for m in listener_setting(
-                self.config, listener, "sasl.enabled.mechanisms").split(",") if m.strip()]
-            unknown = [m for m in mechanisms if m not in MECHANISMS]
-            if unknown:
-                raise ConfigError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
-                                  f"implemented (known: {', '.join(MECHANISMS)})")
-            loop = asyncio.get_running_loop()
-            try:
-                sockets = await _listen(listener.host, listener.port, self.config["socket.receive.buffer.bytes"])
-            except OSError as e:
-                raise ListenError(listener, e) from None
-            for sock in sockets:
-                task = loop.create_task(self._accept(sock, listener, mechanisms, context))
-                self._listening.append((sock, task))
-            port = sockets[0].getsockname()[1]
-            self.listeners.append(Listener(listener.name, listener.host, port, listener.protocol))
-        advertised = []
-        for i, listener in enumerate(self.config.advertised or self.listeners):
-            bound = self.listeners[min(i, len(self.listeners) - 1)]
-            host = listener.host if listener.host not in ("0.0.0.0", "::", "") else socket.gethostname()
-            advertised.append(Listener(listener.name, host, listener.port or bound.port, listener.protocol))
-        self.state.advertised = advertised
+        settings = self._settings()
+        try:
+            listeners = settings.listeners()
+        except Invalid as e:  # dynamic listeners an older version wrote: the configuration's are opened
+            log.error("the metadata log's listeners are not used: %s", e)
+            listeners = self.config.listeners
+        for listener in listeners:
+            await self._open_listener(settings.setup(listener))
+        self._advertise(settings)
+        self.state.network = self
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
+
+    async def _open_listener(self, setup):
+        """Listen where setup says, with its TLS context (ConfigError when it cannot be made) and SASL mechanisms;
+        ListenError when the address cannot be listened on."""
+        listener = setup.listener
+        try:
+            context = setup.context()
+        except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+            why = _reason(e)
+            files = [f"{key}={value}" for key in ("ssl.keystore.location", "ssl.truststore.location")
+                     if (value := setup.stores.get(key))]
+            if isinstance(e, OSError) and not e.filename and files:
+                why += f" ({', '.join(files)})"
+            raise ConfigError(why if why.startswith(f"listener {listener.name} ")
+                              else f"listener {listener.name}: TLS cannot be set up: {why}") from None
+        unknown = unknown_mechanisms(setup, MECHANISMS)
+        if unknown:
+            raise ConfigError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
+                              f"implemented (known: {', '.join(MECHANISMS)})")
+        loop = asyncio.get_running_loop()
+        try:
+            sockets = await _listen(listener.host, listener.port, self.config["socket.receive.buffer.bytes"])
+        except OSError as e:
+            raise ListenError(listener, e) from None
+        running = _Open(setup, context, Listener(listener.name, listener.host, sockets[0].getsockname()[1],
+                                                 listener.protocol))
+        for sock in sockets:
+            running.listening.append((sock, loop.create_task(self._accept(sock, running))))
+        self._open_listeners[listener.name] = running
+        return running
+
+    def _advertise(self, settings):
+        """What clients are told to use (state.advertised): advertised.listeners (read only at start), else every
+        open listener, in the order of the listeners setting; a wildcard host is this machine's name, a port 0
+        the listener's bound port."""
+        bound = [running.bound for running in self._open_listeners.values()]
+        if not bound:
+            return
+        try:
+            order = [listener.name for listener in settings.listeners()]
+        except Invalid:
+            order = []
+        bound.sort(key=lambda b: order.index(b.name) if b.name in order else len(order))
+        by_name = {b.name: b for b in bound}
+        advertised = []
+        for i, listener in enumerate(self.config.advertised or bound):
+            port = listener.port or by_name.get(listener.name, bound[min(i, len(bound) - 1)]).port
+            host = listener.host if listener.host not in ("0.0.0.0", "::", "") else socket.gethostname()
+            advertised.append(Listener(listener.name, host, port, listener.protocol))
+        self.state.advertised = advertised
+
+    def reconfigure(self):
+        """Apply this broker's dynamic configs as they now are (listeners.check_change took the change): new
+        max.connections.per.ip.overrides for the next connections, listeners closed and opened, and each TLS
+        listener whose stores changed given a new context for its next connections."""
+        if self._closing:
+            return
+        settings = self._settings()
+        self._update_overrides()
+        try:
+            listeners = settings.listeners()
+        except Invalid as e:  # check_change refuses such a change: a log written by another version
+            log.error("listeners: %s; the listeners open stay", e)
+            return
+        wanted = {listener.name for listener in listeners}
+        for name in [name for name in self._open_listeners if name not in wanted]:
+            self._close_listener(name)
+        for running in self._open_listeners.values():
+            stores = settings.stores(running.listener)
+            if stores is not None and stores != running.setup.stores:
+                self._new_stores(running, stores)
+        loop = asyncio.get_running_loop()
+        for listener in listeners:
+            if listener.name not in self._open_listeners and listener.name not in self._opening:
+                self._opening.add(listener.name)
+                task = loop.create_task(self._open_added(settings.setup(listener)))
+                self._tasks.add(task)
+                task.add_done_callback(self._task_done)
+        self._advertise(settings)
+
+    async def _open_added(self, setup):
+        """Open a listener named while running; one that cannot be opened is logged (the config stays)."""
+        name = setup.name
+        try:
+            running = await self._open_listener(setup)
+        except (ConfigError, OSError) as e:
+            log.error("listener %s (%s) is not opened: %s", name, setup.listener, e)
+            return
+        finally:
+            self._opening.discard(name)
+        settings = self._settings()
+        try:
+            still = name in {listener.name for listener in settings.listeners()}
+        except Invalid:
+            still = False
+        if self._closing or not still:  # closed again, or the broker stopped, while it was being opened
+            self._close_listener(name)
+            return
+        log.info("listener %s opened on %s:%d", name, running.bound.host, running.bound.port)
+        self._advertise(settings)
+
+    def _close_listener(self, name):
+        """Stop accepting on a listener and close its connections, as Kafka does with a listener removed."""
+        running = self._open_listeners.pop(name, None)
+        if running is None:
+            return
+        running.closed = True
+        for sock, task in running.listening:
+            task.cancel()
+            # closed once its accept has let go of it (so no other socket's descriptor is unwatched)
+            task.add_done_callback(lambda _, sock=sock: sock.close())
+        for stream in list(running.streams):
+            stream.close()
+        log.info("listener %s closed, with its %d connections", name, len(running.streams))
+
+    def _new_stores(self, running, stores):
+        """A TLS listener's new key store and trust store: a new context for its next connections (the open ones
+        keep theirs); the listener keeps its client authentication, as Kafka's does."""
+        setup = Setup(running.listener, running.setup.mechanisms, running.setup.client_auth, stores)
+        try:
+            context = setup.context()
+        except (OSError, ValueError) as e:  # checked before the change was taken: its files changed meanwhile
+            log.error("listener %s keeps its TLS context: the new one cannot be made (%s)", running.listener.name,
+                      _reason(e))
+            return
+        running.setup, running.context = setup, context
+        log.info("listener %s: new TLS key store and trust store, for the connections from now on",
+                 running.listener.name)
+
+    def _overrides_value(self):
+        try:
+            return self.config["max.connections.per.ip.overrides"]
+        except KeyError:
+            return None
+
+    def _update_overrides(self):
+        """max.connections.per.ip.overrides as it now is, if it changed: its addresses at once, its host names
+        once resolved (as Kafka does, when the change is made)."""
+        text = self._overrides_value()
+        if text is None or text == self._overrides_text:
+            return
+        self._overrides_text = text
+        numeric, named = _numeric_overrides(text)
+        self._overrides_version += 1
+        self._ip_overrides = numeric
+        if named:
+            version = self._overrides_version
+            task = asyncio.get_running_loop().create_task(self._resolve_overrides(version))
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+
+    async def _resolve_overrides(self, version):
+        resolved = await asyncio.to_thread(_ip_overrides, self.config)
+        if version == self._overrides_version:  # not changed again meanwhile
+            self._ip_overrides = resolved
 
     async def _housekeep(self):
         """Once every HOUSEKEEPING_SECONDS: close idle connections, then the state's housekeeping
@@ -310,9 +498,11 @@ class Server:
                 self._idled.add(stream)
                 stream.close()  # its read then ends, and its task says why
 
-    async def _accept(self, sock, listener, mechanisms, context):
-        """Accept connections on a listening socket until cancelled; each is served by a task of its own."""
+    async def _accept(self, sock, running):
+        """Accept connections on a listening socket of an open listener until cancelled; each is served by a task
+        of its own, with the listener's TLS context as it is when the connection comes."""
         loop = asyncio.get_running_loop()
+        listener = running.listener
         backoff = failing_since = None
         while True:
             await self._connection_slot()
@@ -348,7 +538,7 @@ class Server:
             if not self._admit(conn, ip, listener):
                 continue
             _tune(conn, self.config["socket.send.buffer.bytes"])
-            task = loop.create_task(self._open(conn, ip, listener, mechanisms, context))
+            task = loop.create_task(self._open(conn, ip, running))
             self._tasks.add(task)
             task.add_done_callback(self._task_done)
 
@@ -369,7 +559,7 @@ class Server:
         which Kafka's inter-broker listener (the one named PLAINTEXT, by Kafka's default) is spared when there are
         several."""
         rates = [self._creation_rates.setdefault(listener.name, Rate())]
-        if listener.name != INTER_BROKER_LISTENER or len(self.config.listeners) == 1:
+        if listener.name != INTER_BROKER_LISTENER or len(self._open_listeners) == 1:
             rates.append(self._creation_rate)
         return rates
 
@@ -455,10 +645,12 @@ class Server:
             log.error("a connection's task failed: %s: %s", type(error).__name__, error,
                       exc_info=(type(error), error, error.__traceback__))
 
-    async def _open(self, conn, ip, listener, mechanisms, context):
-        """A Stream over an accepted socket (after the TLS handshake, on a TLS listener), then serve it. The
-        handshake may take connections.max.idle.ms at most: a client that stalls in it is closed as an idle one."""
+    async def _open(self, conn, ip, running):
+        """A Stream over an accepted socket (after the TLS handshake, on a TLS listener, with the listener's context
+        as it is now), then serve it. The handshake may take connections.max.idle.ms at most: a client that stalls
+        in it is closed as an idle one."""
         loop = asyncio.get_running_loop()
+        context = running.context
         try:
             connection = ServerConnection(max_frame=self.config["socket.request.max.bytes"])
             stream = Stream(connection, self._queue)
@@ -475,16 +667,26 @@ class Server:
                     log.info("connection from %s not started: %s", _peer(conn), e)
                 conn.close()
                 return
-            await self._serve(listener, mechanisms, connection, stream)
+            if running.closed:  # the listener closed during the handshake
+                stream.close()
+                return
+            running.streams.add(stream)
+            try:
+                await self._serve(running.listener, running.setup.mechanisms, connection, stream)
+            finally:
+                running.streams.discard(stream)
         finally:
             self._closed(ip)
 
     async def stop(self):
-        for _, task in self._listening:
+        self.state.network = None
+        self._closing = True  # a listener still being opened closes once it is
+        listening = [pair for running in self._open_listeners.values() for pair in running.listening]
+        for _, task in listening:
             task.cancel()
         # Each socket is closed once its accept has let go of it (so no other socket's descriptor is unwatched).
-        await asyncio.gather(*(task for _, task in self._listening), return_exceptions=True)
-        for sock, _ in self._listening:
+        await asyncio.gather(*(task for _, task in listening), return_exceptions=True)
+        for sock, _ in listening:
             sock.close()
         for conn, timer in list(self._held.items()):
             timer.cancel()
@@ -492,7 +694,6 @@ class Server:
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         # Closing the sockets ends each connection's task; waking the waiting requests ends theirs.
-        self._closing = True
         for stream in list(self._connections):
             stream.close()
         self._wake_all()

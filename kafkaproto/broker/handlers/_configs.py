@@ -5,12 +5,14 @@ recompression) is INVALID_CONFIG rather than stored and ignored.
 
 A broker takes the settings Kafka changes while it runs (config.live_change_refusal says which): for itself
 (named by its id) or for every broker (""), as Kafka takes them. Any other, and a value that is not valid, is
-INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID_CONFIG).
+INVALID_REQUEST for a broker, as Kafka answers (a topic's wrong value is INVALID_CONFIG); so is a change of its
+listeners Kafka would refuse (listeners.py).
 """
 
 from ... import errors
 from .. import client_metrics, group_config
 from ..config import SETTINGS, ConfigError, live_change_refusal, parse_value
+from ..listeners import check_change
 from ..topic_configs import topic_config_error
 from ..state import acls
 from ..state.cluster import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
@@ -60,7 +62,9 @@ def alter_topic(state, name, changes, validate_only):
 
 
 def alter_broker(state, name, changes, validate_only):
-    """(error, message) of setting changes on this broker, or on every broker's defaults (name "")."""
+    """(error, message) of setting changes on this broker, or on every broker's defaults (name ""). The listeners
+    are checked as Kafka checks them before it takes a change (listeners.check_change) against those the server
+    runs, which applies the change once it is made."""
     refused = [problem for key in changes if (problem := live_change_refusal(key, cluster_wide=name == ""))]
     if refused:
         return errors.INVALID_REQUEST, "; ".join(map(str, refused))
@@ -75,8 +79,21 @@ def alter_broker(state, name, changes, validate_only):
         why = setting is not None and setting.topic_key and topic_config_error(setting.topic_key, value)
         if why:
             return errors.INVALID_REQUEST, why
+    cluster = state.cluster
+    default, own = cluster.default_broker_configs, cluster.broker_configs
+    if name == "":
+        default = {k: v for k, v in {**default, **changes}.items() if v is not None}
+    else:
+        own = {k: v for k, v in {**own, **changes}.items() if v is not None}
+    network = getattr(state, "network", None)
+    refused = check_change(state.config, cluster.configs, {**default, **own},
+                           running=None if network is None else network.running())
+    if refused:
+        return errors.INVALID_REQUEST, "; ".join(map(str, refused))
     if not validate_only:
-        state.cluster.set_configs(BROKER_RESOURCE, name, changes)
+        cluster.set_configs(BROKER_RESOURCE, name, changes)
+        if network is not None:
+            network.reconfigure()
     return errors.NONE, None
 
 

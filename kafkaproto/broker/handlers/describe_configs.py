@@ -12,8 +12,7 @@ as Kafka names them); its internal.segment.bytes is listed only where it is set,
 from ... import errors
 from ...messages import ApiKey, DescribeConfigsResponse
 from ..client_metrics import CONFIGS as CLIENT_METRICS_CONFIGS, shown as client_metrics_value
-from ..config import (AUTHORIZER_SETTINGS, LISTENER_PREFIX, OWN_SETTINGS, SETTINGS, default_text,
-                      live_change_refusal)
+from ..config import AUTHORIZER_SETTINGS, LISTENER_PREFIX, OWN_SETTINGS, SETTINGS, default_text, is_read_only
 from ..dispatch import handles
 from ..group_config import GROUP_CONFIGS, effective
 from ..kafka_broker_configs import KAFKA_BROKER_CONFIGS
@@ -120,7 +119,7 @@ def _broker(ctx, request, resource):
         # as Kafka: only the keys it changes while running are not read-only (of them, here, those this broker
         # acts on live), and this broker's own that it changes live
         read_only = (name not in KAFKA_BROKER_CONFIGS and not (name in OWN_SETTINGS and SETTINGS[name].dynamic)
-                     or live_change_refusal(name, cluster_wide=False) is not None)
+                     or is_read_only(name))
         out.append(_entry(ctx, name, value, source, kind, synonyms if request.include_synonyms else (),
                           read_only=read_only, sensitive=sensitive))
     return errors.NONE, None, out
