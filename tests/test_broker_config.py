@@ -216,7 +216,6 @@ def test_a_rule_between_settings_names_both_and_their_sources():
     ("sasl.enabled.mechanisms", "PLAIN,GSSAPI", "the SASL mechanisms implemented here are PLAIN, SCRAM-SHA-256"),
     ("kafkaproto.open.segment.files.max", "0", "must be at least 1 or -1"),
     ("delete.topic.partition.check.interval.ms", "0", "must be at least 1"),
-    ("default.replication.factor", "3", "a single-node cluster keeps one replica"),
     ("log.retention.ms", "0", "the retention time must be unlimited (negative) or at least 1 ms"),
     ("log.roll.ms", "0", "must be at least 1"),
     ("log.dirs", "", "empty; at least one value is needed"),

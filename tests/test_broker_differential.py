@@ -1830,6 +1830,34 @@ def test_reserved_and_colliding_topic_names(sides):
                                                          "min.insync.replicas", "unclean.leader.election.enable"])
 
 
+def test_replication_factors_and_assignments_refused(sides):
+    """A one-broker cluster refuses more replicas than it has, a factor below 1, and manual assignments naming a
+    broker it does not have, one twice, none, or lists of different lengths: Kafka's codes, and from 4.x its
+    messages."""
+    C = CreateTopicsRequest
+
+    def topic(name, count=-1, factor=-1, assignments=()):
+        return C.CreatableTopic(name=f"diff-rf-{name}", num_partitions=count, replication_factor=factor,
+                                assignments=[C.CreatableReplicaAssignment(partition_index=i, broker_ids=b)
+                                             for i, b in enumerate(assignments)])
+    mine = int(node_id(sides[1]))
+    assert mine == int(node_id(sides[0]))
+    other = 7 if mine != 7 else 8
+    body = C(topics=[topic("two", 1, 2), topic("zero", 1, 0), topic("below", 1, -2),
+                     topic("unknown", assignments=[[mine, other]]), topic("twice", assignments=[[mine, mine]]),
+                     topic("none", assignments=[[]]), topic("uneven", assignments=[[mine], []]),
+                     topic("fine", assignments=[[mine], [mine]])], timeout_ms=5000, validate_only=True)
+    k, o = both(sides, body, 7, "CreateTopics of replication factors and assignments")
+    codes = [(t.name, t.error_code) for t in o.topics]
+    assert [code for _, code in codes] == [38, 38, 38, 39, 39, 39, 39, 0], codes
+    if not sides[0].version.startswith("3."):
+        kafka = [(t.name, t.error_message) for t in k.topics]
+        ours = [(t.name, t.error_message.replace(f"broker {other}", "broker <other>") if t.error_message else None)
+                for t in o.topics]
+        kafka = [(n, m.replace(f"broker {other}", "broker <other>") if m else None) for n, m in kafka]
+        assert kafka == ours
+
+
 def test_share_coordinator_found_and_its_topic_served(sides):
     """Kafka's brokers look for a share partition's coordinator with FindCoordinator key type 2 (v6 on), keyed
     ``group:topic id:partition``; the first such lookup makes __share_group_state. Keys not of that form, and older

@@ -135,11 +135,6 @@ def _check_ip_overrides(text):
     parse_ip_overrides(text)
 
 
-def _check_replication_factor(value):
-    if value != 1:
-        raise Invalid("a single-node cluster keeps one replica of each partition, so it must be 1", kafka=False)
-
-
 def _check_offsets_partitions(value):
     if value != 1:
         raise Invalid("this broker keeps every group's records in one log, so __consumer_offsets has one partition",
@@ -190,6 +185,9 @@ MIN_SEGMENT_BYTES = 1 << 20
 SETTINGS = {
     "node.id": Setting("int", 1, doc="this broker's id; also the controller's and every coordinator's",
                        at_least=0),
+    "kafkaproto.nodes": Setting("int", 1, at_least=1, at_most=64, doc="how many brokers this process serves as "
+                                "one cluster, with the ids node.id, node.id + 1, ...; each has its own listeners "
+                                "(their ports one apart, or each any free one for port 0)"),
     "listeners": Setting("list", "PLAINTEXT://127.0.0.1:9092", non_empty=True, check=_check_endpoints,
                          doc="where to accept connections (port 0: any free one)", dynamic=True),
     "advertised.listeners": Setting("list", None, non_empty=True, check=_check_advertised,
@@ -199,7 +197,8 @@ SETTINGS = {
     "log.dirs": Setting("list", None, non_empty=True, doc="the data directory (one; the first of a list)"),
     "log.dir": Setting("list", "kafkaproto-data", non_empty=True),
     "num.partitions": Setting("int", 1, doc="partitions of a topic created without a count", at_least=1),
-    "default.replication.factor": Setting("int", 1, check=_check_replication_factor),
+    "default.replication.factor": Setting("int", 1, doc="replicas of a topic created without a count (more than "
+                                          "the brokers running: the creation fails, as on Kafka)"),
     "auto.create.topics.enable": Setting("boolean", True),
     "log.segment.bytes": Setting("int", 1 << 30, "segment.bytes", at_least=MIN_SEGMENT_BYTES),
     "log.index.interval.bytes": Setting("int", 4096, "index.interval.bytes", at_least=0),
@@ -325,6 +324,11 @@ SETTINGS = {
         "int", 1, at_least=1, check=_check_transaction_partitions, doc="the partitions of __transaction_state: 1, "
         "where Kafka's default is 50 (Kafka spreads transactional ids over partitions to spread them over brokers; "
         "this broker keeps every transactional id's records in one log)"),
+    # Replicas of the internal topics, over as many brokers as run when one is made (Kafka refuses to make one
+    # with fewer): the brokers a coordinator fails over to (state/replicas.py).
+    "offsets.topic.replication.factor": Setting("int", 3, at_least=1, at_most=32767),
+    "transaction.state.log.replication.factor": Setting("int", 3, at_least=1, at_most=32767),
+    "share.coordinator.state.topic.replication.factor": Setting("int", 3, at_least=1, at_most=32767),
     "share.coordinator.state.topic.num.partitions": Setting(
         "int", 1, at_least=1, check=_check_share_state_partitions, doc="the partitions of __share_group_state: 1, "
         "where Kafka's default is 50 (this broker keeps every share partition's state in one log)"),

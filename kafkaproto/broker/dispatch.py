@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..messages import ApiKey
 from ..registry import api
+from .routing import route
 from .state.quotas import REQUEST
 
 
@@ -90,10 +91,12 @@ class Context:
     """What a handler knows besides the request: the state, the header, and whether it may still wait."""
 
     __slots__ = ("state", "header", "version", "final", "session", "client_host", "memo", "regions",
-                 "throttle_ms", "handler_ns", "began_ns", "request_counted")
+                 "throttle_ms", "handler_ns", "began_ns", "request_counted", "node_id")
 
-    def __init__(self, state, header, final=False, session=None, client_host="", regions=None):
+    def __init__(self, state, header, final=False, session=None, client_host="", regions=None, node_id=None):
         self.state = state
+        # the broker of the cluster the request came to (state/replicas.py); the first one by default
+        self.node_id = state.node_id if node_id is None else node_id
         self.header = header
         self.version = header.request_api_version
         self.final = final
@@ -175,9 +178,13 @@ class Context:
                                                 name)
 
     @property
+    def listener_name(self):
+        return self.session.listener.name if self.session is not None else None
+
+    @property
     def endpoint(self):
-        """(host, port) of this broker as advertised on the listener the request came in on."""
-        return self.state.endpoint_for(self.session.listener.name if self.session is not None else None)
+        """(host, port) of the broker the request came to, as advertised on the listener it came in on."""
+        return self.state.endpoint_for(self.listener_name, self.node_id)
 
 
 def advertised(state):
@@ -219,7 +226,16 @@ def dispatch(ctx, body):
         raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
     faults = ctx.state.faults
     if faults or faults.decided(ctx):  # a test's faults or controls (faults.py) come before the handler
-        return faults.apply(ctx, body, lambda request: _handle(handler, ctx, request))
+        return faults.apply(ctx, body, lambda request: _routed(handler, ctx, request))
+    return _routed(handler, ctx, body)
+
+
+def _routed(handler, ctx, body):
+    """In a cluster of several brokers, what another broker should answer is answered so here (routing.py)."""
+    if len(ctx.state.cluster.nodes) > 1:
+        answer = route(ctx, body, lambda request: _handle(handler, ctx, request))
+        if answer is not None:
+            return answer
     return _handle(handler, ctx, body)
 
 

@@ -12,7 +12,10 @@ import tempfile
 import threading
 
 from .config import BrokerConfig, ConfigError
+from ..uuid import Uuid
 from .faults import Control, Fault
+from .state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
+from .state.replicas import move_leader
 from .server import ListenError, Server
 from .state import BrokerState
 
@@ -36,6 +39,8 @@ async def serve(config, ready=None, stop=None):
         host, port = state.endpoint
         log.info("kafkaproto broker started on %s:%d (cluster id %s, node id %d, data in %s)", host, port,
                  state.cluster.cluster_id, state.node_id, os.path.abspath(config.log_dir))
+        for node, (host, port) in list(server.node_endpoints.items())[1:]:
+            log.info("broker %d of the cluster on %s:%d", node, host, port)
         if ready is not None:
             ready(server)
         await (stop or asyncio.Event()).wait()
@@ -67,9 +72,11 @@ class Broker:
     otherwise it runs on an event loop in a thread of this process.
     """
 
-    def __init__(self, overrides=None, *, log_dir=None, subprocess=False):
+    def __init__(self, overrides=None, *, log_dir=None, subprocess=False, nodes=None):
         self.overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0",
                           **(overrides or {})}
+        if nodes is not None:
+            self.overrides["kafkaproto.nodes"] = str(nodes)
         self._tmp = None
         if log_dir is None and "log.dirs" not in self.overrides:
             self._tmp = tempfile.TemporaryDirectory(prefix="kafkaproto-broker-")
@@ -82,10 +89,14 @@ class Broker:
         self.ports = {}  # listener name -> port (the in-process broker; the first listener's is self.port)
         self.process = None
         self._thread = self._loop = self._stop = None
-        self._state = None
+        self._state = self._server = None
+        self.nodes = {}  # node id -> (host, port) of each broker of the cluster (in-process brokers)
 
     @property
     def bootstrap_servers(self):
+        """"host:port" of its first listener; with several brokers, of each broker's, comma-separated."""
+        if len(self.nodes) > 1:
+            return ",".join(f"{host}:{port}" for host, port in self.nodes.values())
         return f"{self.host}:{self.port}"
 
     def start(self, timeout=30):
@@ -101,7 +112,8 @@ class Broker:
         failure = []
 
         def ready(server):
-            self._state = server.state
+            self._state, self._server = server.state, server
+            self.nodes = server.node_endpoints
             self.host, self.port = server.state.endpoint
             self.ports = {listener.name: listener.port for listener in server.state.advertised}
             started.set()
@@ -163,6 +175,50 @@ class Broker:
         return asyncio.run_coroutine_threadsafe(_call(telemetry.pushed, client_instance_id),
                                                 self._loop).result(timeout)
 
+    # ---- a cluster of several brokers (kafkaproto.nodes; state/replicas.py) -----------------------------------
+
+    def _on_loop(self, function, *args, timeout=30):
+        """function(*args) run on the broker's event loop (its state belongs to that thread); its result."""
+        if self._server is None or self._thread is None:
+            raise RuntimeError("this needs a running broker started in this process (subprocess=False)")
+        if asyncio.iscoroutinefunction(function):
+            return asyncio.run_coroutine_threadsafe(function(*args), self._loop).result(timeout)
+        return asyncio.run_coroutine_threadsafe(_call(function, *args), self._loop).result(timeout)
+
+    def _partition(self, topic, partition):
+        cluster = self._state.cluster
+        found = cluster.by_id.get(topic) if isinstance(topic, Uuid) else cluster.topics.get(topic)
+        if found is None or not 0 <= partition < len(found.partitions):
+            raise KeyError(f"no partition {partition} of topic {topic!r}")
+        return found.partitions[partition]
+
+    def leader(self, topic, partition=0):
+        """(leader node id, leader epoch) of a partition (topic by name or Uuid); -1 when none runs."""
+        found = self._on_loop(self._partition, topic, partition)
+        return found.leader, found.leader_epoch
+
+    def move_leader(self, topic, partition, node):
+        """Make node lead the partition (a new leader epoch), as a reassignment and election would; a broker that
+        is not a replica becomes one. Clients that ask the old leader get NOT_LEADER_OR_FOLLOWER."""
+        self._on_loop(lambda: move_leader(self._state.cluster, self._partition(topic, partition), node))
+        self._on_loop(self._server._wake_all)
+
+    def move_coordinator(self, kind, node):
+        """Move every group's ("group"), transactional id's ("transaction") or share partition's ("share")
+        coordinator to node: the leader of its internal topic's one partition moves there."""
+        name = {"group": OFFSETS_TOPIC, "transaction": TRANSACTIONS_TOPIC, "share": SHARE_STATE_TOPIC}[kind]
+        self._on_loop(lambda: move_leader(self._state.cluster,
+                                          self._state.cluster.serve_internal(name).partitions[0], node))
+        self._on_loop(self._server._wake_all)
+
+    def stop_node(self, node):
+        """Stop a broker of the cluster as if its process died: its listeners close with its connections, and
+        its partitions' leaders move to the other replicas in their ISR. start_node brings it back."""
+        self._on_loop(self._server.stop_node, node)
+
+    def start_node(self, node):
+        self._on_loop(self._server.start_node, node)
+
     # ---- faults and controls (faults.py) ----------------------------------------------------------------------
 
     def _faults(self):
@@ -219,14 +275,18 @@ class Broker:
         self.cleanup()
 
 
-DESCRIPTION = ("A single-node Kafka broker. Settings use Apache Kafka's server.properties keys; with none it "
-               "serves 127.0.0.1:9092 with its data in ./kafkaproto-data. Ctrl-C stops it cleanly.")
+DESCRIPTION = ("A Kafka broker, or a cluster of several in one process (--nodes). Settings use Apache Kafka's "
+               "server.properties keys; with none it serves 127.0.0.1:9092 with its data in ./kafkaproto-data. "
+               "Ctrl-C stops it cleanly.")
 
 
 def add_arguments(parser):
     parser.add_argument("properties", nargs="?", help="a server.properties file")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting on top of the file (repeatable)")
+    parser.add_argument("--nodes", type=int, metavar="N",
+                        help="serve a cluster of N brokers (kafkaproto.nodes), the i-th after the first on each "
+                             "listener's port + i")
 
 
 def run(args):
@@ -240,6 +300,8 @@ def run(args):
             print(f"kafkaproto broker: --override {item!r} is not KEY=VALUE", file=sys.stderr)
             return 2
         overrides[key.strip()] = value
+    if getattr(args, "nodes", None) is not None:
+        overrides["kafkaproto.nodes"] = str(args.nodes)
     try:
         config = BrokerConfig.load(args.properties, overrides)
     except ConfigError as e:

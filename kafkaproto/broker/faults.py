@@ -28,9 +28,9 @@ import copy
 import threading
 from typing import NamedTuple
 
-from .. import fields
 from ..registry import api
 from ..uuid import Uuid
+from .error_answers import add_partition_errors, set_errors, split, top_level_error
 
 
 class Delay(NamedTuple):
@@ -163,11 +163,12 @@ class Faults:
             return _close(what)
         if action == "whole":
             answer = run(body)
-            return answer if _waits(answer) else _set_errors(copy.deepcopy(answer), what, ctx.version)
+            return answer if _waits(answer) else set_errors(copy.deepcopy(answer), what, ctx.version)
         if action == "partitions":
             filtered, faulted, code = what
             answer = run(filtered)
-            return answer if _waits(answer) else _add_faulted(answer, faulted, code)
+            return answer if _waits(answer) else add_partition_errors(answer, faulted, lambda *_: (code, None),
+                                                                      ctx.version)
         return run(body)
 
     def _decide(self, ctx, body):
@@ -213,12 +214,12 @@ class Faults:
     def _fault_plan(self, ctx, body, fault):
         code = fault.error.code
         if not fault.scoped:
-            answer = _top_level_error(api(ctx.header.request_api_key).response, ctx.version, code)
+            answer = top_level_error(api(ctx.header.request_api_key).response, ctx.version, code)
             return ("answer", answer) if answer is not None else ("whole", code)
-        split = _split(body, fault, ctx.state)
-        if split is None:
+        found = split(body, fault.matches_partition, ctx.state)
+        if found is None:
             return None
-        filtered, faulted = split
+        filtered, faulted = found
         return "partitions", (filtered, faulted, code)
 
 
@@ -237,130 +238,3 @@ def _waits(answer):
     return isinstance(answer, (Wait, Close))
 
 
-def _top_level_error(response_class, version, code):
-    """A response with only its top-level error code set, where it has one at version; else None."""
-    for f in response_class._fields:
-        if f.attr == "error_code" and version in f.versions:
-            return response_class(error_code=code)
-    return None
-
-
-def _set_errors(answer, code, version):
-    """The answer with each of its error codes that version has set to code (changed in place)."""
-    for f in answer._fields:
-        if version not in f.versions:
-            continue
-        if f.struct is not None:
-            value = getattr(answer, f.attr)
-            for item in (value or ()) if f.array else (value,):
-                if item is not None:
-                    _set_errors(item, code, version)
-        elif fields.role_of(f, type(answer)) == fields.ERROR_CODE:
-            setattr(answer, f.attr, code)
-    return answer
-
-
-# ---- the partitions a request names ---------------------------------------------------------------------------
-
-def _shape(cls):
-    """(topics attr, topic struct, name attr, id attr, partitions attr, partition struct, index attr) of a request
-    or response that lists partitions under topics, or None."""
-    for attr, role, array, struct in fields.roles(cls):
-        if role != fields.STRUCT or not array:
-            continue
-        name = topic_id = None
-        for a, r, _, _ in fields.roles(struct):
-            if r == fields.TOPIC_NAME:
-                name = a
-            elif r == fields.TOPIC_ID:
-                topic_id = a
-        if name is None and topic_id is None:
-            continue
-        for a, r, arr, s in fields.roles(struct):
-            if r == fields.STRUCT and arr:
-                index = next((pa for pa, pr, parr, _ in fields.roles(s) if pr == fields.PARTITION and not parr),
-                             None)
-                if index is not None:
-                    return attr, struct, name, topic_id, a, s, index
-    return None
-
-
-def _split(body, fault, state):
-    """(the request without the partitions the fault matches, [(topic name, topic id, [indexes])] taken out), or
-    None when it names none of them."""
-    shape = _shape(type(body))
-    if shape is None:
-        return None
-    topics_attr, _, name_attr, id_attr, parts_attr, _, index_attr = shape
-    kept_topics, faulted = [], []
-    for topic in getattr(body, topics_attr) or ():
-        name = getattr(topic, name_attr) if name_attr else None
-        topic_id = getattr(topic, id_attr) if id_attr else None
-        if name is None and topic_id is not None:
-            found = state.cluster.by_id.get(topic_id)
-            name = found.name if found is not None else None
-        if topic_id is None and name is not None:
-            found = state.cluster.topics.get(name)
-            topic_id = found.topic_id if found is not None else None
-        kept, taken = [], []
-        for partition in getattr(topic, parts_attr) or ():
-            index = getattr(partition, index_attr)
-            (taken if fault.matches_partition(name, topic_id, index) else kept).append(partition)
-        if taken:
-            faulted.append((getattr(topic, name_attr) if name_attr else None,
-                            getattr(topic, id_attr) if id_attr else None, [getattr(p, index_attr) for p in taken]))
-            if kept:
-                topic = copy.copy(topic)
-                setattr(topic, parts_attr, kept)
-                kept_topics.append(topic)
-        else:
-            kept_topics.append(topic)
-    if not faulted:
-        return None
-    body = copy.copy(body)
-    setattr(body, topics_attr, kept_topics)
-    return body, faulted
-
-
-_UNKNOWN = ("leader_epoch", "timestamp", "log_append_time_ms")  # -1 in Kafka's error answers, as offsets are
-
-
-def _add_faulted(answer, faulted, code):
-    """The answer with an entry of error code for each partition taken out of its request."""
-    shape = _shape(type(answer))
-    if shape is None:
-        return answer
-    topics_attr, topic_class, name_attr, id_attr, parts_attr, part_class, index_attr = shape
-    topics = list(getattr(answer, topics_attr) or ())
-    for name, topic_id, indexes in faulted:
-        entry = next((t for t in topics if (name_attr and name is not None and getattr(t, name_attr) == name)
-                      or (id_attr and topic_id is not None and getattr(t, id_attr) == topic_id)), None)
-        if entry is None:
-            entry = topic_class()
-            if name_attr:
-                setattr(entry, name_attr, name)
-            if id_attr and topic_id is not None:
-                setattr(entry, id_attr, topic_id)
-            setattr(entry, parts_attr, [])
-            topics.append(entry)
-        partitions = list(getattr(entry, parts_attr) or ())
-        for index in indexes:
-            partitions.append(_errored(part_class, index_attr, index, code))
-        setattr(entry, parts_attr, partitions)
-    answer = copy.copy(answer)
-    setattr(answer, topics_attr, topics)
-    return answer
-
-
-def _errored(part_class, index_attr, index, code):
-    partition = part_class()
-    setattr(partition, index_attr, index)
-    for attr, role, array, _ in fields.roles(part_class):
-        if role == fields.ERROR_CODE:
-            setattr(partition, attr, code)
-        elif role == fields.OFFSET and not array:
-            setattr(partition, attr, -1)
-    for attr in _UNKNOWN:
-        if hasattr(partition, attr):
-            setattr(partition, attr, -1)
-    return partition

@@ -62,6 +62,7 @@ from .security import MECHANISMS, AuthenticationError, Session
 from .settings import Invalid
 from .state import CHANGED, WAKE_ALL
 from .state.clock import clock_ms
+from .state.replicas import start_node, stop_node
 from .state.data_dir import remove_directories
 from .state.quotas import MOST_WAIT_MS, Rate, wait_ms
 from .stream import RequestQueue, Stream
@@ -158,8 +159,9 @@ class _Open:
     authentication), the TLS context its next connections get, where it listens (bound: the port resolved), its
     listening sockets with their accept tasks, and its connections."""
 
-    def __init__(self, setup, context, bound):
+    def __init__(self, setup, context, bound, node):
         self.setup, self.context, self.bound = setup, context, bound
+        self.node = node  # the broker of the cluster it is a listener of (state/replicas.py)
         self.listening = []  # (listening socket, the task accepting on it)
         self.streams = set()
         self.closed = False
@@ -193,7 +195,8 @@ class Server:
         load_handlers()
         self.state = state
         self.config = state.config
-        self._open_listeners = {}  # name -> _Open, in the order opened
+        self._open_listeners = {}  # name -> _Open, in the order opened (the first broker's)
+        self._node_listeners = {}  # node id -> [_Open] of the cluster's other brokers (kafkaproto.nodes)
         self._opening = set()  # names of listeners being opened while running
         self._overrides_version = 0  # counts the changes of max.connections.per.ip.overrides (names resolve late)
         # stream -> when it last read (loop time), or None while it answers a request: the housekeeping closes
@@ -303,12 +306,14 @@ class Server:
         for listener in listeners:
             await self._open_listener(settings.setup(listener))
         self._advertise(settings)
+        await self._open_other_nodes()
         self.state.network = self
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
-    async def _open_listener(self, setup):
-        """Listen where setup says, with its TLS context (ConfigError when it cannot be made) and SASL mechanisms;
-        ListenError when the address cannot be listened on."""
+    async def _open_listener(self, setup, node=None, port=None):
+        """Listen where setup says (at port, for another broker of the cluster than the first), with its TLS context
+        (ConfigError when it cannot be made) and SASL mechanisms; ListenError when the address cannot be listened
+        on."""
         listener = setup.listener
         try:
             context = setup.context()
@@ -324,17 +329,79 @@ class Server:
         if unknown:
             raise ConfigError(f"listener {listener.name}: SASL mechanisms {', '.join(unknown)} are not "
                               f"implemented (known: {', '.join(MECHANISMS)})")
-        loop = asyncio.get_running_loop()
+        port = listener.port if port is None else port
         try:
-            sockets = await _listen(listener.host, listener.port, self.config["socket.receive.buffer.bytes"])
+            sockets = await _listen(listener.host, port, self.config["socket.receive.buffer.bytes"])
         except OSError as e:
-            raise ListenError(listener, e) from None
+            raise ListenError(Listener(listener.name, listener.host, port, listener.protocol), e) from None
         running = _Open(setup, context, Listener(listener.name, listener.host, sockets[0].getsockname()[1],
-                                                 listener.protocol))
-        for sock in sockets:
-            running.listening.append((sock, loop.create_task(self._accept(sock, running))))
-        self._open_listeners[listener.name] = running
+                                                 listener.protocol), self.state.node_id if node is None else node)
+        self._accepting(running, sockets)
+        if node is None or node == self.state.node_id:
+            self._open_listeners[listener.name] = running
         return running
+
+    def _accepting(self, running, sockets):
+        loop = asyncio.get_running_loop()
+        running.listening = [(sock, loop.create_task(self._accept(sock, running))) for sock in sockets]
+
+    # ---- the cluster's other brokers, and brokers stopped and started by a test --------------------------------
+
+    async def _open_other_nodes(self):
+        """The listeners of the cluster's other brokers (kafkaproto.nodes): each of the first broker's, at its
+        port + i for the i-th broker after it (any free one for port 0), advertised likewise."""
+        nodes = self.state.cluster.nodes.ids[1:]
+        first = list(self._open_listeners.values())
+        for i, node in enumerate(nodes, 1):
+            opened = self._node_listeners[node] = []
+            for running in first:
+                configured = running.setup.listener.port
+                opened.append(await self._open_listener(running.setup, node, configured + i if configured else 0))
+            by_name = {o.bound.name: o.bound for o in opened}
+            self.state.advertised_by_node[node] = [
+                Listener(a.name, a.host, by_name[a.name].port if a.name in by_name and (
+                    not self.config.advertised or by_name[a.name].port == a.port) else a.port + i, a.protocol)
+                for a in self.state.advertised]
+
+    def _of_node(self, node):
+        if node == self.state.node_id:
+            return list(self._open_listeners.values())
+        return self._node_listeners.get(node, [])
+
+    async def stop_node(self, node):
+        """Stop a broker of the cluster, as if its process died: its listeners stop accepting, its connections
+        close, and its partitions' leaders move to the other replicas of their ISR (state/replicas.py)."""
+        changed = stop_node(self.state.cluster, node)  # first: it raises for a broker not running
+        for running in self._of_node(node):
+            listening, running.listening = running.listening, []
+            for _, task in listening:
+                task.cancel()
+            # each socket closed once its accept has let go of it (so no other socket's descriptor is unwatched)
+            await asyncio.gather(*(task for _, task in listening), return_exceptions=True)
+            for sock, _ in listening:
+                sock.close()
+            for stream in list(running.streams):
+                stream.close()
+        log.info("broker %d stopped; %d partitions changed leader or ISR", node, len(changed))
+        self._wake_all()
+
+    async def start_node(self, node):
+        """Start a stopped broker again, on the addresses it had: it rejoins the ISR of its partitions."""
+        if node not in self.state.cluster.nodes.stopped:
+            raise ValueError(f"broker {node} is not stopped")
+        for running in self._of_node(node):
+            if not running.listening:
+                sockets = await _listen(running.bound.host, running.bound.port,
+                                        self.config["socket.receive.buffer.bytes"])
+                self._accepting(running, sockets)
+        changed = start_node(self.state.cluster, node)
+        log.info("broker %d started again; %d partitions changed leader or ISR", node, len(changed))
+        self._wake_all()
+
+    @property
+    def node_endpoints(self):
+        """{node id: (host, port)} of each broker's first listener, as advertised."""
+        return {node: self.state.endpoint_for(None, node) for node in self.state.cluster.nodes.ids}
 
     def _advertise(self, settings):
         """What clients are told to use (state.advertised): advertised.listeners (read only at start), else every
@@ -672,7 +739,7 @@ class Server:
                 return
             running.streams.add(stream)
             try:
-                await self._serve(running.listener, running.setup.mechanisms, connection, stream)
+                await self._serve(running.listener, running.setup.mechanisms, connection, stream, running.node)
             finally:
                 running.streams.discard(stream)
         finally:
@@ -681,7 +748,9 @@ class Server:
     async def stop(self):
         self.state.network = None
         self._closing = True  # a listener still being opened closes once it is
-        listening = [pair for running in self._open_listeners.values() for pair in running.listening]
+        listening = [pair for running in [*self._open_listeners.values(),
+                                          *(o for opened in self._node_listeners.values() for o in opened)]
+                     for pair in running.listening]
         for _, task in listening:
             task.cancel()
         # Each socket is closed once its accept has let go of it (so no other socket's descriptor is unwatched).
@@ -703,7 +772,7 @@ class Server:
             for task in late:
                 task.cancel()
 
-    async def _serve(self, listener, mechanisms, connection, stream):
+    async def _serve(self, listener, mechanisms, connection, stream, node=None):
         peer = stream.get_extra_info("peername")
         where = f"{peer[0]}:{peer[1]}" if peer else "?"
         session = Session(listener, self.state.credentials, mechanisms, where)
@@ -752,7 +821,7 @@ class Server:
                         return
                     continue
                 ctx = Context(self.state, event.header, session=session, client_host=client_host,
-                              regions=[] if sendfile else None)
+                              regions=[] if sendfile else None, node_id=node)
                 try:
                     response = await self._answer(ctx, event, where, stream)
                     if response is None:

@@ -22,7 +22,7 @@ from ..dispatch import handles
 from ..state.acls import ALTER, TOPIC
 from ..state.cluster import READ_WRITE
 from ..state.log import LogError
-from .create_topics import MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS, java_hash_set_order
+from .create_topics import MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS, assignment_error, java_hash_set_order
 
 log = logging.getLogger("kafkaproto.broker")
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -44,15 +44,30 @@ def _check(state, item, topic):
         return errors.INVALID_PARTITIONS, (f"topic {item.name!r} has {len(topic.partitions)} partitions; "
                                            f"{item.count} would not add any")
     if item.assignments is not None and len(item.assignments) != item.count - len(topic.partitions):
-        return errors.INVALID_REPLICA_ASSIGNMENT, f"one assignment per new partition, to broker {state.node_id}"
+        return errors.INVALID_REPLICA_ASSIGNMENT, (f"{len(item.assignments)} assignments for "
+                                                   f"{item.count - len(topic.partitions)} new partitions")
     return None
 
 
-def _placed(state, item):
-    """(error, message) for assignments naming another broker than this one, or None: checked after the quota."""
-    if item.assignments is not None and any(a.broker_ids != [state.node_id] for a in item.assignments):
-        return errors.INVALID_REPLICA_ASSIGNMENT, f"one assignment per new partition, to broker {state.node_id}"
-    return None
+def _placed(state, item, topic):
+    """(error, message) for assignments that cannot be the new partitions' (create_topics' checks, and as many
+    replicas as the topic has), or for more replicas than brokers run, or None: checked after the quota."""
+    factor = len(topic.partitions[0].replicas)
+    if item.assignments is None:
+        running = len(state.cluster.nodes.alive)
+        if factor > running:
+            return errors.INVALID_REPLICATION_FACTOR, (
+                f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} "
+                f"cannot be reached because only {running} broker(s) are registered or some brokers have all "
+                "their log directories cordoned.")
+        return None
+    lists = [a.broker_ids for a in item.assignments]
+    problem = assignment_error(state, lists)
+    if problem is None and any(len(replicas) != factor for replicas in lists):
+        problem = errors.INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes a partition with "
+                                                      f"{len(lists[0])} replica(s), but this is not consistent with "
+                                                      f"previous partitions, which have {factor} replica(s).")
+    return problem
 
 
 @handles(ApiKey.CREATE_PARTITIONS, versions=range(0, 4))
@@ -74,7 +89,7 @@ def create_partitions(ctx, request):
             if quota is not None and not quota.record(more, state.now_ms()):
                 error = errors.THROTTLING_QUOTA_EXCEEDED  # with no message, as Kafka answers
             else:
-                error, message = _placed(state, item) or (errors.NONE, None)
+                error, message = _placed(state, item, topic) or (errors.NONE, None)
         if error is errors.NONE:
             if over or added + more > MAX_RECORDS_PER_REQUEST:
                 error = errors.UNKNOWN_SERVER_ERROR
@@ -86,7 +101,8 @@ def create_partitions(ctx, request):
                 added += more
                 if not request.validate_only:
                     try:
-                        state.cluster.create_partitions(topic, item.count)
+                        state.cluster.create_partitions(topic, item.count, item.assignments and [
+                            a.broker_ids for a in item.assignments])
                     except (OSError, LogError) as e:
                         log.error("partitions of %s not created: %s", item.name, e)
                         error, message = errors.UNKNOWN_SERVER_ERROR, (f"partitions of {item.name!r} could not be "

@@ -66,7 +66,7 @@ def _error(name, error, message=None):
                   num_partitions=-1, replication_factor=-1, configs=[])  # an empty list, as Kafka answers
 
 
-def _check(state, node, item):
+def _check(state, item):
     """(error, message) for a topic that cannot be created, or None."""
     why = topic_name_error(item.name)
     if why:
@@ -80,20 +80,49 @@ def _check(state, node, item):
         indexes = sorted(a.partition_index for a in item.assignments)
         if indexes != list(range(len(indexes))):
             return errors.INVALID_REPLICA_ASSIGNMENT, "assignments must cover partitions 0 to n-1 once each"
-        if any(a.broker_ids != [node] for a in item.assignments):
-            return errors.INVALID_REPLICA_ASSIGNMENT, f"the only broker is {node}"
-        return None
+        return assignment_error(state, [a.broker_ids for a in item.assignments])
     if item.num_partitions == 0 or item.num_partitions < -1:
         return errors.INVALID_PARTITIONS, f"{item.num_partitions} partitions"
-    if item.replication_factor not in (-1, 1):
-        return errors.INVALID_REPLICATION_FACTOR, (f"replication factor {item.replication_factor} is larger than "
-                                                   "the one available broker" if item.replication_factor > 1
-                                                   else f"replication factor {item.replication_factor}")
+    factor = _replication_factor(state, item)
+    if factor <= 0:
+        return errors.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use the default "
+                                                   "value.")
+    running = len(state.cluster.nodes.alive)
+    if factor > running:
+        return errors.INVALID_REPLICATION_FACTOR, (
+            f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} "
+            f"cannot be reached because only {running} broker(s) are registered or some brokers have all their log "
+            "directories cordoned.")
     for config in item.configs:
         why = topic_config_error(config.name, config.value)
         if why:
             return errors.INVALID_CONFIG, why
     return None
+
+
+def assignment_error(state, assignments):
+    """(INVALID_REPLICA_ASSIGNMENT, Kafka's message) for replica lists that cannot be a topic's, or None."""
+    nodes = state.cluster.nodes
+    for replicas in assignments:
+        if not replicas:
+            return errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+        for node in replicas:
+            if replicas.count(node) > 1:
+                return errors.INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes the broker "
+                                                           f"{node} more than once.")
+            if not nodes.is_alive(node):
+                return errors.INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes broker {node}, "
+                                                           "but no such broker is registered.")
+    if len({len(replicas) for replicas in assignments}) > 1:
+        return errors.INVALID_REPLICA_ASSIGNMENT, ("All partitions in the manual partition assignment must have "
+                                                   "the same number of replicas.")
+    return None
+
+
+def _replication_factor(state, item):
+    if item.assignments:
+        return len(item.assignments[0].broker_ids)
+    return item.replication_factor if item.replication_factor != -1 else state.config["default.replication.factor"]
 
 
 def _partition_count(state, item):
@@ -139,7 +168,6 @@ def java_hash_set_order(names):
 @handles(ApiKey.CREATE_TOPICS, versions=range(2, 8))
 def create_topics(ctx, request):
     state = ctx.state
-    node = state.node_id
     # As Kafka's broker does before its controller sees the request: a name given twice is dropped, and answered
     # once after the other topics; so is __cluster_metadata, the metadata log's own name.
     counts = Counter(item.name for item in request.topics)
@@ -152,7 +180,7 @@ def create_topics(ctx, request):
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
             _error(item.name, errors.POLICY_VIOLATION, TOO_MANY_PARTITIONS) for item in topics] + last)
     everywhere = ctx.allowed(CREATE, CLUSTER, CLUSTER_NAME)
-    checked = [(item, _check(state, node, item) if everywhere or ctx.allowed(CREATE, TOPIC, item.name)
+    checked = [(item, _check(state, item) if everywhere or ctx.allowed(CREATE, TOPIC, item.name)
                 else (errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")) for item in topics]
     # The records the topics that can be created would take: over the limit, Kafka makes none of them.
     if sum(1 + len(_configs(item)) + _partition_count(state, item)
@@ -177,7 +205,10 @@ def create_topics(ctx, request):
             topic_id, effective = Uuid.random(), {**state.cluster.topic_defaults(), **configs}
         else:
             try:
-                topic = state.cluster.create_topic(item.name, count, configs)
+                assignments = [a.broker_ids for a in sorted(item.assignments, key=lambda a: a.partition_index)] \
+                    if item.assignments else None
+                topic = state.cluster.create_topic(item.name, count, configs, _replication_factor(state, item),
+                                                   assignments)
             except (OSError, LogError) as e:
                 log.error("topic %s not created: %s", item.name, e)
                 results.append(_error(item.name, errors.UNKNOWN_SERVER_ERROR,
@@ -186,7 +217,7 @@ def create_topics(ctx, request):
             topic_id, effective = topic.topic_id, state.cluster.topic_config(topic)
         results.append(Result(
             name=item.name, topic_id=topic_id, error_code=errors.NONE.code, error_message=None, num_partitions=count,
-            replication_factor=1,
+            replication_factor=_replication_factor(state, item),
             configs=[CreateTopicsResponse.CreatableTopicConfigs(
                 name=k, value=v, read_only=False, config_source=TOPIC_CONFIG if k in configs else DEFAULT_CONFIG,
                 is_sensitive=False) for k, v in sorted(effective.items())]))

@@ -9,6 +9,7 @@ from ...messages import ApiKey, DescribeTopicPartitionsResponse
 from ...uuid import Uuid
 from ..dispatch import handles
 from ..state.acls import DESCRIBE, TOPIC
+from .metadata import offline
 
 R = DescribeTopicPartitionsResponse
 UNKNOWN_OPERATIONS = -2147483648
@@ -17,7 +18,6 @@ UNKNOWN_OPERATIONS = -2147483648
 @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, versions=range(0, 1))
 def describe_topic_partitions(ctx, request):
     state = ctx.state
-    node = state.node_id
     names = sorted({t.name for t in request.topics} if request.topics else state.cluster.topics)
     start_name, start_partition = (request.cursor.topic_name, request.cursor.partition_index) if request.cursor \
         else (None, 0)
@@ -46,9 +46,9 @@ def describe_topic_partitions(ctx, request):
                 break
             budget -= 1
             partitions.append(R.DescribeTopicPartitionsResponsePartition(
-                error_code=errors.NONE.code, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
-                replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
-                offline_replicas=[]))
+                error_code=errors.NONE.code, partition_index=p.index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+                replica_nodes=p.replicas, isr_nodes=p.isr, eligible_leader_replicas=[], last_known_elr=[],
+                offline_replicas=offline(state, p)))
         topics.append(R.DescribeTopicPartitionsResponseTopic(
             error_code=errors.NONE.code, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal,
             partitions=partitions, topic_authorized_operations=UNKNOWN_OPERATIONS))

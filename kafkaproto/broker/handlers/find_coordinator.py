@@ -1,4 +1,5 @@
-"""FindCoordinator: this broker coordinates every group, every transactional id and every share partition.
+"""FindCoordinator: the broker leading the coordinator's internal topic (routing.py) coordinates every group,
+every transactional id or every share partition; in a cluster of one, this broker.
 
 v0-3 ask for one key; v4+ for a list of them, answered one by one. With an authorizer, a key the client may
 not DESCRIBE is GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED. A share partition (key type 2, from v6, when
@@ -17,11 +18,14 @@ from ... import errors
 from ...messages import ApiKey, FindCoordinatorResponse
 from ..dispatch import handles
 from ...uuid import Uuid
+from ..routing import coordinator
 from ..state import acls
 from ..state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
 from ..state.features import share_groups_enabled
+from ..state.replicas import NO_LEADER
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
+INTERNAL = {GROUP: OFFSETS_TOPIC, TRANSACTION: TRANSACTIONS_TOPIC, SHARE: SHARE_STATE_TOPIC}
 _INT32 = re.compile(r"[+-]?[0-9]+")  # as Java's Integer.parseInt reads a number
 
 
@@ -41,53 +45,37 @@ def _share_key_error(key):
 @handles(ApiKey.FIND_COORDINATOR, versions=range(0, 7))
 def find_coordinator(ctx, request):
     state = ctx.state
-    host, port = ctx.endpoint
-    node = state.node_id
-    if request.key_type == SHARE and ctx.version >= 6 and share_groups_enabled(state):
-        return _share_coordinators(ctx, request)
-    if request.key_type not in (GROUP, TRANSACTION):
-        error = errors.INVALID_REQUEST
-        if ctx.version < 4:
-            return FindCoordinatorResponse(throttle_time_ms=0, error_code=error.code, node_id=-1, host="", port=-1)
-        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
-            FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=error.code)
-            for k in request.coordinator_keys])
-    resource, refusal = ((acls.GROUP, errors.GROUP_AUTHORIZATION_FAILED) if request.key_type == GROUP
-                         else (acls.TRANSACTIONAL_ID, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    kind = request.key_type
+    if kind == SHARE and ctx.version >= 6 and share_groups_enabled(state):
+        allowed = ctx.allowed(acls.CLUSTER_ACTION, acls.CLUSTER, acls.CLUSTER_NAME)
 
-    def allowed(key):
-        found = ctx.allowed(acls.DESCRIBE, resource, key)
-        if found:
-            if request.key_type == GROUP:
-                state.cluster.serve_internal(OFFSETS_TOPIC)
-            else:
-                state.cluster.serve_internal(TRANSACTIONS_TOPIC)
-        return found
+        def refusal(key):
+            return _share_key_error(key) if allowed else errors.CLUSTER_AUTHORIZATION_FAILED
+    elif kind in (GROUP, TRANSACTION):
+        resource, refused = ((acls.GROUP, errors.GROUP_AUTHORIZATION_FAILED) if kind == GROUP
+                             else (acls.TRANSACTIONAL_ID, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+
+        def refusal(key):
+            return None if ctx.allowed(acls.DESCRIBE, resource, key) else refused
+    else:
+        def refusal(key):
+            return errors.INVALID_REQUEST
+
+    def answer(key):
+        """(error, node id, host, port) for a key."""
+        error = refusal(key)
+        if error is None:
+            node = coordinator(state, INTERNAL[kind])  # made now, as Kafka makes it for the first key found
+            if node != NO_LEADER:
+                return (errors.NONE, node, *state.endpoint_for(ctx.listener_name, node))
+            error = errors.COORDINATOR_NOT_AVAILABLE
+        return error, -1, "", -1
     if ctx.version < 4:
-        if not allowed(request.key):
-            return FindCoordinatorResponse(throttle_time_ms=0, error_code=refusal.code, node_id=-1, host="",
-                                           port=-1)
-        return FindCoordinatorResponse(throttle_time_ms=0, error_code=errors.NONE.code, node_id=node, host=host,
-                                       port=port)
-    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
-        FindCoordinatorResponse.Coordinator(key=k, node_id=node, host=host, port=port, error_code=errors.NONE.code)
-        if allowed(k) else
-        FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=refusal.code)
-        for k in request.coordinator_keys])
-
-
-def _share_coordinators(ctx, request):
-    state = ctx.state
-    host, port = ctx.endpoint
-    allowed = ctx.allowed(acls.CLUSTER_ACTION, acls.CLUSTER, acls.CLUSTER_NAME)
+        error, node, host, port = answer(request.key)
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error.code, node_id=node, host=host, port=port)
     coordinators = []
     for key in request.coordinator_keys:
-        error = _share_key_error(key) if allowed else errors.CLUSTER_AUTHORIZATION_FAILED
-        if error is None:
-            state.cluster.serve_internal(SHARE_STATE_TOPIC)
-            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=state.node_id, host=host,
-                                                                    port=port, error_code=errors.NONE.code))
-        else:
-            coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=-1, host="", port=-1,
-                                                                    error_code=error.code))
+        error, node, host, port = answer(key)
+        coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
+                                                                error_code=error.code))
     return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)

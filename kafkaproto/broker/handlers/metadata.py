@@ -35,18 +35,24 @@ UNKNOWN_OPERATIONS = -2147483648
 def describe_topic(state, topic, response=None, modes=False):
     """modes: give each partition's mode (partition deletion; the class must be the extension's)."""
     response = response or api(ApiKey.METADATA).response
-    node = state.node_id
     partitions = []
     for p in topic.partitions:
         partition = response.MetadataResponsePartition(
-            error_code=errors.NONE.code, partition_index=p.index, leader_id=node, leader_epoch=p.leader_epoch,
-            replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+            error_code=(errors.NONE if p.leader >= 0 else errors.LEADER_NOT_AVAILABLE).code, partition_index=p.index,
+            leader_id=p.leader, leader_epoch=p.leader_epoch, replica_nodes=p.replicas, isr_nodes=p.isr,
+            offline_replicas=offline(state, p))
         if modes:
             partition.mode = p.mode
         partitions.append(partition)
     return response.MetadataResponseTopic(
         error_code=errors.NONE.code, name=topic.name, topic_id=topic.topic_id, is_internal=topic.is_internal,
         partitions=partitions, topic_authorized_operations=UNKNOWN_OPERATIONS)
+
+
+def offline(state, partition):
+    """The replicas of a partition on brokers that are stopped."""
+    nodes = state.cluster.nodes
+    return [node for node in partition.replicas if not nodes.is_alive(node)]
 
 
 def unknown(error, name=None, topic_id=Uuid.ZERO, response=None):
@@ -91,10 +97,11 @@ def metadata(ctx, request):
                   if item.topic_id.int or item.name not in refused]
         topics += [_refused(item.name, response) for item in by_name if item.name in not_creatable]
         topics += [_refused(item.name, response) for item in by_name if item.name in hidden]
-    host, port = ctx.endpoint
-    broker = response.MetadataResponseBroker(node_id=state.node_id, host=host, port=port, rack=None)
-    return response(throttle_time_ms=0, brokers=[broker], cluster_id=state.cluster.cluster_id,
-                    controller_id=state.node_id, topics=topics, cluster_authorized_operations=UNKNOWN_OPERATIONS)
+    brokers = [response.MetadataResponseBroker(node_id=node, host=host, port=port, rack=None)
+               for node, host, port in state.brokers(ctx.listener_name)]
+    return response(throttle_time_ms=0, brokers=brokers, cluster_id=state.cluster.cluster_id,
+                    controller_id=state.cluster.nodes.controller, topics=topics,
+                    cluster_authorized_operations=UNKNOWN_OPERATIONS)
 
 
 def _refused(name, response):

@@ -67,6 +67,7 @@ class BrokerState:
         self.config = config
         self.faults = Faults()  # a test's faults and controls (faults.py), read by dispatch
         self.advertised = []  # Listener objects clients are told about, once bound
+        self.advertised_by_node = {}  # node id -> its Listeners, for the cluster's other brokers (state/replicas.py)
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
         # The server, while it serves: the listeners it runs (running) and what applies a change of this broker's
         # dynamic configs once made (reconfigure); see listeners.py
@@ -148,13 +149,20 @@ class BrokerState:
         """(host, port) clients are told to use (the first listener's)."""
         return self.endpoint_for(None)
 
-    def endpoint_for(self, listener_name):
-        """(host, port) advertised for a listener: clients are told about the listener they came in on."""
-        for listener in self.advertised:
+    def endpoint_for(self, listener_name, node=None):
+        """(host, port) advertised for a listener of node (this broker by default): clients are told about the
+        listener they came in on."""
+        advertised = self.advertised if node is None or node == self.node_id else self.advertised_by_node[node]
+        for listener in advertised:
             if listener.name == listener_name:
                 return listener.host, listener.port
-        listener = self.advertised[0]
+        listener = advertised[0]
         return listener.host, listener.port
+
+    def brokers(self, listener_name):
+        """[(node id, host, port)] of the running brokers on a listener, as Metadata lists them."""
+        return [(node, *self.endpoint_for(listener_name, node)) for node in self.cluster.nodes.alive
+                if node == self.node_id or node in self.advertised_by_node]
 
     def now_ms(self):
         return int(time.time() * 1000)

@@ -73,6 +73,7 @@ from .quotas import Quotas
 from .groups.offsets import OFFSETS_DIR
 from .data_dir import (DirectoryLock, MetadataLog, holds_no_records, looks_like_partition, read_partition_metadata,
                        records_size, write_partition_metadata, write_synced)
+from .replicas import NO_CHANGE, Nodes, apply_change, change_record
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
 from .shares import STATE_DIR as SHARE_STATE_DIR
 from .transactions import STATE_DIR
@@ -106,6 +107,9 @@ SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "compression.type": "pr
 INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: (OFFSETS_TOPIC_CONFIGS, "the group coordinator's log"),
                           TRANSACTIONS_TOPIC: (TRANSACTIONS_TOPIC_CONFIGS, "the transaction coordinator's log"),
                           SHARE_STATE_TOPIC: (SHARE_STATE_TOPIC_CONFIGS, "the share coordinator's log")}
+INTERNAL_REPLICATION = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
+                        TRANSACTIONS_TOPIC: "transaction.state.log.replication.factor",
+                        SHARE_STATE_TOPIC: "share.coordinator.state.topic.replication.factor"}
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
 CLIENT_METRICS_RESOURCE = 16
@@ -119,19 +123,23 @@ READ_WRITE, READ_ONLY, NONE_MODE = 0, 1, -1
 
 
 class Partition:
-    """One partition this broker leads: its log (or why it cannot be served), and with the log its producers'
-    state (producers.PartitionProducers) and its open and aborted transactions
+    """One partition: its replicas, ISR and leader (state/replicas.py), its log (or why it cannot be served), and
+    with the log its producers' state (producers.PartitionProducers) and its open and aborted transactions
     (transactions.PartitionTransactions), which BrokerState sets when the log opens."""
 
     __slots__ = ("topic", "index", "log", "error", "leader_epoch", "mode", "delete_at_ms", "producers",
-                 "transactions")
+                 "transactions", "replicas", "isr", "leader", "partition_epoch")
 
-    def __init__(self, topic, index):
+    def __init__(self, topic, index, replicas=()):
         self.topic = topic
         self.index = index
         self.log = None
         self.error = errors.NONE  # INCONSISTENT_TOPIC_ID when the directory holds another topic's data
+        self.replicas = list(replicas)  # the brokers that hold it (state/replicas.py), in preference order
+        self.isr = list(replicas)
+        self.leader = self.replicas[0] if self.replicas else -1
         self.leader_epoch = 0
+        self.partition_epoch = 0
         self.mode = READ_WRITE
         self.delete_at_ms = None  # when a ReadOnly partition turns None and its data goes
         self.producers = None
@@ -197,7 +205,7 @@ def creation_refused(name, existing, colliding):
 
 
 class Cluster:
-    """The topics, partitions, configs and producer-id blocks of a one-node cluster, on disk in log_dir."""
+    """The brokers, topics, partitions, configs and producer-id blocks of the cluster, on disk in log_dir."""
 
     def __init__(self, config, files=None):
         self.config = config
@@ -213,6 +221,7 @@ class Cluster:
 
     def _start(self, config):
         self.node_id = config.node_id
+        self.nodes = Nodes(config.node_id, config["kafkaproto.nodes"])
         self.cluster_id = self._meta_properties()
         self.topics = {}  # name -> Topic
         self.by_id = {}  # Uuid -> Topic
@@ -319,10 +328,16 @@ class Cluster:
             while len(topic.partitions) <= record.partition_id:
                 topic.partitions.append(Partition(topic, len(topic.partitions)))
             partition = topic.partitions[record.partition_id]
-            partition.leader_epoch = record.leader_epoch
+            partition.replicas, partition.isr, partition.leader = list(record.replicas), list(record.isr), \
+                record.leader
+            partition.leader_epoch, partition.partition_epoch = record.leader_epoch, record.partition_epoch
             partition.mode = getattr(record, "mode", READ_WRITE)  # the field of the partition_deletion extension
             while topic.partitions and topic.partitions[-1].mode == NONE_MODE:
                 topic.partitions.pop()  # deleted partitions are gone, so the count shrinks
+        elif kind == "PartitionChangeRecord":
+            partition = self.by_id[record.topic_id].partitions[record.partition_id]
+            if apply_change(partition, record) and partition.log is not None:
+                partition.log.epochs.assign(partition.leader_epoch, partition.log.log_end_offset)
         elif kind == "DeleteTopicPartitionsRecord":
             for partition in self.by_id[record.topic_id].partitions[record.delete_partitions:]:
                 if partition.delete_at_ms is None:  # those already going keep their time
@@ -534,8 +549,10 @@ class Cluster:
         a name that collides with a topic's once '.' and '_' are alike."""
         return creation_refused(name, self.topics, lambda key: self.collision_names.get(key, ()))
 
-    def create_topic(self, name, partitions, configs=None):
-        """The new Topic; raises OSError (or LogError) when it cannot be made, leaving nothing of it behind, and
+    def create_topic(self, name, partitions, configs=None, replication_factor=1, assignments=None):
+        """The new Topic, its partitions placed on replication_factor brokers each (or on assignments: a list of
+        replica ids per partition); raises ValueError when fewer brokers run (Nodes.place), OSError (or LogError)
+        when it cannot be made, leaving nothing of it behind, and
         TopicNameRefused (a LogError) for a name of the broker's own logs or of a topic that exists. Names that
         collide once '.' and '_' are alike are the caller's to refuse (creation_refused): Kafka checks the topics
         of one request against those before it, so two of one request may collide."""
@@ -544,10 +561,11 @@ class Cluster:
         topic_id = Uuid.random()
         while topic_id in self.by_id:
             topic_id = Uuid.random()
-        node = self.node_id
+        placed = assignments or self.nodes.place(partitions, replication_factor)
         records = [TopicRecord(name=name, topic_id=topic_id)]
-        records += [PartitionRecord(partition_id=i, topic_id=topic_id, replicas=[node], isr=[node], leader=node,
-                                    leader_epoch=0, partition_epoch=0) for i in range(partitions)]
+        records += [PartitionRecord(partition_id=i, topic_id=topic_id, replicas=replicas, isr=self._in_sync(replicas),
+                                    leader=self._in_sync(replicas)[0], leader_epoch=0, partition_epoch=0)
+                    for i, replicas in enumerate(placed)]
         records += [ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=name, name=k, value=v)
                     for k, v in (configs or {}).items()]
         logs = self._make_logs(name, topic_id, range(partitions), {**self.topic_defaults(), **(configs or {})})
@@ -561,21 +579,40 @@ class Cluster:
             self._attach(partition, logs[partition.index])
         return topic
 
-    def create_partitions(self, topic, count):
-        """Grow topic to count partitions; raises OSError (or LogError) when they cannot all be made, leaving
-        the topic as it was."""
-        node = self.node_id
+    def create_partitions(self, topic, count, assignments=None):
+        """Grow topic to count partitions, placed as many times as its first partition is (or on assignments);
+        raises ValueError when fewer brokers run, OSError (or LogError) when they cannot all be made, leaving the
+        topic as it was."""
         start = len(topic.partitions)
+        placed = assignments or self.nodes.place(count - start, len(topic.partitions[0].replicas), start)
         logs = self._make_logs(topic.name, topic.topic_id, range(start, count), self.topic_config(topic))
         try:
-            self._commit([PartitionRecord(partition_id=i, topic_id=topic.topic_id, replicas=[node], isr=[node],
-                                          leader=node, leader_epoch=0, partition_epoch=0)
-                          for i in range(start, count)])
+            self._commit([PartitionRecord(partition_id=i, topic_id=topic.topic_id, replicas=replicas,
+                                          isr=self._in_sync(replicas), leader=self._in_sync(replicas)[0],
+                                          leader_epoch=0, partition_epoch=0)
+                          for i, replicas in zip(range(start, count), placed)])
         except BaseException:
             self._unmake(topic.name, logs)
             raise
         for partition in topic.partitions[start:]:
             self._attach(partition, logs[partition.index])
+
+    def _in_sync(self, replicas):
+        """The running ones of a new partition's replicas (all of them, placed on running brokers), or [-1]."""
+        return [node for node in replicas if self.nodes.is_alive(node)] or [-1]
+
+    def change_partition(self, partition, leader=NO_CHANGE, isr=None, replicas=None):
+        """Change a partition's leader, ISR or replicas (state/replicas.py): a PartitionChangeRecord in the metadata
+        log, or for an internal topic (kept out of it) in memory only. True when anything changed."""
+        record = change_record(partition, leader, isr, replicas)
+        if record is None:
+            return False
+        if partition.topic.is_internal:
+            if apply_change(partition, record) and partition.log is not None:
+                partition.log.epochs.assign(partition.leader_epoch, partition.log.log_end_offset)
+        else:
+            self._commit([record])
+        return True
 
     # --- Kafka's internal topics __consumer_offsets, __transaction_state and __share_group_state
 
@@ -614,7 +651,8 @@ class Cluster:
             write_partition_metadata(directory, topic_id)
         topic = Topic(name, topic_id)
         topic.configs = configs
-        partition = Partition(topic, 0)
+        factor = min(self.config[INTERNAL_REPLICATION[name]], len(self.nodes.alive)) or 1
+        partition = Partition(topic, 0, self.nodes.alive[:factor] or [self.node_id])
         topic.partitions.append(partition)
         self.topics[name] = self.by_id[topic_id] = topic
         partition_log.segment_bytes = segment_size(self.topic_config(topic))
@@ -631,13 +669,13 @@ class Cluster:
     def delete_partitions(self, topic, first, delay_ms, now_ms):
         """Partition deletion: partitions first.. turn ReadOnly now and None after delay_ms (at the next check
         after it), when their data goes."""
-        node = self.node_id
         deletion = registry.message_class("DeleteTopicPartitionsRecord")
         partition_record = registry.message_class("PartitionRecord")
         records = [deletion(topic_id=topic.topic_id, delete_partitions=first,
                             delete_partitions_delay_timestamp=now_ms + delay_ms, create_timestamp=now_ms)]
-        records += [partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=[node], isr=[node],
-                                     leader=node, leader_epoch=p.leader_epoch, partition_epoch=0, mode=READ_ONLY)
+        records += [partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=p.replicas, isr=p.isr,
+                                     leader=p.leader, leader_epoch=p.leader_epoch,
+                                     partition_epoch=p.partition_epoch, mode=READ_ONLY)
                     for p in topic.partitions[first:] if p.mode == READ_WRITE]
         self._commit(records)
 
@@ -656,10 +694,9 @@ class Cluster:
                 due.append(p)
             if not due:
                 continue
-            node = self.node_id
-            self._commit([partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=[node],
-                                           isr=[node], leader=node, leader_epoch=p.leader_epoch, partition_epoch=0,
-                                           mode=NONE_MODE) for p in due])
+            self._commit([partition_record(partition_id=p.index, topic_id=topic.topic_id, replicas=p.replicas,
+                                           isr=p.isr, leader=p.leader, leader_epoch=p.leader_epoch,
+                                           partition_epoch=p.partition_epoch, mode=NONE_MODE) for p in due])
             for partition in due:
                 self._remove_directory(partition)
             log.info("partitions %s of %s deleted", ", ".join(str(p.index) for p in reversed(due)), topic.name)

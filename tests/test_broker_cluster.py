@@ -1,0 +1,352 @@
+"""A cluster of several brokers in one process (state/replicas.py, routing.py), without sockets: where partitions
+and coordinators are placed, what each broker answers for what it does not lead, and leaders that move when a
+test moves them or stops a broker."""
+
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from kafkaproto import decode_request, encode_request, errors
+from kafkaproto.broker import Broker
+from kafkaproto.broker.config import BrokerConfig, Listener
+from kafkaproto.broker.dispatch import Context, Wait, dispatch
+from kafkaproto.broker.state import BrokerState
+from kafkaproto.broker.state.replicas import move_leader, start_node, stop_node
+from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, DescribeClusterRequest,
+                                 DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, InitProducerIdRequest,
+                                 JoinGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
+                                 OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader)
+from test_broker_clients import java_clients  # noqa: F401 - a fixture
+from test_broker_handlers import batch
+from test_kafka_broker import RawClient
+
+pytestmark = pytest.mark.above_the_codecs
+NODES = (1, 2, 3)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    state = BrokerState(BrokerConfig({"log.dirs": str(tmp_path), "kafkaproto.nodes": "3"}))
+    state.advertised = [Listener("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")]
+    state.advertised_by_node = {n: [Listener("PLAINTEXT", "127.0.0.1", 9091 + n, "PLAINTEXT")] for n in (2, 3)}
+    yield state
+    state.close()
+
+
+def call(state, body, version, node=1):
+    """What broker node answers (through the codecs both ways)."""
+    header = RequestHeader(request_api_key=body.api_key, request_api_version=version, correlation_id=7,
+                           client_id="tests")
+    request = decode_request(encode_request(header, body, version)[4:])
+    response = dispatch(Context(state, request.header, final=True, node_id=node), request.body)
+    if isinstance(response, Wait):
+        return response
+    return type(response).decode(response.encode(version), version)
+
+
+def create(state, name, partitions, factor, node=1):
+    answer = call(state, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=factor)], timeout_ms=1000), 7, node)
+    assert answer.topics[0].error_code == 0, answer
+    return state.cluster.topics[name]
+
+
+def produce(state, topic, partition, node, version=11):
+    body = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch(b"v"))])])
+    return call(state, body, version, node).responses[0].partition_responses[0]
+
+
+def test_metadata_lists_the_brokers_and_where_partitions_lead(cluster):
+    topic = create(cluster, "spread", 3, 2)
+    assert sorted(p.leader for p in topic.partitions) == [1, 2, 3]  # leaders spread over the brokers
+    for p in topic.partitions:
+        assert len(p.replicas) == 2 and p.isr == p.replicas and p.leader == p.replicas[0]
+    for node in NODES:  # every broker tells the same
+        answer = call(cluster, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="spread")]), 12,
+                      node)
+        assert [(b.node_id, b.port) for b in answer.brokers] == [(1, 9092), (2, 9093), (3, 9094)]
+        assert answer.controller_id == 1
+        assert [(p.leader_id, p.replica_nodes, p.isr_nodes) for p in answer.topics[0].partitions] == [
+            (p.leader, p.replicas, p.isr) for p in topic.partitions]
+    described = call(cluster, DescribeClusterRequest(), 0, 2)
+    assert [b.broker_id for b in described.brokers] == [1, 2, 3]
+    refused = call(cluster, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="four", num_partitions=1, replication_factor=4)], timeout_ms=1000), 7).topics[0]
+    assert refused.error_code == errors.INVALID_REPLICATION_FACTOR.code and "only 3 broker(s)" in \
+        refused.error_message
+    grown = call(cluster, CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+        name="spread", count=4, assignments=[CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=[3, 1])])],
+        timeout_ms=1000), 3)
+    assert grown.results[0].error_code == 0 and topic.partitions[3].replicas == [3, 1]
+
+
+def test_only_the_leader_serves_a_partition(cluster):
+    topic = create(cluster, "led", 2, 1)
+    leader = topic.partitions[0].leader
+    other = next(n for n in NODES if n != leader)
+    refused = produce(cluster, "led", 0, other)
+    assert refused.error_code == errors.NOT_LEADER_OR_FOLLOWER.code
+    assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (leader, 0)  # KIP-951
+    assert produce(cluster, "led", 0, leader).error_code == 0
+    # one request, two partitions led by two brokers: the one led here is served, the other refused
+    body = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name="led", partitions=[
+        ListOffsetsRequest.ListOffsetsPartition(partition_index=i, timestamp=-1) for i in (0, 1)])])
+    answered = {p.partition_index: (p.error_code, p.offset)
+                for p in call(cluster, body, 7, leader).topics[0].partitions}
+    assert answered[0] == (0, 1)
+    assert answered[1] == ((0, 0) if topic.partitions[1].leader == leader
+                           else (errors.NOT_LEADER_OR_FOLLOWER.code, -1))
+    produce_v13 = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        topic_id=topic.topic_id, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch(b"x"))])])
+    answer = call(cluster, produce_v13, 13, other)
+    assert answer.responses[0].partition_responses[0].error_code == errors.NOT_LEADER_OR_FOLLOWER.code
+    assert [(e.node_id, e.port) for e in answer.node_endpoints] == [(leader, 9091 + leader)]
+
+
+def test_a_moved_leader_fences_the_old_epoch(cluster):
+    topic = create(cluster, "moved", 1, 2)
+    partition = topic.partitions[0]
+    old, follower = partition.replicas
+    assert produce(cluster, "moved", 0, old).error_code == 0
+    move_leader(cluster.cluster, partition, follower)
+    assert (partition.leader, partition.leader_epoch) == (follower, 1)
+    assert produce(cluster, "moved", 0, old).error_code == errors.NOT_LEADER_OR_FOLLOWER.code
+    assert produce(cluster, "moved", 0, follower).error_code == 0
+    # the new epoch began at the log's end: asked for epoch 0, the leader tells where it ended
+    ended = call(cluster, OffsetForLeaderEpochRequest(replica_id=-1, topics=[
+        OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic="moved", partitions=[
+            OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, current_leader_epoch=1,
+                                                                 leader_epoch=0)])]), 4, follower)
+    assert (ended.topics[0].partitions[0].error_code, ended.topics[0].partitions[0].end_offset) == (0, 1)
+    # a consumer at v11+ may read from a follower in the ISR, as on Kafka; not from a broker without a replica
+    third = next(n for n in NODES if n not in partition.replicas)
+    fetch = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0, topics=[
+        FetchRequest.FetchTopic(topic="moved", partitions=[FetchRequest.FetchPartition(
+            partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    assert call(cluster, fetch, 12, old).responses[0].partitions[0].error_code == 0
+    assert call(cluster, fetch, 12, third).responses[0].partitions[0].error_code == \
+        errors.NOT_LEADER_OR_FOLLOWER.code
+    assert call(cluster, fetch, 10, old).responses[0].partitions[0].error_code == errors.NOT_LEADER_OR_FOLLOWER.code
+
+
+def test_a_stopped_broker_hands_its_partitions_on_and_takes_them_back(cluster):
+    topic = create(cluster, "failover", 3, 2)
+    led = [p for p in topic.partitions if p.leader == 2]
+    stop_node(cluster.cluster, 2)
+    assert all(p.leader != 2 and 2 not in p.isr for p in topic.partitions)
+    assert all(p.leader_epoch == 1 for p in led)
+    answer = call(cluster, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="failover")]), 12)
+    assert [b.node_id for b in answer.brokers] == [1, 3]
+    assert {2} == {n for p in answer.topics[0].partitions for n in p.offline_replicas}
+    start_node(cluster.cluster, 2)
+    assert all(2 in p.isr for p in topic.partitions if 2 in p.replicas)
+    assert all(p.leader != 2 for p in led), "leaders stay where they went (no preferred election)"
+    # a partition whose only replica stops has no leader
+    single = create(cluster, "single", 1, 1)
+    stop_node(cluster.cluster, single.partitions[0].leader)
+    answer = call(cluster, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="single")]), 12, 1 if
+                  single.partitions[0].isr != [1] else 2)
+    assert answer.topics[0].partitions[0].error_code == errors.LEADER_NOT_AVAILABLE.code
+
+
+def test_coordinators_are_the_leaders_of_their_internal_topics(cluster):
+    found = call(cluster, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4, 3).coordinators[0]
+    offsets = cluster.cluster.topics["__consumer_offsets"].partitions[0]
+    assert (found.error_code, found.node_id, found.port) == (0, offsets.leader, 9091 + offsets.leader)
+    elsewhere = next(n for n in NODES if n != offsets.leader)
+    join = JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                            protocol_type="consumer", protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                name="range", metadata=b"")])
+    assert call(cluster, join, 6, elsewhere).error_code == errors.NOT_COORDINATOR.code
+    assert call(cluster, join, 6, offsets.leader).error_code == errors.MEMBER_ID_REQUIRED.code
+    described = call(cluster, DescribeGroupsRequest(groups=["g", "h"]), 5, elsewhere)
+    assert [g.error_code for g in described.groups] == [errors.NOT_COORDINATOR.code] * 2
+    assert call(cluster, ListGroupsRequest(), 4, elsewhere).groups == []
+    move_leader(cluster.cluster, offsets, elsewhere)  # the coordinator moves
+    found = call(cluster, FindCoordinatorRequest(key="g"), 3, 1)
+    assert found.node_id == elsewhere
+    assert call(cluster, join, 6, elsewhere).error_code == errors.MEMBER_ID_REQUIRED.code
+    transactional = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=10000)
+    txn_node = cluster.cluster.serve_internal("__transaction_state").partitions[0].leader
+    not_there = next(n for n in NODES if n != txn_node)
+    assert call(cluster, transactional, 4, not_there).error_code == errors.NOT_COORDINATOR.code
+    assert call(cluster, transactional, 4, txn_node).error_code == 0
+    idempotent = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=10000)
+    assert call(cluster, idempotent, 4, not_there).error_code == 0  # any broker gives an idempotent producer its id
+
+
+def test_leadership_is_kept_across_a_restart(tmp_path):
+    config = {"log.dirs": str(tmp_path), "kafkaproto.nodes": "3"}
+    state = BrokerState(BrokerConfig(config))
+    state.advertised = [Listener("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")]
+    try:
+        topic = create(state, "kept", 2, 3)
+        move_leader(state.cluster, topic.partitions[1], 3)
+        kept = [(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch) for p in topic.partitions]
+    finally:
+        state.close()
+    again = BrokerState(BrokerConfig(config))
+    try:
+        assert [(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch)
+                for p in again.cluster.topics["kept"].partitions] == kept
+    finally:
+        again.close()
+
+
+# ---- a cluster served on sockets, with real clients ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    with Broker({"log.dirs": str(tmp_path_factory.mktemp("cluster")), "default.replication.factor": "3",
+                 "min.insync.replicas": "2"}, nodes=3) as running:
+        yield running
+
+
+def test_three_brokers_on_three_ports(three):
+    assert sorted(three.nodes) == [1, 2, 3] and len({port for _, port in three.nodes.values()}) == 3
+    for _, port in three.nodes.values():
+        client = RawClient(port)
+        try:
+            answer = client.call(MetadataRequest(topics=[]), 12).body
+            assert [(b.node_id, b.port) for b in answer.brokers] == [(n, p) for n, (_, p) in sorted(
+                three.nodes.items())]
+        finally:
+            client.close()
+    three.stop_node(2)
+    with pytest.raises(OSError):
+        RawClient(three.nodes[2][1])
+    client = RawClient(three.nodes[1][1])
+    try:
+        assert [b.node_id for b in client.call(MetadataRequest(topics=[]), 12).body.brokers] == [1, 3]
+    finally:
+        client.close()
+    three.start_node(2)
+    RawClient(three.nodes[2][1]).close()
+
+
+def test_an_idempotent_producer_and_a_group_through_leader_and_coordinator_moves(three):
+    """librdkafka's idempotent producer writes while the partition's leader moves, a broker stops and starts, and
+    the group coordinator moves; a consumer group then reads every acknowledged record exactly once."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    import threading
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"moves-{uuid.uuid4().hex[:8]}"
+    producer = confluent_kafka.Producer({"bootstrap.servers": three.bootstrap_servers, "enable.idempotence": True,
+                                         "linger.ms": 5, "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms":
+                                         1000})
+    acknowledged, failed = [], []
+
+    def delivered(error, message):
+        (failed if error else acknowledged).append(error or message.value())
+    done = threading.Event()
+
+    def produce():
+        sent = 0
+        while not done.is_set() or sent < 300:
+            producer.produce(topic, str(sent).encode(), on_delivery=delivered)
+            producer.poll(0)
+            sent += 1
+            time.sleep(0.005)
+        producer.flush(30)
+    admin = AdminClient({"bootstrap.servers": three.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(10)
+    writer = threading.Thread(target=produce)
+    writer.start()
+    time.sleep(0.5)
+    leader, _ = three.leader(topic)
+    three.move_leader(topic, 0, leader % 3 + 1)
+    time.sleep(0.5)
+    leader, epoch = three.leader(topic)
+    three.stop_node(leader)
+    assert three.leader(topic)[0] != leader and three.leader(topic)[1] == epoch + 1
+    time.sleep(0.5)
+    three.start_node(leader)
+    done.set()
+    writer.join(60)
+    assert not failed and len(acknowledged) >= 300
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": three.bootstrap_servers, "group.id": topic,
+                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    read = []
+    deadline = time.monotonic() + 60
+    moved = False
+    while len(read) < len(acknowledged) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None or message.error():
+            continue
+        read.append(message.value())
+        consumer.commit(message, asynchronous=False)
+        if len(read) == len(acknowledged) // 2 and not moved:
+            coordinator = three._on_loop(lambda: three._state.cluster.serve_internal(
+                "__consumer_offsets").partitions[0].leader)
+            three.move_coordinator("group", coordinator % 3 + 1)
+            moved = True
+    consumer.close()
+    assert moved and sorted(read, key=int) == sorted(acknowledged, key=int), "each acknowledged record once"
+
+
+def test_java_clients_across_three_brokers(three, java_clients):  # noqa: F811 - the imported fixture
+    """Kafka's Java clients run their whole sequence (admin, an idempotent producer, transactions, a read_committed
+    group, delete) on the cluster, whose partitions and coordinators are spread over three brokers, while a
+    partition's leader moves between two of the runs."""
+    bootstrap = three.bootstrap_servers
+    topic = f"java-three-{uuid.uuid4().hex[:8]}"
+    for mode in ("admin", "produce", "txn", "consume", "delete"):
+        run = subprocess.run(["java", "-cp", java_clients, "Clients", bootstrap, mode, topic], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, f"Java {mode} failed:\n{run.stderr[-3000:]}"
+        if mode == "produce":
+            leader, _ = three.leader(topic, 1)
+            three.move_leader(topic, 1, leader % 3 + 1)
+
+
+def test_kafka_python_through_a_leader_move_and_a_stopped_coordinator(three):
+    """kafka-python's idempotent producer and a consumer group carry on when the partition's leader moves and the
+    broker coordinating the group stops: every acknowledged record is read once."""
+    kafka = pytest.importorskip("kafka")
+    topic = f"kp-three-{uuid.uuid4().hex[:8]}"
+    admin = kafka.KafkaAdminClient(bootstrap_servers=three.bootstrap_servers)
+    admin.create_topics([kafka.admin.NewTopic(topic, 2, 3)])
+    admin.close()
+    producer = kafka.KafkaProducer(bootstrap_servers=three.bootstrap_servers, acks="all", enable_idempotence=True,
+                                   retry_backoff_ms=50)
+    sent = [producer.send(topic, str(i).encode()) for i in range(50)]
+    leader, _ = three.leader(topic, 0)
+    three.move_leader(topic, 0, leader % 3 + 1)
+    sent += [producer.send(topic, str(i).encode()) for i in range(50, 100)]
+    acknowledged = [future.get(30).offset >= 0 for future in sent]
+    producer.close()
+    assert all(acknowledged)
+    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=three.bootstrap_servers, group_id=topic,
+                                   auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=20000)
+    read = []
+    coordinator = None
+    for message in consumer:
+        read.append(int(message.value))
+        consumer.commit()
+        if len(read) == 40 and coordinator is None:
+            coordinator = three._on_loop(lambda: three._state.cluster.serve_internal(
+                "__consumer_offsets").partitions[0].leader)
+            three.stop_node(coordinator)
+        if len(read) == 100:
+            break
+    consumer.close()
+    three.start_node(coordinator)
+    assert sorted(read) == list(range(100))
+
+
+def test_the_command_serves_a_cluster(tmp_path):
+    """`python -m kafkaproto.broker --nodes 2` (as Broker(subprocess=True) runs it, through kafkaproto.nodes)."""
+    with Broker({"log.dirs": str(tmp_path)}, subprocess=True, nodes=2) as running:
+        client = RawClient(running.port)
+        try:
+            brokers = client.call(MetadataRequest(topics=[]), 12).body.brokers
+        finally:
+            client.close()
+        assert [b.node_id for b in brokers] == [1, 2] and brokers[0].port == running.port
+        second = RawClient(brokers[1].port)
+        second.close()
