@@ -19,6 +19,8 @@ from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, D
                                  JoinGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
                                  OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader)
 from test_broker_clients import java_clients  # noqa: F401 - a fixture
+import test_broker_go_clients as go_tests
+from test_broker_go_clients import go_clients  # noqa: F401 - a fixture
 from test_broker_handlers import batch
 from test_kafka_broker import RawClient
 
@@ -350,3 +352,67 @@ def test_the_command_serves_a_cluster(tmp_path):
         assert [b.node_id for b in brokers] == [1, 2] and brokers[0].port == running.port
         second = RawClient(brokers[1].port)
         second.close()
+
+
+def test_preferred_and_unclean_elections_and_reassignments(cluster):
+    from kafkaproto.messages import AlterPartitionReassignmentsRequest, ElectLeadersRequest
+    topic = create(cluster, "elect", 1, 2)
+    partition = topic.partitions[0]
+    preferred, other = partition.replicas
+
+    def elect(kind, asked=True):
+        body = ElectLeadersRequest(election_type=kind, timeout_ms=1000, topic_partitions=[
+            ElectLeadersRequest.TopicPartitions(topic="elect", partitions=[0])] if asked else None)
+        results = call(cluster, body, 2).replica_election_results
+        return [(r.topic, [(p.partition_id, p.error_code) for p in r.partition_result]) for r in results
+                if r.topic == "elect"]
+    assert elect(0) == [("elect", [(0, errors.ELECTION_NOT_NEEDED.code)])]
+    move_leader(cluster.cluster, partition, other)
+    assert elect(0, asked=False) == [("elect", [(0, 0)])] and partition.leader == preferred
+    stop_node(cluster.cluster, preferred)
+    stop_node(cluster.cluster, other)
+    assert partition.leader == -1
+    assert elect(1) == [("elect", [(0, errors.ELIGIBLE_LEADERS_NOT_AVAILABLE.code)])]
+    start_node(cluster.cluster, other)  # a replica back: it leads again at once
+    assert partition.leader == other
+    assert elect(0) == [("elect", [(0, errors.PREFERRED_LEADER_NOT_AVAILABLE.code)])]
+    start_node(cluster.cluster, preferred)
+    third = next(n for n in NODES if n not in partition.replicas)
+    body = AlterPartitionReassignmentsRequest(timeout_ms=1000, topics=[
+        AlterPartitionReassignmentsRequest.ReassignableTopic(name="elect", partitions=[
+            AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=0, replicas=[third, preferred])])])
+    answer = call(cluster, body, 0).responses[0].partitions[0]
+    # its leader is not one of the new replicas: the first running one leads
+    assert answer.error_code == 0 and partition.replicas == [third, preferred] and partition.leader == third
+    body.topics[0].partitions[0].replicas = [third]
+    body.allow_replication_factor_change = False
+    assert call(cluster, body, 1).responses[0].partitions[0].error_code == errors.INVALID_REPLICATION_FACTOR.code
+    assert partition.replicas == [third, preferred]
+
+
+def _franz_admin(go_clients, servers):  # noqa: F811 - the imported fixture's name
+    """kadm's scenario (test_franz_go_admin's) on three brokers: the same, but each topic's three partitions are led
+    by the three brokers."""
+    result = go_tests.run(go_clients, "franz", servers, "admin")
+    assert result["created_again"] == "TOPIC_ALREADY_EXISTS" and result["grown"] == ""
+    listed = {name: topic for name, topic in result["listed"].items() if not name.endswith("-validated")}
+    assert len(listed) == 2
+    for topic in listed.values():
+        assert topic["error"] == "" and topic["partitions"] == 3 and sorted(topic["leaders"]) == [1, 2, 3]
+    assert set(result["deleted"].values()) == {""} and result["deleted_again"] == "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+GO_SCENARIOS = {"franz-produce": lambda go, servers: go_tests.test_franz_go_idempotent_produce(go, servers, "lz4"),
+                "franz-group": lambda go, servers: go_tests.test_franz_go_consumer_group(go, servers, "kip848"),
+                "franz-transaction": go_tests.test_franz_go_transaction_read_committed,
+                "franz-admin": lambda go, servers: _franz_admin(go, servers),
+                "sarama-produce": go_tests.test_sarama_idempotent_produce,
+                "sarama-group": go_tests.test_sarama_consumer_group}
+
+
+@pytest.mark.parametrize("scenario", GO_SCENARIOS)
+def test_go_clients_on_three_brokers(three, go_clients, scenario):  # noqa: F811 - the imported fixture
+    """franz-go's and Sarama's scenarios (tests/go), with their checks, on the cluster: every partition replicated
+    three times and led by one of three brokers, the coordinators on one of them. The programs take one address
+    (the first broker's) and find the others in Metadata."""
+    GO_SCENARIOS[scenario](go_clients, f"{three.host}:{three.port}")

@@ -1,7 +1,9 @@
-"""AlterPartitionReassignments (kafka-reassign-partitions): move partitions' replicas to other brokers. A single
-node has nowhere to move them: a partition asked to stay where it is ([this broker]) is answered NONE, one asked
-onto another broker INVALID_REPLICA_ASSIGNMENT with Kafka's words, and a cancellation (replicas null)
-NO_REASSIGNMENT_IN_PROGRESS, as Kafka's controller answers on a cluster of one."""
+"""AlterPartitionReassignments (kafka-reassign-partitions): move partitions' replicas to other brokers of the
+cluster. Replication being virtual (state/replicas.py), a reassignment is done at once: the new replicas are the
+partition's, the running ones its ISR, and its leader stays if it is one of them, else the first running one leads
+(a new leader epoch). So none is ever in progress: a cancellation (replicas null) is NO_REASSIGNMENT_IN_PROGRESS.
+Replicas on a broker the cluster does not have, or not running, are INVALID_REPLICA_ASSIGNMENT with Kafka's words,
+and a changed replica count with allow_replication_factor_change false (v1) INVALID_REPLICATION_FACTOR."""
 
 from ... import errors
 from ...messages import ApiKey, AlterPartitionReassignmentsResponse
@@ -11,7 +13,7 @@ from ..state.acls import ALTER, CLUSTER, CLUSTER_NAME
 R = AlterPartitionReassignmentsResponse
 
 
-def _check(state, topic, name, index, replicas):
+def _check(state, topic, name, index, replicas, allow):
     """(error, message) of one partition's new replicas."""
     if topic is None:
         return errors.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
@@ -28,10 +30,21 @@ def _check(state, topic, name, index, replicas):
                 f"The manual partition assignment includes the broker {broker} more than once."
         seen.add(broker)
     for broker in replicas:
-        if broker != state.node_id:
+        if not state.cluster.nodes.is_alive(broker):
             return errors.INVALID_REPLICA_ASSIGNMENT, \
                 f"The manual partition assignment includes broker {broker}, but no such broker is registered."
+    before = len(topic.partitions[index].replicas)
+    if not allow and len(replicas) != before:
+        return errors.INVALID_REPLICATION_FACTOR, (f"The replication factor is changed from {before} to "
+                                                   f"{len(replicas)} but allowReplicationFactorChange is false")
     return errors.NONE, None
+
+
+def _reassign(state, partition, replicas):
+    nodes = state.cluster.nodes
+    isr = [node for node in replicas if nodes.is_alive(node)]
+    leader = partition.leader if partition.leader in isr else isr[0]
+    state.cluster.change_partition(partition, leader=leader, isr=isr, replicas=replicas)
 
 
 @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, versions=range(0, 2))
@@ -45,7 +58,9 @@ def alter_partition_reassignments(ctx, request):
         topic = ctx.state.cluster.topics.get(item.name)
         partitions = []
         for p in item.partitions:
-            error, message = _check(ctx.state, topic, item.name, p.partition_index, p.replicas)
+            error, message = _check(ctx.state, topic, item.name, p.partition_index, p.replicas, allow)
+            if error is errors.NONE:
+                _reassign(ctx.state, topic.partitions[p.partition_index], list(p.replicas))
             partitions.append(R.ReassignablePartitionResponse(partition_index=p.partition_index,
                                                               error_code=error.code, error_message=message))
         out.append(R.ReassignableTopicResponse(name=item.name, partitions=partitions))
