@@ -18,7 +18,7 @@ from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, D
                                  DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, InitProducerIdRequest,
                                  JoinGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
                                  OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader)
-from test_broker_clients import java_clients  # noqa: F401 - a fixture
+import kafka_jvm
 import test_broker_go_clients as go_tests
 from test_broker_go_clients import go_clients  # noqa: F401 - a fixture
 from test_broker_handlers import batch
@@ -291,7 +291,16 @@ def test_an_idempotent_producer_and_a_group_through_leader_and_coordinator_moves
     assert moved and sorted(read, key=int) == sorted(acknowledged, key=int), "each acknowledged record once"
 
 
-def test_java_clients_across_three_brokers(three, java_clients):  # noqa: F811 - the imported fixture
+@pytest.fixture(scope="module")
+def java_clients():
+    """Kafka 4.3.1's Java clients (tests/kafka/Clients.java; test_broker_clients.py runs 3.9.2's too)."""
+    try:
+        return kafka_jvm.classpath("4.3.1", kafka_jvm.compiled("4.3.1", "Clients"))
+    except kafka_jvm.KafkaUnavailable as e:
+        kafka_jvm.unavailable(str(e))
+
+
+def test_java_clients_across_three_brokers(three, java_clients):
     """Kafka's Java clients run their whole sequence (admin, an idempotent producer, transactions, a read_committed
     group, delete) on the cluster, whose partitions and coordinators are spread over three brokers, while a
     partition's leader moves between two of the runs."""
