@@ -326,9 +326,9 @@ SETTINGS = {
         "this broker keeps every transactional id's records in one log)"),
     # Replicas of the internal topics, over as many brokers as run when one is made (Kafka refuses to make one
     # with fewer): the brokers a coordinator fails over to (state/replicas.py).
-    "offsets.topic.replication.factor": Setting("int", 3, at_least=1, at_most=32767),
-    "transaction.state.log.replication.factor": Setting("int", 3, at_least=1, at_most=32767),
-    "share.coordinator.state.topic.replication.factor": Setting("int", 3, at_least=1, at_most=32767),
+    "offsets.topic.replication.factor": Setting("short", 3, at_least=1),
+    "transaction.state.log.replication.factor": Setting("short", 3, at_least=1),
+    "share.coordinator.state.topic.replication.factor": Setting("short", 3, at_least=1),
     "share.coordinator.state.topic.num.partitions": Setting(
         "int", 1, at_least=1, check=_check_share_state_partitions, doc="the partitions of __share_group_state: 1, "
         "where Kafka's default is 50 (this broker keeps every share partition's state in one log)"),
