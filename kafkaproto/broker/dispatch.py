@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..messages import ApiKey
 from ..registry import api
+from .faults import Faults
 from .routing import route
 from .state.quotas import REQUEST
 
@@ -224,15 +225,17 @@ def dispatch(ctx, body):
     handler = handler_for(ctx.state, ctx.header.request_api_key, ctx.version)
     if handler is None:
         raise NotHandled(f"{type(body).__name__} v{ctx.version} is not served here")
-    faults = ctx.state.faults
-    if faults or faults.decided(ctx):  # a test's faults or controls (faults.py) come before the handler
-        return faults.apply(ctx, body, lambda request: _routed(handler, ctx, request))
+    state = ctx.state
+    # a test's faults or controls (faults.py) come before the handler; one decided for a request that waits holds
+    # even once it is removed
+    if state.faults.active or (ctx.memo and Faults in ctx.memo):
+        return state.faults.apply(ctx, body, lambda request: _routed(handler, ctx, request))
     return _routed(handler, ctx, body)
 
 
 def _routed(handler, ctx, body):
     """In a cluster of several brokers, what another broker should answer is answered so here (routing.py)."""
-    if len(ctx.state.cluster.nodes) > 1:
+    if ctx.state.routed:
         answer = route(ctx, body, lambda request: _handle(handler, ctx, request))
         if answer is not None:
             return answer

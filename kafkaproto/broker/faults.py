@@ -115,10 +115,11 @@ class Faults:
     def __init__(self):
         self.faults = ()
         self.controls = ()
+        self.active = False  # whether any is installed: what dispatch reads first, on every request
         self._lock = threading.Lock()
 
-    def __bool__(self):
-        return bool(self.faults or self.controls)
+    def _changed(self):
+        self.active = bool(self.faults or self.controls)
 
     def add(self, item):
         with self._lock:
@@ -127,23 +128,22 @@ class Faults:
                 self.controls = (*self.controls, item)
             else:
                 self.faults = (*self.faults, item)
+            self._changed()
         return item
 
     def remove(self, item):
         with self._lock:
             self.controls = tuple(c for c in self.controls if c is not item)
             self.faults = tuple(f for f in self.faults if f is not item)
+            self._changed()
 
     def clear(self):
         with self._lock:
             self.faults = self.controls = ()
+            self._changed()
 
     # ---- in dispatch -------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def decided(ctx):
-        """Whether what to do with this request was decided (it waits, and its fault may be gone since)."""
-        return Faults in ctx.memo
 
     def apply(self, ctx, body, run):
         """The answer to a request with the faults and controls in force: run(body) runs the handler. Decided once

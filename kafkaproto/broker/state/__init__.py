@@ -66,6 +66,7 @@ class BrokerState:
                               "(kafkaproto.extensions=partition_deletion)")
         self.config = config
         self.faults = Faults()  # a test's faults and controls (faults.py), read by dispatch
+        self.routed = config["kafkaproto.nodes"] > 1  # several brokers: dispatch routes requests (routing.py)
         self.advertised = []  # Listener objects clients are told about, once bound
         self.advertised_by_node = {}  # node id -> its Listeners, for the cluster's other brokers (state/replicas.py)
         self.on_change = None  # called when waiting requests may be answerable now (the server wakes them)
