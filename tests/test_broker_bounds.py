@@ -258,7 +258,7 @@ def test_waiting_fetches_wake_only_for_their_partition_and_go_with_their_client(
         while own_descriptors() > baseline + 100 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert own_descriptors() <= baseline + 100, "the broker kept the connections of fetches whose client left"
-        assert broker.on_loop(lambda: sum(map(len, broker.server._watching.values()))) == 50
+        assert broker.on_loop(lambda: sum(map(len, broker.server._waiting.on_partitions.values()))) == 50
 
         assert produce(client, "waits", 0, (None, b"here")) == 0
         for sock in waiting[50:]:
@@ -285,7 +285,7 @@ def test_tls_handshakes_count_as_connections_and_as_idle(tmp_path, certificates)
         opened = time.monotonic()
         silent = [socket.create_connection(("127.0.0.1", broker.port), timeout=10) for _ in range(30)]
         assert not closed_by_broker(silent, 1.0), "connections over max.connections were closed, not made to wait"
-        assert broker.on_loop(lambda: broker.server._open_count) == 10
+        assert broker.on_loop(lambda: broker.server._admission.open_count) == 10
         assert closed_by_broker(silent, 12.0) == set(silent), "silent handshakes outlived connections.max.idle.ms"
         assert 3 * 1.4 <= time.monotonic() - opened < 12.0  # three waves of ten, each idle for 1.5 s
         for sock in silent:

@@ -13,6 +13,7 @@ from kafkaproto.broker import Broker
 from kafkaproto.broker.config import BrokerConfig, Listener
 from kafkaproto.broker.dispatch import Context, Wait, dispatch
 from kafkaproto.broker.state import BrokerState
+from kafkaproto.broker.state.internal_topics import serve_internal
 from kafkaproto.broker.state.replicas import move_leader, start_node, stop_node
 from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, DescribeClusterRequest,
                                  DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, InitProducerIdRequest,
@@ -172,7 +173,7 @@ def test_coordinators_are_the_leaders_of_their_internal_topics(cluster):
     assert found.node_id == elsewhere
     assert call(cluster, join, 6, elsewhere).error_code == errors.MEMBER_ID_REQUIRED.code
     transactional = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=10000)
-    txn_node = cluster.cluster.serve_internal("__transaction_state").partitions[0].leader
+    txn_node = serve_internal(cluster.cluster, "__transaction_state").partitions[0].leader
     not_there = next(n for n in NODES if n != txn_node)
     assert call(cluster, transactional, 4, not_there).error_code == errors.NOT_COORDINATOR.code
     assert call(cluster, transactional, 4, txn_node).error_code == 0
@@ -283,8 +284,8 @@ def test_an_idempotent_producer_and_a_group_through_leader_and_coordinator_moves
         read.append(message.value())
         consumer.commit(message, asynchronous=False)
         if len(read) == len(acknowledged) // 2 and not moved:
-            coordinator = three._on_loop(lambda: three._state.cluster.serve_internal(
-                "__consumer_offsets").partitions[0].leader)
+            coordinator = three._on_loop(lambda: serve_internal(
+                three._state.cluster, "__consumer_offsets").partitions[0].leader)
             three.move_coordinator("group", coordinator % 3 + 1)
             moved = True
     consumer.close()
@@ -340,8 +341,8 @@ def test_kafka_python_through_a_leader_move_and_a_stopped_coordinator(three):
         read.append(int(message.value))
         consumer.commit()
         if len(read) == 40 and coordinator is None:
-            coordinator = three._on_loop(lambda: three._state.cluster.serve_internal(
-                "__consumer_offsets").partitions[0].leader)
+            coordinator = three._on_loop(lambda: serve_internal(
+                three._state.cluster, "__consumer_offsets").partitions[0].leader)
             three.stop_node(coordinator)
         if len(read) == 100:
             break

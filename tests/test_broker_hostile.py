@@ -1705,9 +1705,9 @@ def tame(body, version):
 
 def bounds_of(server):
     """What a client makes the server hold, read on its event loop."""
-    return {"connections": server._open_count, "queued": server._queue.size,
+    return {"connections": server._admission.open_count, "queued": server._queue.size,
             # Requests waiting, each once however many partitions it watches.
-            "waiting": len(set(server._anyone).union(*server._watching.values())),
+            "waiting": len(set(server._waiting.anyone).union(*server._waiting.on_partitions.values())),
             "sessions": len(server.state.fetch_sessions.sessions)}
 
 

@@ -15,6 +15,7 @@ from .config import BrokerConfig, ConfigError
 from ..uuid import Uuid
 from .faults import Control, Fault
 from .state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
+from .state.internal_topics import serve_internal
 from .state.replicas import move_leader
 from .server import ListenError, Server
 from .state import BrokerState
@@ -208,7 +209,7 @@ class Broker:
         coordinator to node: the leader of its internal topic's one partition moves there."""
         name = {"group": OFFSETS_TOPIC, "transaction": TRANSACTIONS_TOPIC, "share": SHARE_STATE_TOPIC}[kind]
         self._on_loop(lambda: move_leader(self._state.cluster,
-                                          self._state.cluster.serve_internal(name).partitions[0], node))
+                                          serve_internal(self._state.cluster, name).partitions[0], node))
         self._on_loop(self._server._wake_all)
 
     def stop_node(self, node):

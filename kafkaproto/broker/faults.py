@@ -31,6 +31,7 @@ from typing import NamedTuple
 from ..registry import api
 from ..uuid import Uuid
 from .error_answers import add_partition_errors, set_errors, split, top_level_error
+from .outcomes import Close, Wait
 
 
 class Delay(NamedTuple):
@@ -224,17 +225,14 @@ class Faults:
 
 
 def _wait(ms):
-    from .dispatch import Wait
     return Wait(ms, on=())
 
 
 def _close(reason):
-    from .dispatch import Close
     return Close(reason)
 
 
 def _waits(answer):
-    from .dispatch import Close, Wait
     return isinstance(answer, (Wait, Close))
 
 

@@ -16,6 +16,7 @@ from ..messages import ApiKey
 from ..registry import api
 from .error_answers import add_partition_errors, set_errors, split, top_level_error
 from .state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
+from .state.internal_topics import serve_internal
 from .state.replicas import NO_LEADER
 
 # The requests a partition's leader answers.
@@ -38,7 +39,7 @@ LISTS = {ApiKey.LIST_GROUPS: OFFSETS_TOPIC, ApiKey.LIST_TRANSACTIONS: TRANSACTIO
 def coordinator(state, internal_topic):
     """The node coordinating what internal_topic keeps: the leader of its partition (made now if it is not yet, as
     Kafka makes it for the first key found), NO_LEADER when none runs."""
-    topic = state.cluster.serve_internal(internal_topic)
+    topic = serve_internal(state.cluster, internal_topic)
     if topic is None:
         return state.cluster.nodes.controller
     return topic.partitions[0].leader

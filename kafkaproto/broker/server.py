@@ -10,19 +10,12 @@ stream.READ_AHEAD bytes of requests (Kafka mutes the channel), so a pipelining
 client waits in its own socket buffer and costs the broker little. Requests read and ready but not yet
 started, over every connection, stop all reading at queued.max.requests. A Fetch
 waiting for data holds only its own connection, wakes only when one of its
-partitions takes a batch, and is dropped the moment its client hangs up.
-A connection that sends what cannot be read, stays idle past
-connections.max.idle.ms (a TLS handshake too), or goes over
-max.connections.per.ip (or its address's max.connections.per.ip.overrides;
-counted from accept(), handshakes included) is closed with a log line. At
-max.connections the broker accepts no more until one closes, as Kafka's
-acceptor waits: new connections wait in the kernel's backlog. Past
-max.connection.creation.rate (on the listener, or over the listeners) a listener
-waits, at most a second, before it serves the connection it took and accepts the
-next, as Kafka's acceptor does; a
-connection from an address past its connection_creation_rate quota is held
-unread for its wait and then closed, as Kafka's acceptor does (its client sees
-the connection reset), and does not count. A failed
+partitions takes a batch (waiting.py), and is dropped the moment its client hangs up.
+A connection that sends what cannot be read, or stays idle past
+connections.max.idle.ms (a TLS handshake too), is closed with a log line.
+Which accepted connections are taken, and when (max.connections,
+max.connections.per.ip and its overrides, max.connection.creation.rate, the
+connection_creation_rate quota), admission.py decides. A failed
 authentication is answered after connection.failed.authentication.delay.ms,
 then the connection is closed.
 The once-a-second housekeeping runs each of its steps on its own: one that
@@ -36,17 +29,14 @@ tries again, with one warning when that starts and one line when it accepts agai
 After a change of this broker's dynamic configs (reconfigure), the listeners are
 opened and closed as listeners.py says (a closed one's connections with it), a
 TLS listener's next connections get its new key store and trust store, and new
-connections meet the new max.connections.per.ip.overrides (the open ones stay).
+connections meet the new max.connections.per.ip.overrides (admission.py).
 """
 
 import asyncio
-import collections
 import errno
-import ipaddress
 import logging
 import os
 import socket
-import time
 
 from .. import errors
 from ..connection import ProtocolError, SaslBytes, ServerConnection
@@ -54,7 +44,8 @@ from ..messages import ApiKey
 from ..exceptions import KafkaProtoError
 from ..protocol import FileRegion
 from ..registry import api
-from .config import ConfigError, Listener, parse_ip_overrides
+from .admission import Admission
+from .config import ConfigError, Listener
 from .dispatch import ANSWER_API_VERSIONS_V0, Close, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .listeners import Settings, Setup, unknown_mechanisms
@@ -64,17 +55,12 @@ from .state import CHANGED, WAKE_ALL
 from .state.clock import clock_ms
 from .state.replicas import start_node, stop_node
 from .state.data_dir import remove_directories
-from .state.quotas import MOST_WAIT_MS, Rate, wait_ms
 from .stream import RequestQueue, Stream
+from .waiting import Waiting
 
 log = logging.getLogger("kafkaproto.broker")
 # Kafka's defaults of the settings this module reads with _setting (when the configuration does not define them).
-KAFKA_DEFAULTS = {"max.connections.per.ip": 2**31 - 1, "queued.max.requests": 500,
-                  "connection.failed.authentication.delay.ms": 100}
-# At most one line per this many seconds about refused connections (a flood of them would flood the log).
-REFUSED_LOG_SECONDS = 10.0
-# Kafka's inter-broker listener by default (security.inter.broker.protocol=PLAINTEXT names it).
-INTER_BROKER_LISTENER = "PLAINTEXT"
+KAFKA_DEFAULTS = {"queued.max.requests": 500, "connection.failed.authentication.delay.ms": 100}
 # What a client on a SASL listener may send before it has authenticated (anything else closes the connection).
 BEFORE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 HOUSEKEEPING_SECONDS = 1.0
@@ -115,43 +101,6 @@ def _reason(error):
         text = error.strerror[:1].lower() + error.strerror[1:]
         return f"{text}: {error.filename}" if error.filename else text
     return str(error)
-
-
-def _ip_overrides(config):
-    """{address: connections} from max.connections.per.ip.overrides, each host resolved to its addresses once, at
-    start, as Kafka resolves them; a host of the file's or the overrides' that does not resolve stops the start
-    (ConfigError), one changed while running is left out, with an error logged."""
-    try:
-        text = config["max.connections.per.ip.overrides"]
-    except KeyError:
-        return {}
-    changed = "max.connections.per.ip.overrides" in getattr(config, "dynamic", {})
-    out = {}
-    for host, count in parse_ip_overrides(text).items():
-        try:
-            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-        except OSError as e:
-            if not changed:
-                raise ConfigError(f"max.connections.per.ip.overrides: the host {host!r} cannot be resolved ({e})") \
-                    from None
-            log.error("max.connections.per.ip.overrides: the host %r cannot be resolved (%s); it has no limit of "
-                      "its own", host, e)
-            continue
-        for info in infos:
-            out[info[4][0]] = count
-    return out
-
-
-def _numeric_overrides(text):
-    """(the overrides of max.connections.per.ip.overrides given by address, {address: connections}, and whether
-    some are given by host name, to be resolved)."""
-    out, named = {}, False
-    for host, count in parse_ip_overrides(text).items():
-        try:
-            out[str(ipaddress.ip_address(host))] = count
-        except ValueError:
-            named = True
-    return out, named
 
 
 class _Open:
@@ -198,81 +147,21 @@ class Server:
         self._open_listeners = {}  # name -> _Open, in the order opened (the first broker's)
         self._node_listeners = {}  # node id -> [_Open] of the cluster's other brokers (kafkaproto.nodes)
         self._opening = set()  # names of listeners being opened while running
-        self._overrides_version = 0  # counts the changes of max.connections.per.ip.overrides (names resolve late)
         # stream -> when it last read (loop time), or None while it answers a request: the housekeeping closes
         # those idle past connections.max.idle.ms (a timer per read would cost a task per read)
         self._connections = {}
         self._idled = set()
-        # Connections from accept() until closed, TLS handshakes included: max.connections and, by address,
-        # max.connections.per.ip count these.
-        self._open_count = 0
-        self._per_ip = collections.Counter()
-        self._slot = None  # while max.connections are open: the future the accept loops wait on for a slot
-        self._ip_overrides = _ip_overrides(self.config)  # address -> its own max.connections.per.ip
-        self._overrides_text = self._overrides_value()  # the value _ip_overrides was made from
-        # Connections accepted, for max.connection.creation.rate: by listener, and over the listeners but the
-        # inter-broker one (Kafka's ConnectionQuotas).
-        self._creation_rates = {}
-        self._creation_rate = Rate()
-        self._held = {}  # connections over their address's connection_creation_rate -> the timer closing each
-        self._refused = {}  # reason -> [connections refused since the last line about it, when that line was]
+        self._admission = Admission(self.config, state.cluster.quotas, self._spawn)  # which connections are taken
         self._queue = RequestQueue(int(_setting(self.config, "queued.max.requests")))  # read-only, as in Kafka
         self._tasks = set()
         self._closing = False
-        # Requests that wait (dispatch.Wait), each a future its connection's task awaits: those waiting on
-        # partitions by the partition's PartitionProducers (woken by its appends), the others in _anyone (woken
-        # by any change of the state).
-        self._watching = {}
-        self._anyone = set()
+        self._waiting = Waiting()  # requests that wait (dispatch.Wait), and what wakes them
         self._housekeeping = None
-        state.on_change = self._changed
-
-    def _changed(self):
-        """The state changed (a group moved on, a transaction ended, data was appended): wake the requests that
-        wait on nothing in particular. A fetch waits on its partitions and is woken by their appends only."""
-        if self._anyone:
-            woken, self._anyone = self._anyone, set()
-            _wake(woken)
-
-    def _appended(self, producers):
-        """A partition took a batch (its PartitionProducers calls this): wake the fetches waiting on it."""
-        woken = self._watching.pop(producers, None)
-        if woken:
-            _wake(woken)
+        state.on_change = self._waiting.changed
 
     def _wake_all(self):
         """Wake every waiting request (logs shrank, partitions went, the broker stops): each looks again."""
-        self._changed()
-        watching, self._watching = self._watching, {}
-        for woken in watching.values():
-            _wake(woken)
-
-    def _watch(self, woken, on):
-        """Register a waiting request's future: under each partition of on, or in _anyone if on is None; the keys
-        to give _unwatch."""
-        if on is None:
-            self._anyone.add(woken)
-            return None
-        keys = []
-        for partition in on:
-            producers = partition.producers
-            if producers is None:
-                continue
-            producers.on_append = self._appended
-            self._watching.setdefault(producers, set()).add(woken)
-            keys.append(producers)
-        return keys
-
-    def _unwatch(self, woken, keys):
-        if keys is None:
-            self._anyone.discard(woken)
-            return
-        for producers in keys:
-            waiting = self._watching.get(producers)
-            if waiting is not None:
-                waiting.discard(woken)
-                if not waiting:
-                    del self._watching[producers]
+        self._waiting.wake_all()
 
     async def start(self):
         """Listen on every listener, or on none: a listener that cannot be opened (ListenError) or set up
@@ -430,7 +319,7 @@ class Server:
         if self._closing:
             return
         settings = self._settings()
-        self._update_overrides()
+        self._admission.update_overrides()
         try:
             listeners = settings.listeners()
         except Invalid as e:  # check_change refuses such a change: a log written by another version
@@ -443,13 +332,10 @@ class Server:
             stores = settings.stores(running.listener)
             if stores is not None and stores != running.setup.stores:
                 self._new_stores(running, stores)
-        loop = asyncio.get_running_loop()
         for listener in listeners:
             if listener.name not in self._open_listeners and listener.name not in self._opening:
                 self._opening.add(listener.name)
-                task = loop.create_task(self._open_added(settings.setup(listener)))
-                self._tasks.add(task)
-                task.add_done_callback(self._task_done)
+                self._spawn(self._open_added(settings.setup(listener)))
         self._advertise(settings)
 
     async def _open_added(self, setup):
@@ -501,33 +387,6 @@ class Server:
         log.info("listener %s: new TLS key store and trust store, for the connections from now on",
                  running.listener.name)
 
-    def _overrides_value(self):
-        try:
-            return self.config["max.connections.per.ip.overrides"]
-        except KeyError:
-            return None
-
-    def _update_overrides(self):
-        """max.connections.per.ip.overrides as it now is, if it changed: its addresses at once, its host names
-        once resolved (as Kafka does, when the change is made)."""
-        text = self._overrides_value()
-        if text is None or text == self._overrides_text:
-            return
-        self._overrides_text = text
-        numeric, named = _numeric_overrides(text)
-        self._overrides_version += 1
-        self._ip_overrides = numeric
-        if named:
-            version = self._overrides_version
-            task = asyncio.get_running_loop().create_task(self._resolve_overrides(version))
-            self._tasks.add(task)
-            task.add_done_callback(self._task_done)
-
-    async def _resolve_overrides(self, version):
-        resolved = await asyncio.to_thread(_ip_overrides, self.config)
-        if version == self._overrides_version:  # not changed again meanwhile
-            self._ip_overrides = resolved
-
     async def _housekeep(self):
         """Once every HOUSEKEEPING_SECONDS: close idle connections, then the state's housekeeping
         (BrokerState.tick, which supervises its own steps), whose directory removals run on a thread (removing a
@@ -554,7 +413,7 @@ class Server:
             if WAKE_ALL in done.wake:
                 self._wake_all()  # logs start later: a fetch waiting there may now be out of range
             elif CHANGED in done.wake:
-                self._changed()
+                self._waiting.changed()
 
     async def _close_idle(self):
         if self.config["connections.max.idle.ms"] < 0:  # Kafka's "never"
@@ -572,7 +431,7 @@ class Server:
         listener = running.listener
         backoff = failing_since = None
         while True:
-            await self._connection_slot()
+            await self._admission.slot()
             try:
                 conn, address = await loop.sock_accept(sock)
             except ConnectionAbortedError:
@@ -594,7 +453,7 @@ class Server:
                          loop.time() - failing_since)
                 backoff = None
             ip = address[0] if isinstance(address, tuple) else ""
-            wait = self._creation_wait_ms(listener)
+            wait = self._admission.creation_wait_ms(listener, len(self._open_listeners))
             if wait:
                 # As Kafka's acceptor: this listener serves this connection, and takes the next, that much later.
                 try:
@@ -602,106 +461,16 @@ class Server:
                 except asyncio.CancelledError:
                     conn.close()
                     raise
-            if not self._admit(conn, ip, listener):
+            if not self._admission.admit(conn, ip, listener, len(self._open_listeners)):
                 continue
             _tune(conn, self.config["socket.send.buffer.bytes"])
-            task = loop.create_task(self._open(conn, ip, running))
-            self._tasks.add(task)
-            task.add_done_callback(self._task_done)
+            self._spawn(self._open(conn, ip, running))
 
-    async def _connection_slot(self):
-        """Return once fewer than max.connections are open. As Kafka's acceptor waits for a slot, new connections
-        meanwhile wait in the kernel's backlog (the client's connect() has succeeded; nothing is read), and
-        each is taken as one closes."""
-        while self._open_count >= self.config["max.connections"]:
-            if self._slot is None or self._slot.done():
-                self._slot = asyncio.get_running_loop().create_future()
-                self._log_refused(f"max.connections={self.config['max.connections']} reached; new connections "
-                                  "wait until one closes", "connections wait")
-            await self._slot
-
-    def _creation_rates_of(self, listener):
-        """The Rates a connection on listener counts in for max.connection.creation.rate, as in Kafka's
-        ConnectionQuotas: its listener's (each takes the broker's setting as its own limit), and the broker's,
-        which Kafka's inter-broker listener (the one named PLAINTEXT, by Kafka's default) is spared when there are
-        several."""
-        rates = [self._creation_rates.setdefault(listener.name, Rate())]
-        if listener.name != INTER_BROKER_LISTENER or len(self._open_listeners) == 1:
-            rates.append(self._creation_rate)
-        return rates
-
-    def _creation_wait_ms(self, listener):
-        """Count a connection accepted on listener against max.connection.creation.rate: how long to wait before
-        serving it (0 within the rate), as Kafka reckons it."""
-        now = clock_ms()
-        limit = self.config["max.connection.creation.rate"]
-        wait = 0
-        for rate in self._creation_rates_of(listener):
-            rate.record(now, 1)
-            wait = max(wait, wait_ms(rate, limit, now, MOST_WAIT_MS))
-        if wait:
-            self._log_refused(f"max.connection.creation.rate={limit} reached; new connections wait",
-                              "connections wait")
-        return wait
-
-    def _admit(self, conn, ip, listener):
-        """Count an accepted connection, or close it at once when it would go over max.connections.per.ip (or,
-        when several listeners took one each for the last slot, max.connections): Kafka's ConnectionQuotas; a
-        TLS handshake counts from accept(), as in Kafka. A connection over its address's connection_creation_rate
-        quota is held, then closed (``_hold``)."""
-        quotas = self.state.cluster.quotas
-        if quotas.by_entity:
-            now = clock_ms()
-            wait = quotas.connection_wait_ms(ip, now)
-            if wait:
-                for rate in self._creation_rates_of(listener):
-                    rate.record(now, -1)  # as Kafka: a connection not taken is not counted
-                self._hold(conn, wait)
-                self._log_refused(f"connection_creation_rate quota of {ip} reached; connections held, then closed",
-                                  "connections delayed")
-                return False
-        limit = self.config["max.connections"]
-        per_ip = self._ip_overrides.get(ip, _setting(self.config, "max.connections.per.ip"))
-        if self._open_count >= limit:
-            reason = f"max.connections={limit} reached"
-        elif self._per_ip[ip] >= per_ip:
-            reason = f"max.connections.per.ip={per_ip} reached by {ip}"
-        else:
-            self._open_count += 1
-            self._per_ip[ip] += 1
-            return True
-        conn.close()
-        self._log_refused(reason)
-        return False
-
-    def _hold(self, conn, wait):
-        """Keep a connection open and unread for wait ms, then close it: what Kafka's acceptor does with one over
-        its address's connection_creation_rate (closed with the request unread, the client sees a reset)."""
-        self._held[conn] = asyncio.get_running_loop().call_later(wait / 1000, self._release_held, conn)
-
-    def _release_held(self, conn):
-        self._held.pop(conn, None)
-        conn.close()
-
-    def _log_refused(self, reason, what="connection refused"):
-        """One line when connections start being refused (or made to wait) for a reason, then at most one every
-        REFUSED_LOG_SECONDS with how many were meanwhile."""
-        now = time.monotonic()
-        seen = self._refused.get(reason)
-        if seen is None or now - seen[1] >= REFUSED_LOG_SECONDS:
-            more = f" ({seen[0]} more since the last line)" if seen is not None and seen[0] else ""
-            log.warning("%s: %s%s", what, reason, more)
-            self._refused[reason] = [0, now]
-        else:
-            seen[0] += 1
-
-    def _closed(self, ip):
-        if self._slot is not None and not self._slot.done():
-            self._slot.set_result(None)  # a connection waiting in the backlog may come in
-        self._open_count -= 1
-        self._per_ip[ip] -= 1
-        if self._per_ip[ip] <= 0:
-            del self._per_ip[ip]
+    def _spawn(self, coroutine):
+        """Run coroutine as a task of the server's: stop() waits for it, and what escapes it is logged."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
 
     def _task_done(self, task):
         """A connection's task ended: what escaped it is logged (it would otherwise surface, if ever, as
@@ -743,7 +512,7 @@ class Server:
             finally:
                 running.streams.discard(stream)
         finally:
-            self._closed(ip)
+            self._admission.closed(ip)
 
     async def stop(self):
         self.state.network = None
@@ -757,9 +526,7 @@ class Server:
         await asyncio.gather(*(task for _, task in listening), return_exceptions=True)
         for sock, _ in listening:
             sock.close()
-        for conn, timer in list(self._held.items()):
-            timer.cancel()
-            self._release_held(conn)
+        self._admission.release_held()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
         # Closing the sockets ends each connection's task; waking the waiting requests ends theirs.
@@ -897,12 +664,12 @@ class Server:
                 if deadline is None or ctx.final:  # a Wait after its time was up starts a new one
                     deadline = loop.time() + response.ms / 1000
                 woken = loop.create_future()
-                keys = self._watch(woken, response.on)
+                keys = self._waiting.watch(woken, response.on)
                 try:
                     await asyncio.wait((woken, stream.lost), timeout=max(deadline - loop.time(), 0),
                                        return_when=asyncio.FIRST_COMPLETED)
                 finally:
-                    self._unwatch(woken, keys)
+                    self._waiting.unwatch(woken, keys)
                 if self._closing or stream.lost.done():
                     return None
                 ctx.final = not woken.done()
@@ -924,12 +691,6 @@ class Server:
             pass
         log.warning("%s: %s; closing the connection (no error field to answer with)", where, reason)
         return None
-
-
-def _wake(futures):
-    for future in futures:
-        if not future.done():
-            future.set_result(None)
 
 
 async def _send_parts(stream, parts):

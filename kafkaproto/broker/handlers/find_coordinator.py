@@ -7,7 +7,7 @@ share groups are on) is looked for by the brokers leading it, as ``group:topic i
 CLUSTER_ACTION on the cluster, as on Kafka, and a key not of that form is INVALID_REQUEST.
 
 The first group found makes Kafka's internal topic ``__consumer_offsets``, as Kafka's coordinator makes it (here
-it is the group coordinator's log, served from then on: state/cluster.py's serve_internal); the first
+it is the group coordinator's log, served from then on: state/internal_topics.py's serve_internal); the first
 transactional id found makes ``__transaction_state`` likewise, and the first share partition
 ``__share_group_state``.
 """

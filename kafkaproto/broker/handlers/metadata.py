@@ -14,7 +14,7 @@ Kafka answers UNKNOWN_TOPIC_OR_PARTITION for every topic its controller
 refused, and flags the names of its internal topics (is_internal) even then.
 ``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state``
 are listed as topics, internal, once their coordinators made them
-(state/cluster.py's serve_internal).
+(state/internal_topics.py's serve_internal).
 
 With an authorizer, every-topic requests list only the topics the client may DESCRIBE; one asked for by name
 that it may not is TOPIC_AUTHORIZATION_FAILED whether it exists or not, and one it may describe but that does

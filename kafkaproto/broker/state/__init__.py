@@ -18,6 +18,7 @@ from .cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC, Clust
 from .compaction import compact
 from .fetch_sessions import FetchSessions
 from .groups import GroupCoordinator
+from .internal_topics import attach_internal_log, serve_internal
 from .log import LogError, OpenFiles, parse_batches
 from .producers import PartitionProducers
 from .shares import ShareSessions, ShareStates
@@ -97,9 +98,9 @@ class BrokerState:
                     self._replay(partition)
         self.cluster.on_partition_log = self._log_opened
         self.groups.offsets.on_append = self._offsets_appended
-        self.cluster.attach_internal_log(OFFSETS_TOPIC, self.groups.offsets.log)
-        self.cluster.attach_internal_log(TRANSACTIONS_TOPIC, self.transactions.log)
-        self.cluster.attach_internal_log(SHARE_STATE_TOPIC, self.shares.log)
+        attach_internal_log(self.cluster, OFFSETS_TOPIC, self.groups.offsets.log)
+        attach_internal_log(self.cluster, TRANSACTIONS_TOPIC, self.transactions.log)
+        attach_internal_log(self.cluster, SHARE_STATE_TOPIC, self.shares.log)
         self.shares.on_append = self._share_states_appended
         self.transactions.on_append = self._transactions_appended
         self.transactions.finish_interrupted()
@@ -113,7 +114,7 @@ class BrokerState:
     def _offsets_appended(self, batches):
         """The group coordinator wrote to its log: __consumer_offsets exists from its first record on (in Kafka
         it exists before any), and the fetches waiting on it wake."""
-        partition = self.cluster.serve_internal(OFFSETS_TOPIC).partitions[0]
+        partition = serve_internal(self.cluster, OFFSETS_TOPIC).partitions[0]
         for batch in batches:
             partition.producers.appended(batch, -1)
             partition.transactions.observe(batch, None)
@@ -121,13 +122,13 @@ class BrokerState:
     def _transactions_appended(self, batches):
         """The transaction coordinator wrote to its log: __transaction_state exists from its first record on, as
         __consumer_offsets does (_offsets_appended)."""
-        partition = self.cluster.serve_internal(TRANSACTIONS_TOPIC).partitions[0]
+        partition = serve_internal(self.cluster, TRANSACTIONS_TOPIC).partitions[0]
         for batch in batches:
             partition.producers.appended(batch, -1)
 
     def _share_states_appended(self, batches):
         """The share coordinator wrote to its log: __share_group_state exists from its first record on."""
-        partition = self.cluster.serve_internal(SHARE_STATE_TOPIC).partitions[0]
+        partition = serve_internal(self.cluster, SHARE_STATE_TOPIC).partitions[0]
         for batch in batches:
             partition.producers.appended(batch, -1)
 

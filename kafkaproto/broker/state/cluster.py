@@ -27,21 +27,8 @@ a partition's directory name is made, raises for them, the start-up scan never
 takes their directories for partitions, and a topic of such a name found in a
 metadata log (an older version let clients create one) is not served. Moving
 the broker's logs to names no topic can produce would have spared that guard,
-but moved the metadata log from where Kafka's tools expect it.
-
-``__consumer_offsets-0`` holds Kafka's own group coordinator records, and is
-served as Kafka's internal topic ``__consumer_offsets`` once it exists: made,
-as Kafka's coordinator makes it, when a group is first found (or written to),
-with one partition, the coordinator's log, and the configs Kafka gives it. It
-is kept out of the metadata log (its id is in its directory's
-partition.metadata, as Kafka keeps a partition's), clients may read it but not
-write, delete, grow or reconfigure it, and neither retention nor compaction
-touches it. ``__transaction_state-0`` holds Kafka's own transaction log records
-and is served as ``__transaction_state`` the same way, made when a
-transactional id is first found (or written to); ``__share_group_state-0``
-holds Kafka's share coordinator records and is served as
-``__share_group_state``, made when a share partition's coordinator is first
-found or its state first written.
+but moved the metadata log from where Kafka's tools expect it. The
+coordinators' logs are served as Kafka's internal topics by internal_topics.py.
 
 The data directory is locked (an exclusive flock(2) on its ``.lock`` file, as
 Kafka locks each log directory) before anything in it is read, and until the
@@ -91,25 +78,6 @@ RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
 METADATA_DIR = f"{METADATA_TOPIC}-0"
 assert (OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0",
                                                      f"{SHARE_STATE_TOPIC}-0")
-# The configs Kafka's group coordinator gives __consumer_offsets when it creates it (groupMetadataTopicConfigs,
-# with offsets.topic.segment.bytes' default).
-OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
-# The configs Kafka's transaction coordinator gives __transaction_state (transactionTopicConfigs, with
-# transaction.state.log.segment.bytes' default; its min.insync.replicas is transaction.state.log.min.isr, which a
-# one-node cluster sets to 1).
-TRANSACTIONS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                              "min.insync.replicas": "1", "segment.bytes": "104857600",
-                              "unclean.leader.election.enable": "false"}
-# The configs Kafka's share coordinator gives __share_group_state (with share.coordinator.state.topic.segment.bytes'
-# default, and its min.insync.replicas from share.coordinator.state.topic.min.isr, which a one-node cluster sets to 1).
-SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "compression.type": "producer", "min.insync.replicas": "1",
-                             "retention.ms": "-1", "segment.bytes": "104857600"}
-INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: (OFFSETS_TOPIC_CONFIGS, "the group coordinator's log"),
-                          TRANSACTIONS_TOPIC: (TRANSACTIONS_TOPIC_CONFIGS, "the transaction coordinator's log"),
-                          SHARE_STATE_TOPIC: (SHARE_STATE_TOPIC_CONFIGS, "the share coordinator's log")}
-INTERNAL_REPLICATION = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
-                        TRANSACTIONS_TOPIC: "transaction.state.log.replication.factor",
-                        SHARE_STATE_TOPIC: "share.coordinator.state.topic.replication.factor"}
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
 CLIENT_METRICS_RESOURCE = 16
@@ -144,16 +112,6 @@ class Partition:
         self.delete_at_ms = None  # when a ReadOnly partition turns None and its data goes
         self.producers = None
         self.transactions = None
-
-
-def _was_served(partition_log):
-    """Whether a coordinator's log is to be served at start: it holds records, or was served before (its
-    directory keeps the topic's id)."""
-    try:
-        served = read_partition_metadata(partition_log.directory) is not None
-    except ValueError:
-        served = True  # unreadable: made again, with a new id
-    return served or partition_log.log_end_offset > 0
 
 
 class Topic:
@@ -473,9 +431,10 @@ class Cluster:
                             segment_ms=int(config["segment.ms"]), files=self.files)
 
     def _open_log(self, partition, path, recover=False):
-        self._attach(partition, self._new_log(path, self.topic_config(partition.topic), recover))
+        self.attach_log(partition, self._new_log(path, self.topic_config(partition.topic), recover))
 
-    def _attach(self, partition, partition_log):
+    def attach_log(self, partition, partition_log):
+        """Give a partition its log: one opened or made here, or a coordinator's (internal_topics.py)."""
         partition.log = partition_log
         # its leader took it at its epoch: that epoch begins at the log's end, if no batch began it before
         partition_log.epochs.assign(partition.leader_epoch, partition_log.log_end_offset)
@@ -576,7 +535,7 @@ class Cluster:
             raise
         topic = self.by_id[topic_id]
         for partition in topic.partitions:
-            self._attach(partition, logs[partition.index])
+            self.attach_log(partition, logs[partition.index])
         return topic
 
     def create_partitions(self, topic, count, assignments=None):
@@ -595,7 +554,7 @@ class Cluster:
             self._unmake(topic.name, logs)
             raise
         for partition in topic.partitions[start:]:
-            self._attach(partition, logs[partition.index])
+            self.attach_log(partition, logs[partition.index])
 
     def _in_sync(self, replicas):
         """The running ones of a new partition's replicas (all of them, placed on running brokers), or [-1]."""
@@ -613,52 +572,6 @@ class Cluster:
         else:
             self._commit([record])
         return True
-
-    # --- Kafka's internal topics __consumer_offsets, __transaction_state and __share_group_state
-
-    def attach_internal_log(self, name, partition_log):
-        """A coordinator's log (groups/offsets.py, transactions.py, shares.py), served as Kafka's internal topic of
-        that name once the topic exists: made by serve_internal, or now when the log holds records or was served
-        before (its directory keeps the topic's id in partition.metadata, as Kafka's partition directories do)."""
-        self.internal_logs[name] = partition_log
-        if _was_served(partition_log):
-            self.serve_internal(name)
-
-    def serve_internal(self, name):
-        """The internal topic, made now if it is not yet, as Kafka's coordinators make theirs for the first group,
-        transactional id or share partition they are asked to find: one partition, the coordinator's log
-        (offsets.topic.num.partitions and its like), with the configs Kafka gives it. Kept out of the metadata log:
-        its id is in the log directory's partition.metadata, and a topic of that name an older version let a
-        client record there stays unserved. None before attach_internal_log."""
-        topic = self.internal_topics.get(name)
-        if topic is None and name in self.internal_logs:
-            configs, what = INTERNAL_TOPIC_CONFIGS[name]
-            topic = self.internal_topics[name] = self._serve_internal(name, self.internal_logs[name], dict(configs),
-                                                                      what)
-        return topic
-
-    def _serve_internal(self, name, partition_log, configs, what):
-        directory = partition_log.directory
-        try:
-            topic_id = read_partition_metadata(directory)
-        except ValueError as e:
-            log.error("%s; %s gets a new topic id", e, name)
-            topic_id = None
-        if topic_id is None or topic_id in self.by_id or topic_id in self.refused_ids or topic_id in self.removed_ids:
-            topic_id = Uuid.random()
-            while topic_id in self.by_id or topic_id in self.refused_ids or topic_id in self.removed_ids:
-                topic_id = Uuid.random()
-            write_partition_metadata(directory, topic_id)
-        topic = Topic(name, topic_id)
-        topic.configs = configs
-        factor = min(self.config[INTERNAL_REPLICATION[name]], len(self.nodes.alive)) or 1
-        partition = Partition(topic, 0, self.nodes.alive[:factor] or [self.node_id])
-        topic.partitions.append(partition)
-        self.topics[name] = self.by_id[topic_id] = topic
-        partition_log.segment_bytes = segment_size(self.topic_config(topic))
-        self._attach(partition, partition_log)
-        log.info("%s (id %s) is served: %s, one partition", name, topic_id, what)
-        return topic
 
     def delete_topic(self, topic):
         """Remove the topic, and rename its directories away, to be deleted after log.segment.delete.delay.ms."""
