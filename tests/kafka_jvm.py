@@ -48,6 +48,15 @@ def unavailable(reason):
     pytest.skip(reason)
 
 
+def program(version, name):
+    """The classpath that runs tests/kafka/<name>.java against Kafka version's jars (compiled once); the test skips,
+    or fails where Kafka is promised, when it cannot be had."""
+    try:
+        return classpath(version, compiled(version, name))
+    except KafkaUnavailable as e:
+        unavailable(str(e))
+
+
 def _tool(name):
     path = shutil.which(name)
     if path is None:

@@ -295,10 +295,7 @@ def test_an_idempotent_producer_and_a_group_through_leader_and_coordinator_moves
 @pytest.fixture(scope="module")
 def java_clients():
     """Kafka 4.3.1's Java clients (tests/kafka/Clients.java; test_broker_clients.py runs 3.9.2's too)."""
-    try:
-        return kafka_jvm.classpath("4.3.1", kafka_jvm.compiled("4.3.1", "Clients"))
-    except kafka_jvm.KafkaUnavailable as e:
-        kafka_jvm.unavailable(str(e))
+    return kafka_jvm.program("4.3.1", "Clients")
 
 
 def test_java_clients_across_three_brokers(three, java_clients):

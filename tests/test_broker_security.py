@@ -303,14 +303,12 @@ def test_tls_listener_with_kafka_python(tls_broker, certificates):
                                    ssl_cafile=str(certificates / "ca.pem")) == [b"secret value"]
 
 
-def test_confluent_kafka_over_tls(tls_broker, certificates):
+def confluent_round_trip(settings, topic, value):
+    """librdkafka (confluent-kafka) with settings produces value to topic and reads it back in a group."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
-    settings = {"bootstrap.servers": tls_broker.bootstrap_servers, "security.protocol": "SSL",
-                "ssl.ca.location": str(certificates / "ca.pem")}
-    topic = f"sec-tls-{uuid.uuid4().hex[:8]}"
     producer = confluent_kafka.Producer(settings)
     reports = []
-    producer.produce(topic, b"over tls", on_delivery=lambda err, msg: reports.append(err))
+    producer.produce(topic, value, on_delivery=lambda err, msg: reports.append(err))
     assert producer.flush(20) == 0 and reports == [None]
     consumer = confluent_kafka.Consumer({**settings, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
@@ -320,16 +318,18 @@ def test_confluent_kafka_over_tls(tls_broker, certificates):
         if message is not None and message.error() is None:
             break
     consumer.close()
-    assert message is not None and message.value() == b"over tls"
+    assert message is not None and message.value() == value
+
+
+def test_confluent_kafka_over_tls(tls_broker, certificates):
+    settings = {"bootstrap.servers": tls_broker.bootstrap_servers, "security.protocol": "SSL",
+                "ssl.ca.location": str(certificates / "ca.pem")}
+    confluent_round_trip(settings, f"sec-tls-{uuid.uuid4().hex[:8]}", b"over tls")
 
 
 def test_java_clients_over_sasl_ssl_scram(tls_broker, certificates, tmp_path):
     """The Java clients (4.3.1) over TLS with SCRAM-SHA-512 on the second listener: admin, produce, consume."""
-    version = kafka_jvm.KAFKA_VERSIONS[-1]
-    try:
-        cp = kafka_jvm.classpath(version, kafka_jvm.compiled(version, "Clients"))
-    except kafka_jvm.KafkaUnavailable as e:
-        kafka_jvm.unavailable(str(e))
+    cp = kafka_jvm.program(kafka_jvm.KAFKA_VERSIONS[-1], "Clients")
     config = tmp_path / "client.properties"
     config.write_text(
         "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"

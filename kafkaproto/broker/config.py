@@ -25,6 +25,7 @@ import logging
 import re
 
 from .kafka_broker_configs import KAFKA_BROKER_CONFIGS, PER_BROKER, READ_ONLY
+from .oauthbearer import config_problem as sasl_config_problem
 from .settings import ConfigError, Invalid, Problem, Setting, split_list
 
 log = logging.getLogger("kafkaproto.broker")
@@ -33,7 +34,7 @@ log = logging.getLogger("kafkaproto.broker")
 # ---- checks of single values that ranges cannot say
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 PORTS = (0, 65535)
 
 
@@ -362,6 +363,13 @@ SETTINGS = {
                                        unimplemented="the SASL mechanisms implemented here are "
                                        + ", ".join(SASL_MECHANISMS), doc="of " + ", ".join(SASL_MECHANISMS),
                                        dynamic=True),
+    # Per listener and mechanism too (listener.name.<listener>[.<mechanism>].connections.max.reauth.ms).
+    "connections.max.reauth.ms": Setting("long", 0, doc="how long an authenticated SASL session lasts before the "
+                                         "client must authenticate again on its connection (0: as long as its "
+                                         "credential, forever for a password)"),
+    "sasl.server.max.receive.size": Setting("int", 524288, doc="the largest request read before a SASL client "
+                                            "has authenticated (SaslAuthenticate); a larger one closes the "
+                                            "connection"),
     # Changed while running only per listener (PER_LISTENER_ONLY), as in Kafka; see listeners.py.
     "ssl.keystore.type": Setting("string", "PEM", implemented=("PEM",), ignore_case=True,
                                  unimplemented="only PEM keystores are read here (ssl.keystore.type=PEM)",
@@ -534,6 +542,10 @@ class BrokerConfig:
                     refuse(key, e, e.kafka)
         unused = []
         for key in unknown:
+            refusal = sasl_config_problem(key, values[key])  # OAUTHBEARER's and re-authentication's keys
+            if refusal is not None:
+                refuse(key, refusal, refusal.kafka)
+                continue
             prefixed = LISTENER_PREFIX.fullmatch(key)
             if prefixed and prefixed.group(2) in SETTINGS and prefixed.group(2).startswith(("ssl.", "sasl.")):
                 # a setting for one listener: checked as the setting

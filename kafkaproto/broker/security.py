@@ -1,4 +1,5 @@
-"""Authentication without I/O: SASL PLAIN and SCRAM-SHA-256/512 (RFC 5802) for the broker, and TLS contexts.
+"""Authentication without I/O: SASL PLAIN, SCRAM-SHA-256/512 (RFC 5802) and OAUTHBEARER (oauthbearer.py) for the
+broker, the session each connection's authentication makes, and TLS contexts.
 
 Credentials come from configuration, with Kafka's JAAS syntax (``user_alice="secret"``, under
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` or ``<mechanism>.sasl.jaas.config``), and for SCRAM
@@ -10,6 +11,12 @@ same salt at every attempt (derived from the user's name and a secret of this pr
 iteration count, and the same refusal at the end, so the answers do not tell which users exist. Making it up
 costs two HMACs, no PBKDF2: no exchange runs PBKDF2 (the only PBKDF2 runs are for the configured users, once,
 at start-up).
+
+A session whose credential has an end (an OAUTHBEARER token's exp), or whose listener sets
+connections.max.reauth.ms, lasts as long as Kafka makes it last (the session_lifetime_ms of the last
+SaslAuthenticate): the client may authenticate again on the same connection (KIP-368: a SaslHandshake once
+authenticated, at most once a second, the same mechanism and the same principal), and a connection whose session
+has ended is closed at its next request.
 """
 
 import base64
@@ -18,9 +25,13 @@ import hmac
 import os
 import re
 import ssl
+import time
 from dataclasses import dataclass
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+from .oauthbearer import OAuthBearerExchange, validator_options
+from .sasl_errors import AuthenticationError, CredentialsRefused, ExchangeAborted
+
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism types
 SCRAM_NAMES = {code: name for name, code in SCRAM_CODES.items()}
 HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
@@ -29,10 +40,8 @@ JAAS_USER = re.compile(r'user_([^\s=]+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 # What unknown users' made-up SCRAM credentials are derived from: random for each process, so that they cannot be
 # told from real ones made with a random salt.
 _FAKE_SECRET = os.urandom(32)
-
-
-class AuthenticationError(Exception):
-    """The client's credentials or exchange are wrong; str() is safe to send back and log."""
+MAX_RECEIVE_SIZE = 524288  # sasl.server.max.receive.size's default
+LONG_MAX = (1 << 63) - 1
 
 
 def jaas_users(text):
@@ -75,11 +84,29 @@ def fake_credential(mechanism, user):
 
 
 class Credentials:
-    """PLAIN passwords, and SCRAM credentials by (mechanism, user)."""
+    """PLAIN passwords, SCRAM credentials by (mechanism, user), and what else authentication reads from the
+    configuration, per listener (its name; None: every listener)."""
 
     def __init__(self):
         self.plain = {}
         self.scram = {}
+        self.oauthbearer = {}  # listener -> oauthbearer.ValidatorOptions
+        self.max_reauth_ms = {}  # (listener, mechanism), (listener, None) or (None, None) -> connections.max.reauth.ms
+        self.max_receive_size = {}  # listener -> sasl.server.max.receive.size
+
+    def validator_options(self, listener):
+        """The OAUTHBEARER validator options of a listener (None: the defaults)."""
+        return self.oauthbearer.get(listener, self.oauthbearer.get(None))
+
+    def reauth_ms(self, listener, mechanism):
+        """connections.max.reauth.ms for a mechanism on a listener, the most specific setting first (0: unset)."""
+        for key in ((listener, mechanism), (listener, None), (None, None)):
+            if key in self.max_reauth_ms:
+                return self.max_reauth_ms[key]
+        return 0
+
+    def receive_limit(self, listener):
+        return self.max_receive_size.get(listener, self.max_receive_size.get(None, MAX_RECEIVE_SIZE))
 
     def add_plain(self, users):
         self.plain.update(users)
@@ -169,17 +196,19 @@ class ScramExchange:
             raise AuthenticationError("Invalid SCRAM client proof") from None
         matches = hmac.compare_digest(HASHES[self.mechanism](client_key).digest(), self._credential.stored_key)
         if not (matches and self._known):
-            raise AuthenticationError("Authentication failed during authentication due to invalid credentials "
-                                      f"with SASL mechanism {self.mechanism}")
+            raise CredentialsRefused(self.mechanism, "wrong password or unknown user")
         self.done = True
         server_signature = _hmac(self.mechanism, self._credential.server_key, message)
         return f"v={base64.b64encode(server_signature).decode()}".encode()
 
 
 class Session:
-    """A connection's authentication: which listener, which mechanism, who, and whether it is done."""
+    """A connection's authentication: which listener, which mechanism, who, whether it is done, and until when.
 
-    def __init__(self, listener, credentials, mechanisms, peer=""):
+    clock: monotonic seconds (the session's end); wall_ms: the wall clock in ms (a credential's end)."""
+
+    def __init__(self, listener, credentials, mechanisms, peer="", clock=time.monotonic,
+                 wall_ms=lambda: time.time_ns() // 1_000_000):
         self.listener = listener
         self.peer = peer
         self.failed = False  # the exchange failed: the server closes the connection after answering
@@ -192,34 +221,133 @@ class Session:
         self.principal = None if self.sasl else "User:ANONYMOUS"
         # (name, version) the client's ApiVersions named (Kafka's ClientInformation): client telemetry matches on it
         self.client_software = ("unknown", "unknown")
+        self.clock, self.wall_ms = clock, wall_ms
+        self.expires = None  # clock time the session ends at; None: it does not
+        self.lifetime_ms = 0  # the session_lifetime_ms of the last exchange that succeeded
+        self.reauthenticating = False
+        self._reauth_started = None
+        self._before = None  # (mechanism, principal) of the session being authenticated again
+        self.refusal = None  # why the next token ends a re-authentication (a mechanism other than the first)
 
     @property
     def authenticated(self):
-        return self.principal is not None
+        return self.principal is not None and not self.reauthenticating and not self.expired
+
+    @property
+    def expired(self):
+        return self.expires is not None and self.clock() > self.expires
+
+    @property
+    def lapsed(self):
+        """Authenticated once, and the session has ended without a new authentication begun: Kafka closes the
+        connection at any request but a SaslHandshake that begins one."""
+        return self.principal is not None and not self.reauthenticating and self.expired
+
+    def may_reauthenticate(self):
+        """Whether a SaslHandshake now begins a new authentication (KIP-368): only a session with an end, at
+        most once a second."""
+        if self.principal is None or self.reauthenticating or self.expires is None or not self.sasl:
+            return False
+        return self._reauth_started is None or self.clock() - self._reauth_started >= 1
+
+    def begin_reauthentication(self):
+        self._reauth_started = self.clock()
+        self._before = (self.mechanism, self.principal)
+        self.reauthenticating = True
+        self.mechanism = self.handshake_version = self.exchange = None
 
     def start(self, mechanism, version):
         self.mechanism = mechanism
         self.handshake_version = version
-        self.exchange = ScramExchange(mechanism, self.credentials) if mechanism in SCRAM_CODES else None
+        self.refusal = None
+        if self.reauthenticating and mechanism != self._before[0]:
+            self.refusal = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                            f"re-authentication of mechanism '{self._before[0]}'")
+        if mechanism in SCRAM_CODES:
+            self.exchange = ScramExchange(mechanism, self.credentials)
+        elif mechanism == "OAUTHBEARER":
+            self.exchange = OAuthBearerExchange(self.credentials.validator_options(self.listener.name),
+                                                self.wall_ms)
+        else:
+            self.exchange = None
 
-    def step(self, token):
-        """The reply to a client token; sets principal once the exchange succeeds. Raises AuthenticationError."""
-        if self.mechanism is None or self.authenticated:
+    @property
+    def receive_limit(self):
+        return self.credentials.receive_limit(self.listener.name)
+
+    def step(self, token, size=None):
+        """The reply to a client token (size: the bytes of the request that carried it, the token's own by
+        default); sets principal once the exchange succeeds. Raises AuthenticationError, or its kinds."""
+        if self.mechanism is None or self.principal is not None and not self.reauthenticating:
             raise AuthenticationError("Unexpected SASL token")
-        if self.mechanism == "PLAIN":
-            self.principal = "User:" + check_plain(token, self.credentials)
-            return b""
-        reply = self.exchange.step(token)
-        if self.exchange.done:
-            self.principal = "User:" + self.exchange.user
+        size = len(token) if size is None else size
+        if size > self.receive_limit:  # Kafka does not read past the bound: the connection is closed
+            raise ExchangeAborted(f"a SASL request of {size} bytes, over sasl.server.max.receive.size "
+                                  f"({self.receive_limit})")
+        if self.refusal is not None:
+            raise ExchangeAborted(self.refusal)
+        try:
+            if self.mechanism == "PLAIN":
+                reply, user = b"", check_plain(token, self.credentials)
+            else:
+                reply = self.exchange.step(token)
+                if not self.exchange.done:
+                    return reply
+                user = self.exchange.user
+        except CredentialsRefused as e:
+            if self.reauthenticating:
+                raise CredentialsRefused(e.mechanism, e.reason, "re-authentication") from None
+            raise
+        self._complete("User:" + user, getattr(self.exchange, "lifetime_ms", None))
         return reply
+
+    def _complete(self, principal, credential_ms):
+        """The exchange succeeded: the session's principal and lifetime, as Kafka's SaslServerAuthenticator sets
+        them (the credential's end, connections.max.reauth.ms, whichever comes first)."""
+        if self.reauthenticating and principal != self._before[1]:
+            old, new = self._before[1].split(":", 1), principal.split(":", 1)
+            raise AuthenticationError(f"Cannot change principals during re-authentication from {old[0]}.{old[1]}: "
+                                      f"{new[0]}.{new[1]}")
+        reauth_ms = self.credentials.reauth_ms(self.listener.name, self.mechanism)
+        lifetime, expires = 0, None
+        if credential_ms is not None or reauth_ms > 0:
+            left = None if credential_ms is None else credential_ms - self.wall_ms()
+            lifetime = max(0, reauth_ms if left is None else left if reauth_ms <= 0 else min(left, reauth_ms))
+            # Kafka adds the lifetime in ns to its monotonic clock and fails on a long overflow (a token ending
+            # centuries from now): its broker then closes the connection.
+            if time.monotonic_ns() + min(lifetime * 1_000_000, LONG_MAX) > LONG_MAX:
+                raise ExchangeAborted(f"a session lifetime of {lifetime} ms overflows Kafka's nanosecond clock")
+            expires = self.clock() + lifetime / 1000
+        self.principal, self.lifetime_ms, self.expires = principal, lifetime, expires
+        self.reauthenticating = False
+
+
+REAUTH_KEY = re.compile(r"listener\.name\.([^.]+)\.(?:([^.]+)\.)?connections\.max\.reauth\.ms")
+OAUTHBEARER_JAAS_KEY = re.compile(r"(?:listener\.name\.([^.]+)\.)?oauthbearer\.sasl\.jaas\.config")
+RECEIVE_SIZE_KEY = re.compile(r"listener\.name\.([^.]+)\.sasl\.server\.max\.receive\.size")
 
 
 def load_credentials(config):
-    """Credentials from every JAAS config in the settings (any listener, any mechanism)."""
+    """Credentials from every JAAS config in the settings (any listener, any mechanism), and the other settings
+    authentication reads (config.py has checked them all)."""
     credentials = Credentials()
+    credentials.max_reauth_ms[(None, None)] = config["connections.max.reauth.ms"]
+    credentials.max_receive_size[None] = config["sasl.server.max.receive.size"]
     for key, value in {**config.values, **config.extra}.items():
-        if not isinstance(value, str) or not key.endswith("sasl.jaas.config"):
+        if not isinstance(value, str):
+            continue
+        reauth, receive = REAUTH_KEY.fullmatch(key), RECEIVE_SIZE_KEY.fullmatch(key)
+        if reauth:
+            mechanism = reauth.group(2) and reauth.group(2).upper()
+            credentials.max_reauth_ms[(reauth.group(1).upper(), mechanism)] = int(value.strip())
+        elif receive:
+            credentials.max_receive_size[receive.group(1).upper()] = int(value.strip())
+        if not key.endswith("sasl.jaas.config"):
+            continue
+        oauthbearer = OAUTHBEARER_JAAS_KEY.fullmatch(key)
+        if oauthbearer:
+            listener = oauthbearer.group(1)
+            credentials.oauthbearer[listener and listener.upper()] = validator_options(value)
             continue
         mechanism = key[: -len(".sasl.jaas.config")].rsplit(".", 1)[-1].upper() if key != "sasl.jaas.config" \
             else "PLAIN"
@@ -381,3 +509,4 @@ def certificate_identity(der):
                 _, n_at, n_end = _der(der, parts[-1][1], parts[-1][2])
                 names = frozenset((t, bytes(der[a:b])) for t, a, b in _elements(der, n_at, n_end))
     return tuple(subject), ", ".join(reversed(subject_text)), names
+

@@ -12,7 +12,7 @@ import re
 
 from ... import errors
 from ...messages import ApiKey, ApiVersionsResponse
-from ..dispatch import advertised, handles
+from ..dispatch import Close, advertised, handles
 from ..state.features import FEATURES
 
 SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -44,6 +44,8 @@ def refused(state):
 
 @handles(ApiKey.API_VERSIONS, versions=range(0, 5))
 def api_versions(ctx, request):
+    if ctx.session is not None and ctx.session.lapsed:  # a SASL session that ended: Kafka closes the connection
+        return Close("the SASL session has ended and the client did not authenticate again")
     if ctx.version >= 3 and not (SOFTWARE.fullmatch(request.client_software_name)
                                  and SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=errors.INVALID_REQUEST.code, throttle_time_ms=0)
