@@ -18,7 +18,8 @@ from kafkaproto.broker.state.replicas import move_leader, start_node, stop_node
 from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, DescribeClusterRequest,
                                  DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, InitProducerIdRequest,
                                  JoinGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
-                                 OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader)
+                                 OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+                                 RequestHeader)
 import kafka_jvm
 import test_broker_go_clients as go_tests
 from test_broker_go_clients import go_clients  # noqa: F401 - a fixture
@@ -165,6 +166,14 @@ def test_coordinators_are_the_leaders_of_their_internal_topics(cluster):
                                 name="range", metadata=b"")])
     assert call(cluster, join, 6, elsewhere).error_code == errors.NOT_COORDINATOR.code
     assert call(cluster, join, 6, offsets.leader).error_code == errors.MEMBER_ID_REQUIRED.code
+    commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=i, committed_offset=5) for i in (0, 1)])])
+    refused = call(cluster, commit, 8, elsewhere).topics
+    assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in refused] == [
+        ("t", [(0, errors.NOT_COORDINATOR.code), (1, errors.NOT_COORDINATOR.code)])]
+    fetched = call(cluster, OffsetFetchRequest(group_id="g", topics=None), 7, offsets.leader)
+    assert fetched.topics == [], "a commit refused by another broker is not carried out"
     described = call(cluster, DescribeGroupsRequest(groups=["g", "h"]), 5, elsewhere)
     assert [g.error_code for g in described.groups] == [errors.NOT_COORDINATOR.code] * 2
     assert call(cluster, ListGroupsRequest(), 4, elsewhere).groups == []

@@ -80,7 +80,11 @@ def _not_coordinator(ctx, body, run):
     if ctx.header.request_api_key == ApiKey.DELETE_GROUPS:  # not carried out: each group answered
         return response(throttle_time_ms=0, results=[response.DeletableGroupResult(group_id=g, error_code=code)
                                                      for g in body.groups_names])
-    # the describing requests (DescribeGroups, OffsetFetch v8+, the *GroupDescribe ones): each group answered
+    found = split(body, lambda *_: True, ctx.state)
+    if found is not None:  # OffsetCommit, TxnOffsetCommit: not carried out, each partition answered
+        return add_partition_errors(response(throttle_time_ms=0), found[1], lambda *_: (code, None), ctx.version)
+    # the describing requests (DescribeGroups, OffsetFetch v8+, the *GroupDescribe ones), which change nothing:
+    # each group answered
     return set_errors(run(body), code, ctx.version)
 
 
