@@ -54,6 +54,14 @@ class UnknownRecordType(DecodeError):
         self.record_type = record_type
 
 
+def _leading_int16(data, what, field):
+    """(the int16 a stored key or value starts with, the bytes after it); DecodeError when there are not two."""
+    view = memoryview(data)
+    if len(view) < 2:
+        raise DecodeError(f"{what} needs 2 bytes for its {field}, got {len(view)}", 0)
+    return _INT16.unpack_from(view)[0], view[2:]
+
+
 def key_class(record_type):
     """The key class of a record type; KeyError if there is none."""
     return coordinator_class("coordinator-key", record_type)
@@ -79,31 +87,25 @@ def encode_value(value, version=None):
 def decode_key(data):
     """(key, record type) of a record's key; UnknownRecordType for a type no spec describes, DecodeError for bytes
     that do not read."""
-    view = memoryview(data)
-    if len(view) < 2:
-        raise DecodeError(f"a group coordinator record key needs 2 bytes for its type, got {len(view)}", 0)
-    record_type = _INT16.unpack_from(view)[0]
+    record_type, view = _leading_int16(data, "a group coordinator record key", "type")
     try:
         cls = key_class(record_type)
     except KeyError:
         raise UnknownRecordType(record_type) from None
-    return cls.decode(view[2:], 0), record_type
+    return cls.decode(view, 0), record_type
 
 
 def decode_value(data, record_type):
     """(value, version) of a record's value of that record type; DecodeError for bytes that do not read (an unknown
     version among them)."""
-    view = memoryview(data)
-    if len(view) < 2:
-        raise DecodeError(f"a group coordinator record value needs 2 bytes for its version, got {len(view)}", 0)
-    version = _INT16.unpack_from(view)[0]
+    version, view = _leading_int16(data, "a group coordinator record value", "version")
     try:
         cls = value_class(record_type)
     except KeyError:
         raise UnknownRecordType(record_type) from None
     if version not in cls.valid_versions:
         raise DecodeError(f"{cls.__name__} has no version {version}", 0)
-    return cls.decode(view[2:], version), version
+    return cls.decode(view, version), version
 
 
 # The transaction coordinator's log has one record type; its value's newest version is the one Kafka writes once
@@ -128,25 +130,19 @@ def encode_transaction_value(value, version=None):
 def decode_transaction_key(data):
     """The transactional id of a key of the transaction coordinator's log; UnknownRecordType for another record
     type, DecodeError for bytes that do not read."""
-    view = memoryview(data)
-    if len(view) < 2:
-        raise DecodeError(f"a transaction log record key needs 2 bytes for its type, got {len(view)}", 0)
-    record_type = _INT16.unpack_from(view)[0]
+    record_type, view = _leading_int16(data, "a transaction log record key", "type")
     if record_type != TRANSACTION_LOG_RECORD_TYPE:
         raise UnknownRecordType(record_type, "transaction coordinator")
-    return TransactionLogKey.decode(view[2:], 0).transactional_id
+    return TransactionLogKey.decode(view, 0).transactional_id
 
 
 def decode_transaction_value(data):
     """(TransactionLogValue, version) of a value of the transaction coordinator's log; DecodeError for bytes that
     do not read (an unknown version among them)."""
-    view = memoryview(data)
-    if len(view) < 2:
-        raise DecodeError(f"a transaction log record value needs 2 bytes for its version, got {len(view)}", 0)
-    version = _INT16.unpack_from(view)[0]
+    version, view = _leading_int16(data, "a transaction log record value", "version")
     if version not in TransactionLogValue.valid_versions:
         raise DecodeError(f"TransactionLogValue has no version {version}", 0)
-    return TransactionLogValue.decode(view[2:], version), version
+    return TransactionLogValue.decode(view, version), version
 
 
 # The share coordinator's log: a record type names the key's and the value's class; each is at version 0.
@@ -173,26 +169,20 @@ def encode_share_value(value):
 def decode_share_key(data):
     """(record type, (group id, topic id, partition)) of a key of the share coordinator's log; UnknownRecordType for
     another record type, DecodeError for bytes that do not read."""
-    view = memoryview(data)
-    if len(view) < 2:
-        raise DecodeError(f"a share coordinator record key needs 2 bytes for its type, got {len(view)}", 0)
-    record_type = _INT16.unpack_from(view)[0]
+    record_type, view = _leading_int16(data, "a share coordinator record key", "type")
     if record_type not in _SHARE_CLASSES:
         raise UnknownRecordType(record_type, "share coordinator")
-    key = _SHARE_CLASSES[record_type][0].decode(view[2:], 0)
+    key = _SHARE_CLASSES[record_type][0].decode(view, 0)
     return record_type, (key.group_id, key.topic_id, key.partition)
 
 
 def decode_share_value(data, record_type):
     """(value, version) of a value of the share coordinator's log of that record type; DecodeError for bytes that
     do not read (an unknown version among them)."""
-    view = memoryview(data)
-    if len(view) < 2:
-        raise DecodeError(f"a share coordinator record value needs 2 bytes for its version, got {len(view)}", 0)
-    version = _INT16.unpack_from(view)[0]
+    version, view = _leading_int16(data, "a share coordinator record value", "version")
     if record_type not in _SHARE_CLASSES:
         raise UnknownRecordType(record_type, "share coordinator")
     cls = _SHARE_CLASSES[record_type][1]
     if version not in cls.valid_versions:
         raise DecodeError(f"{cls.__name__} has no version {version}", 0)
-    return cls.decode(view[2:], version), version
+    return cls.decode(view, version), version

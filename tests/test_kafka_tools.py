@@ -354,13 +354,8 @@ def share_state_records(port, group):
     text = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", f"127.0.0.1:{port}",
                      "--topic", "__share_group_state", "--from-beginning", "--timeout-ms", "6000",
                      "--formatter", "org.apache.kafka.tools.consumer.group.share.ShareGroupStateMessageFormatter")
-    found, at, decoder = {}, 0, json.JSONDecoder()
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at >= len(text):
-            break
-        record, at = decoder.raw_decode(text, at)  # the formatter prints one JSON object after another
+    found = {}
+    for record in formatted(text):
         key = record["key"].get("data", {})
         if key.get("groupId") != group:
             continue
@@ -541,19 +536,26 @@ def group_of(key):
     return data.get("group", data.get("groupId"))
 
 
+def formatted(text):
+    """The JSON objects Kafka's coordinator-record formatters print, one after another."""
+    at, decoder = 0, json.JSONDecoder()
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            return
+        record, at = decoder.raw_decode(text, at)
+        yield record
+
+
 def console_records(port, formatter, groups):
     """kafka-console-consumer on __consumer_offsets (every partition, from the start) with one of Kafka's
     formatters: the records of groups it prints, as coordinator_record lines, sorted."""
     text = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", f"127.0.0.1:{port}",
                      "--topic", "__consumer_offsets", "--from-beginning", "--timeout-ms", "6000",
                      "--formatter", f"org.apache.kafka.tools.consumer.{formatter}")
-    found, at, decoder = [], 0, json.JSONDecoder()
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at >= len(text):
-            break
-        record, at = decoder.raw_decode(text, at)  # the formatters print one JSON object after another
+    found = []
+    for record in formatted(text):
         if group_of(record["key"]) in groups:
             found.append(coordinator_record(record["key"], record["value"]))
     return sorted(found)
@@ -633,13 +635,8 @@ def transaction_records(port, transactional_id):
         if name in ("transactionLastUpdateTimestampMs", "transactionStartTimestampMs") and node != -1:
             return "<time>"
         return node
-    found, at, decoder = [], 0, json.JSONDecoder()
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at >= len(text):
-            break
-        record, at = decoder.raw_decode(text, at)  # the formatter prints one JSON object after another
+    found = []
+    for record in formatted(text):
         if record["key"].get("data", {}).get("transactionalId") == transactional_id:
             data = (record["value"] or {}).get("data", {})
             for name in ("previousProducerId", "nextProducerId"):  # which producer id it is, not its number

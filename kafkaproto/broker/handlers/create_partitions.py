@@ -22,7 +22,8 @@ from ..dispatch import handles
 from ..state.acls import ALTER, TOPIC
 from ..state.cluster import READ_WRITE
 from ..state.log import LogError
-from .create_topics import MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS, assignment_error, java_hash_set_order
+from .create_topics import (MAX_RECORDS_PER_REQUEST, TOO_MANY_RECORDS, assignment_error, java_hash_set_order,
+                            too_few_brokers)
 
 log = logging.getLogger("kafkaproto.broker")
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -54,13 +55,7 @@ def _placed(state, item, topic):
     replicas as the topic has), or for more replicas than brokers run, or None: checked after the quota."""
     factor = len(topic.partitions[0].replicas)
     if item.assignments is None:
-        running = len(state.cluster.nodes.alive)
-        if factor > running:
-            return errors.INVALID_REPLICATION_FACTOR, (
-                f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} "
-                f"cannot be reached because only {running} broker(s) are registered or some brokers have all "
-                "their log directories cordoned.")
-        return None
+        return too_few_brokers(state, factor)
     lists = [a.broker_ids for a in item.assignments]
     problem = assignment_error(state, lists)
     if problem is None and any(len(replicas) != factor for replicas in lists):

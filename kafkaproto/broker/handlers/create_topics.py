@@ -87,17 +87,25 @@ def _check(state, item):
     if factor <= 0:
         return errors.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use the default "
                                                    "value.")
-    running = len(state.cluster.nodes.alive)
-    if factor > running:
-        return errors.INVALID_REPLICATION_FACTOR, (
-            f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} "
-            f"cannot be reached because only {running} broker(s) are registered or some brokers have all their log "
-            "directories cordoned.")
+    problem = too_few_brokers(state, factor)
+    if problem:
+        return problem
     for config in item.configs:
         why = topic_config_error(config.name, config.value)
         if why:
             return errors.INVALID_CONFIG, why
     return None
+
+
+def too_few_brokers(state, factor):
+    """(INVALID_REPLICATION_FACTOR, Kafka's message) when fewer brokers run than factor, or None."""
+    running = len(state.cluster.nodes.alive)
+    if factor <= running:
+        return None
+    return errors.INVALID_REPLICATION_FACTOR, (
+        f"Unable to replicate the partition {factor} time(s): The target replication factor of {factor} cannot be "
+        f"reached because only {running} broker(s) are registered or some brokers have all their log directories "
+        "cordoned.")
 
 
 def assignment_error(state, assignments):
