@@ -6,7 +6,8 @@
     kafkaproto decode --response Metadata 12 F   a response frame to a Metadata v12 request
     kafkaproto capture traffic.pcapng            what the Kafka traffic in a capture did
     kafkaproto replay traffic.pcapng --bootstrap-server HOST:PORT   the capture's clients again, answers compared
-    kafkaproto broker [server.properties]        a single-node Kafka broker on 127.0.0.1:9092
+    kafkaproto broker [server.properties]        a Kafka broker on 127.0.0.1:9092 (--nodes N: a cluster of N)
+    kafkaproto cluster --channel H:P move-leader T 0 2   a running broker's leaders moved, brokers stopped, faults
     kafkaproto admin partitions --topic T ...    a topic's partitions; admin delete-partitions deletes some
 """
 
@@ -300,7 +301,8 @@ COMMANDS = {
     "capture": ("summarise the Kafka traffic in pcap/pcapng files, or write its rows", "capture"),
     "replay": ("replay a capture's client traffic against a broker and compare the answers", "replay"),
     "admin": ("list a topic's partitions, or delete some (partition deletion)", "admin"),
-    "broker": ("run a single-node Kafka broker", "broker"),
+    "broker": ("run a Kafka broker, or a cluster of several in one process", "broker"),
+    "cluster": ("move leaders, stop brokers and install faults in a running broker", "cluster"),
 }
 _OWN = {"apis": (lambda parser: None, lambda args: list_apis()), "decode": (_decode_arguments, decode)}
 

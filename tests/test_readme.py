@@ -38,6 +38,8 @@ NOT_RUN = {
     "--extension NAME": "NAME is a placeholder (tests/test_extensions.py loads a built extension)",
     "eth0": "a placeholder interface, and capturing needs privileges (tests/test_cli_capture.py runs --interface)",
     "/var/captures/ring/": "a placeholder folder (tests/test_capture_follow.py follows rings)",
+    "--channel 127.0.0.1:9999": "needs a running cluster's control channel there (tests/test_broker_control_channel.py "
+                                "runs these commands against one)",
 }
 
 def sections():

@@ -89,6 +89,19 @@ def _check_endpoints(text):
     parse_endpoints(text)
 
 
+def parse_host_port(text):
+    """(host, port) of "HOST:PORT" (an IPv6 host in brackets); raises Invalid."""
+    host, colon, port = text.strip().rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise Invalid(f"{text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+def _check_host_port(text):
+    parse_host_port(text)
+
+
 def _check_advertised(text):
     parse_endpoints(text, distinct_ports=False)
 
@@ -189,6 +202,10 @@ SETTINGS = {
     "kafkaproto.nodes": Setting("int", 1, at_least=1, at_most=64, doc="how many brokers this process serves as "
                                 "one cluster, with the ids node.id, node.id + 1, ...; each has its own listeners "
                                 "(their ports one apart, or each any free one for port 0)"),
+    "kafkaproto.control.channel": Setting("string", None, check=_check_host_port, doc="HOST:PORT of the control "
+                                          "channel, where tests in any language move leaders, stop brokers and "
+                                          "install faults (control_channel.py); a loopback address, since whoever "
+                                          "reaches it can stop brokers; port 0: any free one. Off by default"),
     "listeners": Setting("list", "PLAINTEXT://127.0.0.1:9092", non_empty=True, check=_check_endpoints,
                          doc="where to accept connections (port 0: any free one)", dynamic=True),
     "advertised.listeners": Setting("list", None, non_empty=True, check=_check_advertised,

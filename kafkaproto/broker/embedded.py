@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import inspect
 import logging
 import os
 import re
@@ -11,17 +12,17 @@ import sys
 import tempfile
 import threading
 
-from .config import BrokerConfig, ConfigError
-from ..uuid import Uuid
+from .cluster_controls import ClusterControls
+from .config import BrokerConfig, ConfigError, Listener, parse_host_port
+from .control_channel import Channel, ChannelClient
 from .faults import Control, Fault
-from .state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
-from .state.internal_topics import serve_internal
-from .state.replicas import move_leader
 from .server import ListenError, Server
+from ..uuid import Uuid
 from .state import BrokerState
 
 log = logging.getLogger("kafkaproto.broker")
 STARTED = re.compile(r"started on (\S+):(\d+) ")
+CHANNEL = re.compile(r"control channel on (\S+:\d+)")
 
 
 async def serve(config, ready=None, stop=None):
@@ -31,12 +32,20 @@ async def serve(config, ready=None, stop=None):
     starting or stopping: the error is the first thing said about it."""
     state = BrokerState(config)
     server = Server(state)
+    server.controls = ClusterControls(server)
+    channel = None
     try:
         await server.start()
+        if config["kafkaproto.control.channel"]:
+            channel = await _open_channel(config["kafkaproto.control.channel"], server.controls)
     except BaseException:
+        await server.stop()
         state.close()
         raise
     try:
+        if channel is not None:
+            server.control_address = channel.address
+            log.info("control channel on %s", channel.address)
         host, port = state.endpoint
         log.info("kafkaproto broker started on %s:%d (cluster id %s, node id %d, data in %s)", host, port,
                  state.cluster.cluster_id, state.node_id, os.path.abspath(config.log_dir))
@@ -46,13 +55,24 @@ async def serve(config, ready=None, stop=None):
             ready(server)
         await (stop or asyncio.Event()).wait()
     finally:
+        if channel is not None:
+            await channel.close()
         await server.stop()
         state.close()
         log.info("kafkaproto broker stopped")
 
 
+async def _open_channel(address, controls):
+    host, port = parse_host_port(address)
+    try:
+        return await Channel(controls).open(host, port)
+    except OSError as e:
+        raise ListenError(Listener("control channel", host, port, "JSON lines"), e) from None
+
+
 async def _call(function, *args):
-    return function(*args)
+    result = function(*args)
+    return await result if inspect.isawaitable(result) else result
 
 
 def _event_loop_policy():
@@ -78,6 +98,8 @@ class Broker:
                           **(overrides or {})}
         if nodes is not None:
             self.overrides["kafkaproto.nodes"] = str(nodes)
+        if subprocess:  # what its move_leader, stop_node... reach it through
+            self.overrides.setdefault("kafkaproto.control.channel", "127.0.0.1:0")
         self._tmp = None
         if log_dir is None and "log.dirs" not in self.overrides:
             self._tmp = tempfile.TemporaryDirectory(prefix="kafkaproto-broker-")
@@ -92,6 +114,7 @@ class Broker:
         self._thread = self._loop = self._stop = None
         self._state = self._server = None
         self.nodes = {}  # node id -> (host, port) of each broker of the cluster (in-process brokers)
+        self.control_address = None  # "host:port" of its control channel (control_channel.py), when it has one
 
     @property
     def bootstrap_servers(self):
@@ -116,6 +139,7 @@ class Broker:
             self._state, self._server = server.state, server
             self.nodes = server.node_endpoints
             self.host, self.port = server.state.endpoint
+            self.control_address = server.control_address
             self.ports = {listener.name: listener.port for listener in server.state.advertised}
             started.set()
 
@@ -149,6 +173,9 @@ class Broker:
         try:
             for line in self.process.stderr:
                 lines.append(line)
+                channel = CHANNEL.search(line)
+                if channel:
+                    self.control_address = channel.group(1)
                 found = STARTED.search(line)
                 if found:
                     self.host, self.port = found.group(1), int(found.group(2))
@@ -182,43 +209,60 @@ class Broker:
         """function(*args) run on the broker's event loop (its state belongs to that thread); its result."""
         if self._server is None or self._thread is None:
             raise RuntimeError("this needs a running broker started in this process (subprocess=False)")
-        if asyncio.iscoroutinefunction(function):
-            return asyncio.run_coroutine_threadsafe(function(*args), self._loop).result(timeout)
         return asyncio.run_coroutine_threadsafe(_call(function, *args), self._loop).result(timeout)
 
-    def _partition(self, topic, partition):
-        cluster = self._state.cluster
-        found = cluster.by_id.get(topic) if isinstance(topic, Uuid) else cluster.topics.get(topic)
-        if found is None or not 0 <= partition < len(found.partitions):
-            raise KeyError(f"no partition {partition} of topic {topic!r}")
-        return found.partitions[partition]
+    def _ask(self, op, **fields):
+        """op (a control channel's, with its fields; a topic by name or Uuid) carried out: on the event loop of a
+        broker in this process, over the control channel of a subprocess one."""
+        if self.process is not None:
+            if self.control_address is None:
+                raise RuntimeError("this broker runs without a control channel (kafkaproto.control.channel)")
+            topic = fields.pop("topic", None)
+            if topic is not None:
+                fields["topic_id" if isinstance(topic, Uuid) else "topic"] = str(topic)
+            client = ChannelClient(self.control_address)
+            try:
+                return client.ask(op, **fields)
+            finally:
+                client.close()
+        if self._server is None or self._thread is None:
+            raise RuntimeError("this needs a running broker")
+        controls, f = self._server.controls, fields
+        calls = {"leader": lambda: controls.describe(f["topic"], f["partition"]),
+                 "move-leader": lambda: controls.move_leader(f["topic"], f["partition"], f["node"]),
+                 "coordinator": lambda: {"node": controls.coordinator(f["kind"])},
+                 "move-coordinator": lambda: controls.move_coordinator(f["kind"], f["node"]),
+                 "stop-node": lambda: controls.stop_node(f["node"]),
+                 "start-node": lambda: controls.start_node(f["node"])}
+        return self._on_loop(calls[op])
 
     def leader(self, topic, partition=0):
         """(leader node id, leader epoch) of a partition (topic by name or Uuid); -1 when none runs."""
-        found = self._on_loop(self._partition, topic, partition)
-        return found.leader, found.leader_epoch
+        found = self._ask("leader", topic=topic, partition=partition)
+        return found["leader"], found["leader_epoch"]
 
     def move_leader(self, topic, partition, node):
         """Make node lead the partition (a new leader epoch), as a reassignment and election would; a broker that
         is not a replica becomes one. Clients that ask the old leader get NOT_LEADER_OR_FOLLOWER."""
-        self._on_loop(lambda: move_leader(self._state.cluster, self._partition(topic, partition), node))
-        self._on_loop(self._server._wake_all)
+        self._ask("move-leader", topic=topic, partition=partition, node=node)
+
+    def coordinator(self, kind):
+        """The broker coordinating every group ("group"), transactional id ("transaction") or share partition
+        ("share")."""
+        return self._ask("coordinator", kind=kind)["node"]
 
     def move_coordinator(self, kind, node):
         """Move every group's ("group"), transactional id's ("transaction") or share partition's ("share")
         coordinator to node: the leader of its internal topic's one partition moves there."""
-        name = {"group": OFFSETS_TOPIC, "transaction": TRANSACTIONS_TOPIC, "share": SHARE_STATE_TOPIC}[kind]
-        self._on_loop(lambda: move_leader(self._state.cluster,
-                                          serve_internal(self._state.cluster, name).partitions[0], node))
-        self._on_loop(self._server._wake_all)
+        self._ask("move-coordinator", kind=kind, node=node)
 
     def stop_node(self, node):
         """Stop a broker of the cluster as if its process died: its listeners close with its connections, and
         its partitions' leaders move to the other replicas in their ISR. start_node brings it back."""
-        self._on_loop(self._server.stop_node, node)
+        self._ask("stop-node", node=node)
 
     def start_node(self, node):
-        self._on_loop(self._server.start_node, node)
+        self._ask("start-node", node=node)
 
     # ---- faults and controls (faults.py) ----------------------------------------------------------------------
 
@@ -231,7 +275,8 @@ class Broker:
         """Answer error (a kafkaproto.errors code) to matching requests until removed or budget requests were
         answered: those of api_keys (all by default), to node, for topic (a name or Uuid) and partition. The
         Fault; its fired counts the requests it answered, its remove() takes it out. See faults.py."""
-        return self._faults().add(Fault(error, api_keys, node, topic, partition, budget, delay_ms))
+        fault = Fault(error, api_keys, node, topic, partition, budget, delay_ms)
+        return self._on_loop(self._server.controls.add_fault, fault)
 
     def control(self, function, *, api_keys=None, times=None):
         """Have function(request) see each request (of api_keys) first and answer it (a response body), delay it
@@ -288,6 +333,9 @@ def add_arguments(parser):
     parser.add_argument("--nodes", type=int, metavar="N",
                         help="serve a cluster of N brokers (kafkaproto.nodes), the i-th after the first on each "
                              "listener's port + i")
+    parser.add_argument("--control-channel", metavar="HOST:PORT",
+                        help="serve the control channel there (kafkaproto.control.channel), for `kafkaproto "
+                             "cluster` and tests in any language to move leaders, stop brokers and install faults")
 
 
 def run(args):
@@ -303,6 +351,8 @@ def run(args):
         overrides[key.strip()] = value
     if getattr(args, "nodes", None) is not None:
         overrides["kafkaproto.nodes"] = str(args.nodes)
+    if getattr(args, "control_channel", None) is not None:
+        overrides["kafkaproto.control.channel"] = args.control_channel
     try:
         config = BrokerConfig.load(args.properties, overrides)
     except ConfigError as e:

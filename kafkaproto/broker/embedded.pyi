@@ -42,12 +42,15 @@ class Broker:
     ports: dict[str, int]  # listener name -> port (the in-process broker; the first listener's is self.port)
     process: _subprocess.Popen[str] | None
     nodes: dict[int, tuple[str, int]]  # node id -> (host, port) of each broker of the cluster (in-process)
+    control_address: str | None  # "host:port" of its control channel, when it has one
     def __init__(self, overrides: Mapping[str, str] | None = None, *, log_dir: str | os.PathLike[str] | None = None,
                  subprocess: bool = False, nodes: int | None = None) -> None: ...
     def leader(self, topic: str | Uuid, partition: int = 0) -> tuple[int, int]:
         """(leader node id, leader epoch) of a partition; -1 when none runs."""
     def move_leader(self, topic: str | Uuid, partition: int, node: int) -> None:
         """Make node lead the partition (a new leader epoch)."""
+    def coordinator(self, kind: str) -> int:
+        """The broker coordinating every "group", "transaction" or "share" partition."""
     def move_coordinator(self, kind: str, node: int) -> None:
         """Move the "group", "transaction" or "share" coordinator to node."""
     def stop_node(self, node: int) -> None:

@@ -67,6 +67,7 @@ class Fault:
         self.budget = budget
         self.delay_ms = delay_ms
         self.fired = 0
+        self.id = None  # given when installed through a Broker or the control channel
         self._faults = None
 
     @property
@@ -176,7 +177,7 @@ class Faults:
         """(action, when to go on (ms) or None, what): answer a response, drop, run the request with the error set
         on its whole answer or on some partitions, or run it as usual."""
         header = ctx.header
-        key, node = header.request_api_key, ctx.state.node_id
+        key, node = header.request_api_key, ctx.node_id  # the broker of the cluster it came to
         delay = 0
         if self.controls:
             seen = Request(header, body, key, ctx.version, node, ctx.client_host, ctx.principal)

@@ -158,6 +158,8 @@ class Server:
         self._waiting = Waiting()  # requests that wait (dispatch.Wait), and what wakes them
         self._housekeeping = None
         state.on_change = self._waiting.changed
+        self.controls = None  # a test's moves and faults (cluster_controls.py), and where the channel to them is
+        self.control_address = None
 
     def _wake_all(self):
         """Wake every waiting request (logs shrank, partitions went, the broker stops): each looks again."""
