@@ -110,6 +110,49 @@ def test_only_the_leader_serves_a_partition(cluster):
     assert [(e.node_id, e.port) for e in answer.node_endpoints] == [(leader, 9091 + leader)]
 
 
+def test_requests_naming_bare_partition_indexes_are_answered_by_the_leader(cluster):
+    """DescribeProducers and WriteTxnMarkers name partitions by index only; another broker than the leader answers
+    each NOT_LEADER_OR_FOLLOWER, as Kafka's replica manager does, and writes no marker."""
+    from kafkaproto.messages import DescribeLogDirsRequest, DescribeProducersRequest, WriteTxnMarkersRequest
+    topic = create(cluster, "bare", 2, 2)
+    leader = topic.partitions[0].leader
+    other = next(n for n in NODES if n != leader)
+    producer = call(cluster, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4, leader)
+    body = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="bare", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch(
+            b"v", producer_id=producer.producer_id, epoch=producer.producer_epoch, sequence=0))])])
+    assert call(cluster, body, 9, leader).responses[0].partition_responses[0].error_code == 0
+    describe = DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(name="bare",
+                                                                                      partition_indexes=[0])])
+
+    def producers(node):
+        found = call(cluster, describe, 0, node).topics[0].partitions[0]
+        return found.error_code, [p.producer_id for p in found.active_producers]
+    assert producers(leader) == (0, [producer.producer_id])
+    assert producers(other) == (errors.NOT_LEADER_OR_FOLLOWER.code, [])
+    marker = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=producer.producer_id, producer_epoch=producer.producer_epoch, transaction_result=False,
+        coordinator_epoch=0, topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name="bare",
+                                                                                   partition_indexes=[0])])])
+    end = topic.partitions[0].log.log_end_offset
+    assert call(cluster, marker, 1, other).markers[0].topics[0].partitions[0].error_code == \
+        errors.NOT_LEADER_OR_FOLLOWER.code
+    assert topic.partitions[0].log.log_end_offset == end  # nothing written
+    assert call(cluster, marker, 1, leader).markers[0].topics[0].partitions[0].error_code == 0
+    assert topic.partitions[0].log.log_end_offset == end + 1
+    # DescribeLogDirs: each broker lists the partitions it holds a replica of
+    for node in NODES:
+        listed = call(cluster, DescribeLogDirsRequest(topics=None), 4, node).results[0].topics
+        held = sorted(p.index for p in topic.partitions if node in p.replicas)
+        assert sorted(p.partition_index for t in listed if t.name == "bare" for p in t.partitions) == held
+
+
+def test_listing_groups_makes_no_internal_topic(cluster):
+    for node in NODES:
+        assert call(cluster, ListGroupsRequest(), 4, node).groups == []
+    assert "__consumer_offsets" not in cluster.cluster.internal_topics
+
+
 def test_a_moved_leader_fences_the_old_epoch(cluster):
     topic = create(cluster, "moved", 1, 2)
     partition = topic.partitions[0]
@@ -198,14 +241,27 @@ def test_leadership_is_kept_across_a_restart(tmp_path):
         topic = create(state, "kept", 2, 3)
         move_leader(state.cluster, topic.partitions[1], 3)
         kept = [(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch) for p in topic.partitions]
+        # and a coordinator moved: its internal topic has no TopicRecord, but its changes are kept too
+        call(state, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4)
+        offsets = state.cluster.internal_topics["__consumer_offsets"].partitions[0]
+        move_leader(state.cluster, offsets, 2)
+        coordinator = (offsets.leader, offsets.leader_epoch, offsets.isr)
     finally:
         state.close()
     again = BrokerState(BrokerConfig(config))
     try:
         assert [(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch)
                 for p in again.cluster.topics["kept"].partitions] == kept
+        offsets = serve_internal(again.cluster, "__consumer_offsets").partitions[0]
+        assert (offsets.leader, offsets.leader_epoch, offsets.isr) == coordinator == (2, 1, [1, 2, 3])
     finally:
         again.close()
+    # fewer brokers than the coordinator's: it goes back to the first, rather than to no one
+    fewer = BrokerState(BrokerConfig({**config, "kafkaproto.nodes": "1"}))
+    try:
+        assert serve_internal(fewer.cluster, "__consumer_offsets").partitions[0].leader == 1
+    finally:
+        fewer.close()
 
 
 # ---- a cluster served on sockets, with real clients ------------------------------------------------------------

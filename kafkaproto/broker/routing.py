@@ -45,6 +45,12 @@ def coordinator(state, internal_topic):
     return topic.partitions[0].leader
 
 
+def led_elsewhere(ctx, partition):
+    """Whether another broker leads partition: what the handlers of requests that name partitions by bare index
+    (DescribeProducers, WriteTxnMarkers; split cannot take them apart) answer NOT_LEADER_OR_FOLLOWER for."""
+    return ctx.state.routed and partition.leader != ctx.node_id
+
+
 def route(ctx, body, run):
     """The answer to a request that came to ctx.node_id: run(body) for what this broker serves, and the answers of
     a broker that should not serve the rest. None when it serves all of it (the common case: run is not called)."""
@@ -59,7 +65,8 @@ def route(ctx, body, run):
     elif key in SHARE_STATE_REQUESTS:
         internal = SHARE_STATE_TOPIC
     elif key in LISTS:
-        if coordinator(ctx.state, LISTS[key]) == ctx.node_id:
+        listed = ctx.state.cluster.internal_topics.get(LISTS[key])  # not made by a listing: nothing to list yet
+        if listed is None or listed.partitions[0].leader == ctx.node_id:
             return None
         answer = run(body)
         for attr in ("groups", "transaction_states"):

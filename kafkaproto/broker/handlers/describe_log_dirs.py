@@ -2,7 +2,8 @@
 
 Null topics means every partition; otherwise those asked that exist (others are left out, as Kafka leaves out
 what its directories do not hold). The offset lag of a current log is 0. v4+ adds the directory's file system
-sizes; v5 says whether it is cordoned (never, here).
+sizes; v5 says whether it is cordoned (never, here). In a cluster of several brokers each lists the partitions
+it holds a replica of (their one shared log: replication is virtual).
 """
 
 import os
@@ -29,13 +30,15 @@ def describe_log_dirs(ctx, request):
         for item in request.topics:
             asked.setdefault(item.topic, set()).update(item.partitions)
     topics = []
+    routed = ctx.state.routed
     for name, indexes in asked.items():
         topic = cluster.topics.get(name)
         if topic is None:
             continue
         partitions = [Partition(partition_index=p.index, partition_size=p.log.size_bytes, offset_lag=0,
                                 is_future_key=False)
-                      for p in topic.partitions if p.log is not None and (indexes is None or p.index in indexes)]
+                      for p in topic.partitions if p.log is not None and (indexes is None or p.index in indexes)
+                      and (not routed or ctx.node_id in p.replicas)]
         if partitions:
             topics.append(Topic(name=name, partitions=partitions))
     log_dir = os.path.abspath(ctx.state.config.log_dir)

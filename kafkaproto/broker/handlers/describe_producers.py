@@ -1,10 +1,11 @@
 """DescribeProducers (kafka-transactions describe-producers, find-hanging): the producers that wrote to each
-partition asked, with the last sequence and timestamp each wrote, the epoch of the coordinator that wrote its
+partition asked (of its leader), with the last sequence and timestamp each wrote, the epoch of the coordinator that wrote its
 last transaction marker, and where its open transaction starts (-1 when none is open)."""
 
 from ... import errors
 from ...messages import ApiKey, DescribeProducersResponse
 from ..dispatch import handles
+from ..routing import led_elsewhere
 from ..state.acls import READ, TOPIC
 
 Topic, Partition = DescribeProducersResponse.TopicResponse, DescribeProducersResponse.PartitionResponse
@@ -17,6 +18,8 @@ def _partition(ctx, name, index):
     partition, error = state.partition(topic, index)
     if not ctx.allowed(READ, TOPIC, name):
         partition, error = None, errors.TOPIC_AUTHORIZATION_FAILED
+    if partition is not None and led_elsewhere(ctx, partition):
+        partition, error = None, errors.NOT_LEADER_OR_FOLLOWER
     if partition is None:
         return Partition(partition_index=index, error_code=error.code, error_message=None, active_producers=[])
     open_txns = partition.transactions.open

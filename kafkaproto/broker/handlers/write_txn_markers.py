@@ -1,7 +1,8 @@
 """WriteTxnMarkers: write commit or abort markers for a producer to partitions, as a transaction coordinator on
 another broker does, and as kafka-transactions abort does to end a hanging transaction.
 
-Each partition is checked as Kafka's producer state checks a marker: a partition that does not exist is
+Only a partition's leader writes its markers (another broker answers NOT_LEADER_OR_FOLLOWER). Each partition is
+checked as Kafka's producer state checks a marker: a partition that does not exist is
 UNKNOWN_TOPIC_OR_PARTITION; an epoch older than the producer's is INVALID_PRODUCER_EPOCH (under transactions
 version 2 the marker's epoch must be newer than the data's, as the coordinator bumps it at every end, save for a
 retry once the transaction has ended); a coordinator epoch older than the one that wrote the producer's last
@@ -11,6 +12,7 @@ marker is TRANSACTION_COORDINATOR_FENCED.
 from ... import errors
 from ...messages import ApiKey, WriteTxnMarkersResponse
 from ..dispatch import handles
+from ..routing import led_elsewhere
 from ..state.acls import CLUSTER, CLUSTER_ACTION, CLUSTER_NAME
 from ..state.transactions import MAX_EPOCH
 
@@ -19,11 +21,14 @@ TopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
 PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
 
 
-def _write(state, marker, name, index):
+def _write(ctx, marker, name, index):
+    state = ctx.state
     topic, _ = state.topic(name)
     partition, error = state.partition(topic, index)
     if partition is None:
         return error
+    if led_elsewhere(ctx, partition):
+        return errors.NOT_LEADER_OR_FOLLOWER
     entry = partition.producers.entries.get(marker.producer_id)
     if entry is not None:
         epoch, bumps = marker.producer_epoch, marker.transaction_version >= 2
@@ -45,7 +50,7 @@ def write_txn_markers(ctx, request):
     results = []
     for marker in request.markers:
         topics = [TopicResult(name=asked.name, partitions=[
-            PartitionResult(partition_index=index, error_code=(_write(ctx.state, marker, asked.name, index) if allowed
+            PartitionResult(partition_index=index, error_code=(_write(ctx, marker, asked.name, index) if allowed
                                                                else errors.CLUSTER_AUTHORIZATION_FAILED).code)
             for index in asked.partition_indexes]) for asked in marker.topics]
         results.append(Result(producer_id=marker.producer_id, topics=topics))

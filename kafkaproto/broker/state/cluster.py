@@ -190,6 +190,9 @@ class Cluster:
         self.refused_ids = set()  # ids of topics of the broker's own logs' names an older version recorded
         self.internal_logs = {}  # internal topic name -> the coordinator's log served as it once it exists
         self.internal_topics = {}  # internal topic name -> that topic, once it exists
+        # topic id -> the PartitionChangeRecords the metadata log holds for an internal topic (which has no
+        # TopicRecord): replayed when it is served again (internal_topics.py)
+        self.internal_changes = {}
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
@@ -293,6 +296,9 @@ class Cluster:
             while topic.partitions and topic.partitions[-1].mode == NONE_MODE:
                 topic.partitions.pop()  # deleted partitions are gone, so the count shrinks
         elif kind == "PartitionChangeRecord":
+            if record.topic_id not in self.by_id:  # an internal topic's, not served yet
+                self.internal_changes.setdefault(record.topic_id, []).append(record)
+                return
             partition = self.by_id[record.topic_id].partitions[record.partition_id]
             if apply_change(partition, record) and partition.log is not None:
                 partition.log.epochs.assign(partition.leader_epoch, partition.log.log_end_offset)
@@ -562,15 +568,11 @@ class Cluster:
 
     def change_partition(self, partition, leader=NO_CHANGE, isr=None, replicas=None):
         """Change a partition's leader, ISR or replicas (state/replicas.py): a PartitionChangeRecord in the metadata
-        log, or for an internal topic (kept out of it) in memory only. True when anything changed."""
+        log (an internal topic's too, though its TopicRecord is not there). True when anything changed."""
         record = change_record(partition, leader, isr, replicas)
         if record is None:
             return False
-        if partition.topic.is_internal:
-            if apply_change(partition, record) and partition.log is not None:
-                partition.log.epochs.assign(partition.leader_epoch, partition.log.log_end_offset)
-        else:
-            self._commit([record])
+        self._commit([record])
         return True
 
     def delete_topic(self, topic):

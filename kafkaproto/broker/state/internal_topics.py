@@ -26,6 +26,7 @@ from ...uuid import Uuid
 from ..topic_configs import segment_size
 from .cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC, Partition, Topic
 from .data_dir import read_partition_metadata, write_partition_metadata
+from .replicas import apply_change
 
 log = logging.getLogger("kafkaproto.broker")
 
@@ -91,6 +92,12 @@ def _serve_internal(cluster, name, partition_log, configs, what):
     factor = min(cluster.config[INTERNAL_REPLICATION[name]], len(cluster.nodes.alive)) or 1
     partition = Partition(topic, 0, cluster.nodes.alive[:factor] or [cluster.node_id])
     topic.partitions.append(partition)
+    changes = cluster.internal_changes.pop(topic_id, ())
+    if changes:  # led where it was before a restart, unless by no broker, or one no longer in the cluster
+        for change in changes:
+            apply_change(partition, change)
+        if partition.leader not in cluster.nodes.ids or not set(partition.replicas) <= set(cluster.nodes.ids):
+            partition = topic.partitions[0] = Partition(topic, 0, cluster.nodes.alive[:factor] or [cluster.node_id])
     cluster.topics[name] = cluster.by_id[topic_id] = topic
     partition_log.segment_bytes = segment_size(cluster.topic_config(topic))
     cluster.attach_log(partition, partition_log)
