@@ -147,6 +147,45 @@ def test_requests_naming_bare_partition_indexes_are_answered_by_the_leader(clust
         assert sorted(p.partition_index for t in listed if t.name == "bare" for p in t.partitions) == held
 
 
+def test_each_broker_describes_and_keeps_its_own_configs(tmp_path):
+    """A broker's configs are described and altered at that broker (as Kafka's admin client sends them), another id
+    refused; keys the process acts on are the first broker's or every broker's, the others kept per broker and
+    across a restart."""
+    from kafkaproto.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+    config = {"log.dirs": str(tmp_path), "kafkaproto.nodes": "3"}
+
+    def describe(state, name, node, key):
+        body = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=4, resource_name=name, configuration_keys=[key])], include_synonyms=True)
+        result = call(state, body, 4, node).results[0]
+        return result.error_code, [(c.value, c.config_source) for c in result.configs]
+
+    def alter(state, name, node, key, value):
+        body = IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=4, resource_name=name, configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                name=key, config_operation=0, value=value)])])
+        result = call(state, body, 1, node).responses[0]
+        return result.error_code, result.error_message
+
+    state = BrokerState(BrokerConfig(config))
+    try:
+        assert describe(state, "2", 2, "num.io.threads") == (0, [("8", 5)])
+        assert describe(state, "2", 1, "num.io.threads") == (errors.INVALID_REQUEST.code, [])
+        assert alter(state, "2", 2, "num.io.threads", "4") == (0, None)
+        assert describe(state, "2", 2, "num.io.threads") == (0, [("4", 2)])
+        assert describe(state, "1", 1, "num.io.threads") == (0, [("8", 5)])
+        refused = alter(state, "2", 2, "log.cleaner.backoff.ms", "100")
+        assert refused[0] == errors.INVALID_REQUEST.code and "set for broker 1 or for every broker" in refused[1]
+        assert alter(state, "2", 2, "num.io.threads", "0")[0] == errors.INVALID_REQUEST.code  # checked as Kafka
+    finally:
+        state.close()
+    again = BrokerState(BrokerConfig(config))
+    try:
+        assert describe(again, "2", 2, "num.io.threads") == (0, [("4", 2)])
+    finally:
+        again.close()
+
+
 def test_listing_groups_makes_no_internal_topic(cluster):
     for node in NODES:
         assert call(cluster, ListGroupsRequest(), 4, node).groups == []

@@ -43,11 +43,12 @@ def topic_configs(state, name):
     return topic.configs, None
 
 
-def broker_configs(state, name):
-    """(the dynamic configs of this broker, or of every broker for "", None) or (None, (error, message))."""
-    if name not in ("", str(state.node_id)):
-        return None, (errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {name!r}")
-    return state.cluster.default_broker_configs if name == "" else state.cluster.broker_configs, None
+def broker_configs(ctx, name):
+    """(the dynamic configs of the broker asked, or of every broker for "", None) or (None, (error, message))."""
+    if name not in ("", str(ctx.node_id)):
+        return None, (errors.INVALID_REQUEST, f"this broker is {ctx.node_id}, not {name!r}")
+    return ctx.state.cluster.default_broker_configs if name == "" else \
+        ctx.state.cluster.dynamic_configs(ctx.node_id), None
 
 
 def alter_topic(state, name, changes, validate_only):
@@ -79,6 +80,8 @@ def alter_broker(state, name, changes, validate_only):
         why = setting is not None and setting.topic_key and topic_config_error(setting.topic_key, value)
         if why:
             return errors.INVALID_REQUEST, why
+    if name not in ("", str(state.node_id)):
+        return _alter_other_broker(state, int(name), changes, validate_only)
     cluster = state.cluster
     default, own = cluster.default_broker_configs, cluster.broker_configs
     if name == "":
@@ -94,6 +97,19 @@ def alter_broker(state, name, changes, validate_only):
         cluster.set_configs(BROKER_RESOURCE, name, changes)
         if network is not None:
             network.reconfigure()
+    return errors.NONE, None
+
+
+def _alter_other_broker(state, node, changes, validate_only):
+    """Another broker of the cluster (kafkaproto.nodes) keeps the keys this broker does not act on, as Kafka's
+    brokers keep theirs; those it acts on are the whole process's, set for the first broker or for every one."""
+    acted_on = sorted(key for key, value in changes.items() if key in SETTINGS and value is not None)
+    if acted_on:
+        return errors.INVALID_REQUEST, (
+            f"{', '.join(acted_on)}: the brokers of this cluster run in one process from one configuration, so "
+            f"these are set for broker {state.node_id} or for every broker (\"\"), not for broker {node}")
+    if not validate_only:
+        state.cluster.set_configs(BROKER_RESOURCE, str(node), changes)
     return errors.NONE, None
 
 
@@ -140,7 +156,7 @@ def alter(ctx, resource_type, name, make_changes, validate_only):
         current, refused = topic_configs(state, name)
         change = alter_topic
     elif resource_type == BROKER_RESOURCE:
-        current, refused = broker_configs(state, name)
+        current, refused = broker_configs(ctx, name)
         change = alter_broker
     elif resource_type == CLIENT_METRICS_RESOURCE:
         current, refused = state.cluster.client_metrics.get(name, {}), None

@@ -37,12 +37,13 @@ def _entry(ctx, name, value, source, kind, synonyms=(), read_only=False, sensiti
         documentation=None)  # as Kafka leaves it unless asked; asked, it has no text of Kafka's to give
 
 
-def _broker_synonyms(state, keys, described, hidden=False):
+def _broker_synonyms(state, keys, described, hidden=False, node=None):
     """The broker settings behind a config, as Kafka lists them: by source (this broker's dynamic value, every
     broker's, the file's, the default), then left out up to the first that names keys[0], whose default the
     config takes (the others give the same value in other units). hidden: a secret's values are None."""
     cluster = state.cluster
-    found = [(key, cluster.broker_configs[key], DYNAMIC_BROKER) for key in keys if key in cluster.broker_configs]
+    own = cluster.dynamic_configs(state.node_id if node is None else node)
+    found = [(key, own[key], DYNAMIC_BROKER) for key in keys if key in own]
     found += [(key, cluster.default_broker_configs[key], DYNAMIC_DEFAULT_BROKER) for key in keys
               if key in cluster.default_broker_configs]
     found += [(key, described[key], STATIC_BROKER) for key in keys if key in state.config.given]
@@ -94,15 +95,15 @@ def _broker(ctx, request, resource):
     (of no known type, so hidden as a secret is). For "" (every broker's defaults), those set so, as Kafka does."""
     state = ctx.state
     cluster = state.cluster
-    if resource.resource_name not in ("", str(state.node_id)):
-        return errors.INVALID_REQUEST, f"this broker is {state.node_id}, not {resource.resource_name!r}", []
+    if resource.resource_name not in ("", str(ctx.node_id)):
+        return errors.INVALID_REQUEST, f"this broker is {ctx.node_id}, not {resource.resource_name!r}", []
     described = state.config.describe()
     every_broker = resource.resource_name == ""
     if every_broker:
         names = set(cluster.default_broker_configs)
     else:
         names = {*KAFKA_BROKER_CONFIGS, *OWN_SETTINGS, *state.config.given, *cluster.default_broker_configs,
-                 *cluster.broker_configs}
+                 *cluster.dynamic_configs(ctx.node_id)}
     if resource.configuration_keys is not None:
         names &= set(resource.configuration_keys)
     out = []
@@ -112,7 +113,7 @@ def _broker(ctx, request, resource):
         # the setting and those that give the same value in other units after it (log.retention.hours, say)
         units = next((keys[keys.index(name):] for _, keys, _ in KAFKA_TOPIC_CONFIGS.values() if name in keys),
                      (name,))
-        synonyms = _broker_synonyms(state, units, described, hidden=sensitive)
+        synonyms = _broker_synonyms(state, units, described, hidden=sensitive, node=ctx.node_id)
         if every_broker:
             synonyms = [s for s in synonyms if s[2] == DYNAMIC_DEFAULT_BROKER]
         source, value = (synonyms[0][2], synonyms[0][1]) if synonyms else (DEFAULT, None)

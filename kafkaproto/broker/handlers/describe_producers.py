@@ -1,6 +1,7 @@
 """DescribeProducers (kafka-transactions describe-producers, find-hanging): the producers that wrote to each
-partition asked (of its leader), with the last sequence and timestamp each wrote, the epoch of the coordinator that wrote its
-last transaction marker, and where its open transaction starts (-1 when none is open)."""
+partition asked (answered by its leader), with the last sequence and timestamp each wrote, the epoch of the
+coordinator that wrote its last transaction marker, and where its open transaction starts (-1 when none is
+open)."""
 
 from ... import errors
 from ...messages import ApiKey, DescribeProducersResponse

@@ -196,6 +196,7 @@ class Cluster:
         self.next_producer_id = 0  # the first id of the next block to hand out
         self.producer_id_block = (0, 0)  # [first, end) ids this broker may give out without a new record
         self.broker_configs = {}  # dynamic configs of this broker (resource name: its id)
+        self.node_configs = {}  # node id -> the dynamic configs of another broker of the cluster (kafkaproto.nodes)
         self.default_broker_configs = {}  # dynamic defaults of every broker (resource name: "")
         self.group_configs = {}  # group id -> {name: value}: its own configs (group_config.py)
         self.client_metrics = {}  # subscription name -> {name: value} (client_metrics.py)
@@ -323,15 +324,18 @@ class Cluster:
                 target = self.default_broker_configs
             elif record.resource_name == str(self.node_id):
                 target = self.broker_configs
+            elif record.resource_name in {str(node) for node in self.nodes.ids}:
+                target = self.node_configs.setdefault(int(record.resource_name), {})
             else:
-                return  # another broker's
+                return  # a broker's not served here
             if record.value is None:
                 target.pop(record.name, None)
                 if not target and record.resource_type == GROUP_RESOURCE:
                     del self.group_configs[record.resource_name]
             else:
                 target[record.name] = record.value
-            if record.resource_type == BROKER_RESOURCE and record.name in SETTINGS:
+            if record.resource_type == BROKER_RESOURCE and record.name in SETTINGS and \
+                    record.resource_name in ("", str(self.node_id)):
                 try:
                     self.config.set_dynamic(record.name, self.configs.get(record.name))
                 except ConfigError as e:  # checked when it was altered: a log written by another version
@@ -683,6 +687,10 @@ class Cluster:
         return due
 
     # --- lookups
+
+    def dynamic_configs(self, node):
+        """The dynamic configs of a broker of the cluster (by its id), without every broker's defaults."""
+        return self.broker_configs if node == self.node_id else self.node_configs.get(node, {})
 
     @property
     def configs(self):
