@@ -7,6 +7,10 @@
 //	franz BOOTSTRAP txn NAME             transactions committed, aborted and open, read back read_committed
 //	franz BOOTSTRAP admin NAME           create, describe, grow and delete topics
 //	franz BOOTSTRAP session NAME         a small everyday session (tests/data/captures/franz-go.pcap)
+//	franz BOOTSTRAP moves NAME SETTINGS  an idempotent producer, then a consumer group, on topic NAME, each held
+//	                                     at the gates of SETTINGS (JSON, scenario.Moves) while the test changes
+//	                                     the cluster
+//	franz BOOTSTRAP fault NAME           one record produced to topic NAME, which the test faulted: how it ended
 package main
 
 import (
@@ -35,7 +39,8 @@ var (
 )
 
 func main() {
-	args = scenario.Parse("franz", "produce CODEC | group eager|cooperative-sticky|kip848 | txn | admin | session")
+	args = scenario.Parse("franz", "produce CODEC | group eager|cooperative-sticky|kip848 | txn | admin | session | "+
+		"moves SETTINGS | fault")
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
@@ -50,13 +55,17 @@ func main() {
 		admin()
 	case "session":
 		session()
+	case "moves":
+		moves(args.Mode)
+	case "fault":
+		fault()
 	default:
 		scenario.Fail("unknown scenario %q", args.Scenario)
 	}
 }
 
 func client(opts ...kgo.Opt) *kgo.Client {
-	base := []kgo.Opt{kgo.SeedBrokers(args.Bootstrap), kgo.ClientID("kafkaproto-franz-" + args.Scenario),
+	base := []kgo.Opt{kgo.SeedBrokers(args.Brokers()...), kgo.ClientID("kafkaproto-franz-" + args.Scenario),
 		kgo.RetryTimeout(20 * time.Second)}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	scenario.Check(err, "creating a client")
@@ -627,4 +636,112 @@ func session() {
 		scenario.Fail("the group read %d records, not 21", read)
 	}
 	scenario.Emit(map[string]any{"read": read})
+}
+
+// ---- a cluster changing under a producer and a consumer group -------------------------------------------------
+
+// moves writes the records "0", "1", ... one every 10 ms to the topic NAME (one partition, made by the test) from
+// an idempotent producer with acks=all, saying "ack OFFSET VALUE" for each acknowledged and "fail VALUE ERROR" for
+// each that failed; then a consumer of the group NAME-group reads them from the start, saying "read OFFSET VALUE"
+// for each, and commits after each poll (of at most 10 records). At the gates it waits for the test
+// (scenario.Moves). Reported: the commits that failed, the offset committed at the end as the broker reads it
+// back, and how many records read were written in each leader epoch (a batch's partitionLeaderEpoch).
+func moves(mode string) {
+	settings := scenario.ParseMoves(mode)
+	gates := scenario.ListenForGates()
+	topic, group := args.Name, args.Name+"-group"
+
+	// Idempotent writes and acks=all are kgo's defaults (kgo.DisableIdempotentWrite, kgo.RequiredAcks); said
+	// here so that the scenario does not rest on a default. After a broker stops, kgo finds the new leader in
+	// metadata it asks again at most once per MetadataMinAge (5 s by default).
+	producer := client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.MetadataMinAge(100*time.Millisecond))
+	for i := 0; i < settings.Records; i++ {
+		gates.Await(settings.Needed(settings.ProducerGates, i), fmt.Sprintf("the test's gate before record %d", i))
+		value := strconv.Itoa(i)
+		producer.Produce(ctx, &kgo.Record{Value: []byte(value)}, func(r *kgo.Record, err error) {
+			if err != nil {
+				scenario.Say("fail %s %v", value, err)
+			} else {
+				scenario.Say("ack %d %s", r.Offset, value)
+			}
+		})
+		time.Sleep(10 * time.Millisecond)
+	}
+	scenario.Check(producer.Flush(ctx), "flushing the producer")
+	producer.Close()
+
+	consumer := client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(250*time.Millisecond))
+	gate := len(settings.ProducerGates) + 1 // the consumer's gate is the one after the producer's
+	read := 0
+	epochs := map[int32]int{}
+	var commitErrors []string
+	stalled := time.Now().Add(step)
+	for read < settings.Records {
+		limit := settings.Records
+		if gates.Opened() < gate {
+			limit = min(settings.ConsumerGate+settings.Window, settings.Records)
+		}
+		if read >= limit {
+			gates.Await(gate, fmt.Sprintf("the test's gate after %d records read", read))
+			continue
+		}
+		if time.Now().After(stalled) {
+			scenario.Fail("read nothing for %s after %d records", step, read)
+		}
+		poll, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := consumer.PollRecords(poll, min(10, limit-read))
+		cancel()
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				scenario.Fail("fetching %s[%d]: %v", t, p, err)
+			}
+		})
+		fetches.EachRecord(func(r *kgo.Record) {
+			read++
+			epochs[r.LeaderEpoch]++
+			scenario.Say("read %d %s", r.Offset, r.Value)
+			stalled = time.Now().Add(step)
+		})
+		if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+			commitErrors = append(commitErrors, err.Error())
+		}
+	}
+	adm := kadm.NewClient(client())
+	defer adm.Close()
+	offsets, err := adm.FetchOffsets(ctx, group)
+	scenario.Check(err, "fetching the group's committed offsets")
+	committed, found := offsets.Lookup(topic, 0)
+	if !found {
+		scenario.Fail("the group has no committed offset for %s[0]", topic)
+	}
+	scenario.Check(committed.Err, "the group's committed offset")
+	consumer.Close()
+	scenario.Emit(map[string]any{"commit_errors": commitErrors, "committed": committed.At, "epochs": epochs})
+}
+
+// ---- a fault the broker answers with ---------------------------------------------------------------------------
+
+// fault produces one record ("faulted") to the topic NAME, which the test made and installed a fault for, from an
+// idempotent producer with acks=all, and reports how that ended: the offset it was written at (-1 if not), and
+// the error ProduceSync gave: its text, and the name of the *kerr.Error inside it ("" if none).
+func fault() {
+	// A batch retried after a retriable error waits for the metadata to be asked again, at most once per
+	// MetadataMinAge (5 s by default).
+	producer := client(kgo.DefaultProduceTopic(args.Name), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.MetadataMinAge(100*time.Millisecond))
+	defer producer.Close()
+	r, err := producer.ProduceSync(ctx, &kgo.Record{Value: []byte("faulted")}).First()
+	offset, text, named := int64(-1), "", ""
+	if err == nil {
+		offset = r.Offset
+	} else {
+		text = err.Error()
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			named = ke.Message
+		}
+	}
+	scenario.Emit(map[string]any{"offset": offset, "error": text, "kafka_error": named})
 }

@@ -4,6 +4,10 @@
 //	sarama BOOTSTRAP group NAME     a consumer group of two: join, rebalance, commit, one leaves
 //	sarama BOOTSTRAP admin NAME     create, describe, grow and delete topics; describe the cluster
 //	sarama BOOTSTRAP session NAME   a small everyday session (tests/data/captures/sarama.pcap)
+//	sarama BOOTSTRAP moves NAME SETTINGS
+//	                                an idempotent producer, then a consumer group, on topic NAME, each held at the
+//	                                gates of SETTINGS (JSON, scenario.Moves) while the test changes the cluster
+//	sarama BOOTSTRAP fault NAME     one record produced to topic NAME, which the test faulted: how it ended
 package main
 
 import (
@@ -29,7 +33,7 @@ var (
 )
 
 func main() {
-	args = scenario.Parse("sarama", "produce | group | admin | session")
+	args = scenario.Parse("sarama", "produce | group | admin | session | moves SETTINGS | fault")
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
@@ -42,6 +46,10 @@ func main() {
 		admin()
 	case "session":
 		session()
+	case "moves":
+		moves(args.Mode)
+	case "fault":
+		fault()
 	default:
 		scenario.Fail("unknown scenario %q", args.Scenario)
 	}
@@ -58,7 +66,7 @@ func config() *sarama.Config {
 }
 
 func newAdmin() sarama.ClusterAdmin {
-	adm, err := sarama.NewClusterAdmin([]string{args.Bootstrap}, config())
+	adm, err := sarama.NewClusterAdmin(args.Brokers(), config())
 	scenario.Check(err, "creating a cluster admin")
 	return adm
 }
@@ -93,7 +101,7 @@ func idempotentProducer(codec sarama.CompressionCodec) sarama.SyncProducer {
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.Compression = codec
-	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
+	producer, err := sarama.NewSyncProducer(args.Brokers(), cfg)
 	scenario.Check(err, "creating an idempotent producer")
 	return producer
 }
@@ -132,7 +140,7 @@ func produce() {
 	}
 	scenario.Check(producer.Close(), "closing the producer")
 
-	consumer, err := sarama.NewConsumer([]string{args.Bootstrap}, config())
+	consumer, err := sarama.NewConsumer(args.Brokers(), config())
 	scenario.Check(err, "creating a consumer")
 	defer consumer.Close()
 	var consumed [][4]int64
@@ -231,7 +239,7 @@ func join(name, topic, groupID string) *member {
 	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
 	cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
 	cfg.Consumer.Group.Rebalance.Retry.Backoff = 200 * time.Millisecond
-	group, err := sarama.NewConsumerGroup([]string{args.Bootstrap}, groupID, cfg)
+	group, err := sarama.NewConsumerGroup(args.Brokers(), groupID, cfg)
 	scenario.Check(err, "creating consumer group member "+name)
 	m.group = group
 	var loop context.Context
@@ -295,7 +303,7 @@ func group() {
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	producer, err := sarama.NewSyncProducer([]string{args.Bootstrap}, cfg)
+	producer, err := sarama.NewSyncProducer(args.Brokers(), cfg)
 	scenario.Check(err, "creating a producer")
 	defer producer.Close()
 	produce := func(value string, partition int32) string {
@@ -320,7 +328,7 @@ func group() {
 		}
 		committed[p] = block.Offset
 	}
-	client, err := sarama.NewClient([]string{args.Bootstrap}, config())
+	client, err := sarama.NewClient(args.Brokers(), config())
 	scenario.Check(err, "creating a client")
 	defer client.Close()
 	ends := map[int32]int64{}
@@ -489,7 +497,7 @@ func session() {
 	groupCfg := config()
 	groupCfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	groupCfg.Consumer.Offsets.AutoCommit.Enable = false
-	group, err := sarama.NewConsumerGroup([]string{args.Bootstrap}, groupID, groupCfg)
+	group, err := sarama.NewConsumerGroup(args.Brokers(), groupID, groupCfg)
 	scenario.Check(err, "creating a consumer group")
 	reader := &sessionReader{want: 20, done: make(chan struct{})}
 	loop, stop := context.WithCancel(ctx)
@@ -512,4 +520,189 @@ func session() {
 	scenario.Check(group.Close(), "leaving the group")
 	scenario.Check(adm.DeleteTopic(topic), "deleting the topic")
 	scenario.Emit(map[string]any{"read": reader.read})
+}
+
+// ---- a cluster changing under a producer and a consumer group -------------------------------------------------
+
+// moves writes the records "0", "1", ... one every 10 ms to the topic NAME (one partition, made by the test) from
+// an idempotent AsyncProducer with acks=all, saying "ack OFFSET VALUE" for each acknowledged and "fail VALUE ERROR"
+// for each that failed; then a member of the group NAME-group reads them from the start, saying "read OFFSET VALUE"
+// for each and marking it read, the marks committed as it goes. At the gates it waits for the test (scenario.Moves).
+// Reported: the errors the group met and the offset committed at the end as the broker reads it back.
+func moves(mode string) {
+	settings := scenario.ParseMoves(mode)
+	gates := scenario.ListenForGates()
+	topic, groupID := args.Name, args.Name+"-group"
+
+	cfg := config()
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Net.MaxOpenRequests = 1 // what Sarama's idempotent producer requires
+	cfg.Producer.Return.Successes = true
+	// A broker that stops is an outage the application means to ride out: more tries than the default 3.
+	cfg.Producer.Retry.Max = 10
+	producer, err := sarama.NewAsyncProducer(args.Brokers(), cfg)
+	scenario.Check(err, "creating an idempotent producer")
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		successes, failures := producer.Successes(), producer.Errors()
+		for successes != nil || failures != nil {
+			select {
+			case m, ok := <-successes:
+				if !ok {
+					successes = nil
+					continue
+				}
+				value, _ := m.Value.Encode()
+				scenario.Say("ack %d %s", m.Offset, value)
+			case e, ok := <-failures:
+				if !ok {
+					failures = nil
+					continue
+				}
+				value, _ := e.Msg.Value.Encode()
+				scenario.Say("fail %s %v", value, e.Err)
+			}
+		}
+	}()
+	for i := 0; i < settings.Records; i++ {
+		gates.Await(settings.Needed(settings.ProducerGates, i), fmt.Sprintf("the test's gate before record %d", i))
+		producer.Input() <- &sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(strconv.Itoa(i))}
+		time.Sleep(10 * time.Millisecond)
+	}
+	producer.AsyncClose()
+	<-answered
+
+	reader := &mover{settings: settings, gates: gates, done: make(chan struct{})}
+	groupCfg := config()
+	groupCfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// Sarama sends a group's commits on the connection its fetches use, where each waits for the fetch before it,
+	// which the broker may hold for MaxWaitTime (one request at a time per connection, as on Kafka): committing
+	// every record synchronously would take a quarter of a second each while the coordinator is the partition's
+	// leader. So records are marked as read, and the marks committed every 100 ms (Sarama's auto-commit), and
+	// synchronously at the consumer's gate and after the last record.
+	groupCfg.Consumer.Offsets.AutoCommit.Enable = true
+	groupCfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
+	groupCfg.Consumer.Return.Errors = true
+	groupCfg.Consumer.MaxWaitTime = 250 * time.Millisecond
+	groupCfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
+	group, err := sarama.NewConsumerGroup(args.Brokers(), groupID, groupCfg)
+	scenario.Check(err, "creating a consumer group")
+	var mu sync.Mutex
+	var met []string
+	go func() {
+		for err := range group.Errors() {
+			mu.Lock()
+			met = append(met, err.Error())
+			mu.Unlock()
+		}
+	}()
+	loop, stop := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for loop.Err() == nil {
+			// Consume returns at each rebalance; calling it again rejoins.
+			if err := group.Consume(loop, []string{topic}, reader); err != nil && loop.Err() == nil {
+				mu.Lock()
+				met = append(met, err.Error())
+				mu.Unlock()
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}()
+	select {
+	case <-reader.done:
+	case <-ctx.Done():
+		scenario.Fail("the group read %d of %d records", reader.count(), settings.Records)
+	}
+	// A commit the old coordinator refused is not lost: its offsets stay marked for the next (every 100 ms).
+	adm := newAdmin()
+	defer adm.Close()
+	committed := int64(-1)
+	allCommitted := func() bool {
+		fetched, err := adm.ListConsumerGroupOffsets(groupID, map[string][]int32{topic: {0}})
+		scenario.Check(err, "fetching the group's committed offset")
+		block := fetched.GetBlock(topic, 0)
+		if block == nil || block.Err != sarama.ErrNoError {
+			scenario.Fail("fetching the group's committed offset: %v", block)
+		}
+		committed = block.Offset
+		return committed >= int64(settings.Records)
+	}
+	scenario.WaitFor(step, "the group to commit every record read", allCommitted,
+		func() string { return fmt.Sprintf("committed up to %d", committed) })
+	stop()
+	<-finished
+	scenario.Check(group.Close(), "leaving the group")
+	mu.Lock()
+	defer mu.Unlock()
+	scenario.Emit(map[string]any{"errors": met, "committed": committed})
+}
+
+// mover is the moves scenario's group member: it reads its one partition's claim, holding at the consumer's gate.
+type mover struct {
+	settings scenario.Moves
+	gates    *scenario.Gates
+	mu       sync.Mutex
+	read     int
+	done     chan struct{}
+}
+
+func (m *mover) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (m *mover) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (m *mover) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.read
+}
+
+func (m *mover) ConsumeClaim(session sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case msg, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			read := m.count()
+			// the consumer's gate is the one after the producer's
+			gate := len(m.settings.ProducerGates) + m.settings.Needed([]int{m.settings.ConsumerGate}, read)
+			m.gates.Await(gate, fmt.Sprintf("the test's gate after %d records read", read))
+			session.MarkMessage(msg, "")
+			m.mu.Lock()
+			m.read++
+			read = m.read
+			m.mu.Unlock()
+			// At the gate, what was read is committed before the test hears of it (and moves the coordinator).
+			if read == m.settings.ConsumerGate || read == m.settings.Records {
+				session.Commit()
+			}
+			scenario.Say("read %d %s", msg.Offset, msg.Value)
+			if read == m.settings.Records {
+				close(m.done)
+			}
+		case <-session.Context().Done():
+			return nil
+		}
+	}
+}
+
+// ---- a fault the broker answers with ---------------------------------------------------------------------------
+
+// fault produces one record ("faulted") to partition 0 of the topic NAME, which the test made and installed a fault
+// for, from an idempotent SyncProducer with acks=all, and reports how that ended: the offset it was written at (-1
+// if not), and the error SendMessage gave: its text, and the sarama.KError inside it (0 if none, -1 if it holds
+// none).
+func fault() {
+	producer := idempotentProducer(sarama.CompressionNone)
+	_, offset, err := producer.SendMessage(&sarama.ProducerMessage{Topic: args.Name, Partition: 0,
+		Value: sarama.StringEncoder("faulted")})
+	scenario.Check(producer.Close(), "closing the producer")
+	text := ""
+	if err != nil {
+		text = err.Error()
+	}
+	scenario.Emit(map[string]any{"offset": offset, "error": text, "kafka_error": errorCode(err)})
 }

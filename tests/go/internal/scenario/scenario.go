@@ -7,13 +7,20 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 )
 
 // Args is the command line every program takes: BOOTSTRAP SCENARIO NAME [MODE]. NAME is fresh per test: topics,
-// groups and transactional IDs are made from it, so runs against one broker never meet.
+// groups and transactional IDs are made from it, so runs against one broker never meet. BOOTSTRAP is one
+// "host:port" or several, comma-separated.
 type Args struct {
 	Bootstrap, Scenario, Name, Mode string
+}
+
+// Brokers is BOOTSTRAP's addresses.
+func (a Args) Brokers() []string {
+	return strings.Split(a.Bootstrap, ",")
 }
 
 // Parse reads os.Args, exiting with a usage line when it does not fit.
@@ -35,7 +42,7 @@ func Emit(result any) {
 	if err != nil {
 		Fail("encoding the result: %v", err)
 	}
-	fmt.Println(string(line))
+	Say("%s", line)
 }
 
 // Fail ends the program with the reason on stderr: the client itself could not do a step.
