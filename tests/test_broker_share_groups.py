@@ -200,3 +200,60 @@ def test_partitions_that_do_not_exist_are_answered_once(broker):
     assert time.monotonic() - started < 4  # an error answers at once
     assert ask(1, [], wait=100) == {}  # the session kept neither
     client.close()
+
+
+def test_each_broker_of_a_cluster_keeps_its_own_share_sessions(tmp_path):
+    """On a cluster a member opens a share session on each broker leading one of its partitions, as Kafka's
+    clients do: each broker keeps its own and fetches only what it leads. A partition whose leader moves is
+    answered NOT_LEADER_OR_FOLLOWER with its new leader, and one named to a broker that does not lead it too, at
+    every version (v1 and up cannot send null records)."""
+    from kafkaproto import errors
+    group, member = "spread", str(uuid.uuid4())
+    with Broker({**FAST, "log.dirs": str(tmp_path)}, nodes=3) as cluster:
+        clients = {node: RawClient(port) for node, (_, port) in cluster.nodes.items()}
+        try:
+            made = clients[1].call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="spread", num_partitions=2, replication_factor=3)], timeout_ms=5000), 7).body.topics[0]
+            assert made.error_code == 0
+            topic_id = made.topic_id
+            leaders = [cluster.leader("spread", i)[0] for i in (0, 1)]
+            assert leaders[0] != leaders[1]
+            for index, leader in enumerate(leaders):
+                builder = records.RecordBatchBuilder()
+                builder.append(None, f"p{index}".encode())
+                answer = clients[leader].call(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+                    ProduceRequest.TopicProduceData(name="spread", partition_data=[ProduceRequest.PartitionProduceData(
+                        index=index, records=builder.build())])]), 9).body
+                assert answer.responses[0].partition_responses[0].error_code == 0
+            set_group_config(cluster.port, group, share_auto_offset_reset="earliest")
+            joined = clients[cluster.coordinator("group")].call(ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=["spread"]), 1).body
+            assert joined.error_code == 0
+
+            F = ShareFetchRequest
+
+            def fetch(node, epoch, partitions, version=1):
+                answer = clients[node].call(F(
+                    group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+                    max_bytes=1 << 20, max_records=100, batch_size=100, topics=[F.FetchTopic(
+                        topic_id=topic_id, partitions=[F.FetchPartition(partition_index=i) for i in partitions])]
+                    if partitions else []), version).body
+                assert answer.error_code == 0, answer
+                return {p.partition_index: (p.error_code, [(a.first_offset, a.last_offset) for a in p.acquired_records],
+                                            (p.current_leader.leader_id, p.current_leader.leader_epoch))
+                        for t in answer.responses for p in t.partitions}
+            assert fetch(leaders[0], 0, [0]) == {0: (0, [(0, 0)], (0, 0))}
+            assert fetch(leaders[1], 0, [1]) == {1: (0, [(0, 0)], (0, 0))}
+            assert fetch(leaders[1], 1, []) == {}
+            assert fetch(leaders[0], 1, []) == {}  # its own session, at its own epoch
+            moved_to = next(n for n in (1, 2, 3) if n not in leaders)
+            cluster.move_leader("spread", 0, moved_to)
+            assert fetch(leaders[0], 2, []) == {0: (errors.NOT_LEADER_OR_FOLLOWER.code, [], (moved_to, 1))}
+            # named to a broker that does not lead it: answered, not the connection closed
+            for version in (1, 2):
+                answer = fetch(leaders[0], 3 + version - 1, [1], version)
+                assert answer[1][0] == errors.NOT_LEADER_OR_FOLLOWER.code
+                assert answer[1][2] == (leaders[1], 0)
+        finally:
+            for client in clients.values():
+                client.close()

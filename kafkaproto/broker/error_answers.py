@@ -146,4 +146,7 @@ def _errored(part_class, index_attr, index, code, leader, version):
             setattr(partition, f.attr, code if role == fields.ERROR_CODE else -1)
         elif f.attr == "current_leader" and leader is not None:
             partition.current_leader = f.struct(leader_id=leader[0], leader_epoch=leader[1])
+        elif f.kind in ("records", "bytes") and version not in f.nullable_versions and \
+                getattr(partition, f.attr) is None:
+            setattr(partition, f.attr, b"")  # no data, where the version cannot say null (ShareFetch v1+)
     return partition

@@ -37,10 +37,10 @@ def empty_share_group(ctx, group_id, create=False):
     return group
 
 
-def continued_session(state, request):
-    """The share session a request at epoch > 0 or -1 continues (its epoch moved on, unless it closes), or
-    Refused: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH."""
-    session = state.share_sessions.get(request.group_id, request.member_id)
+def continued_session(state, request, node):
+    """The share session a request at epoch > 0 or -1 continues on broker node (its epoch moved on, unless it
+    closes), or Refused: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH."""
+    session = state.share_sessions.get(request.group_id, request.member_id, node)
     if session is None:
         raise Refused(errors.SHARE_SESSION_NOT_FOUND)
     if request.share_session_epoch != FINAL_EPOCH:

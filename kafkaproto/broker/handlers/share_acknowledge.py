@@ -28,13 +28,13 @@ def share_acknowledge(ctx, request):
             raise Refused(refused)
         if request.share_session_epoch == INITIAL_EPOCH:
             raise Refused(errors.INVALID_SHARE_SESSION_EPOCH)
-        session = continued_session(state, request)
+        session = continued_session(state, request, ctx.node_id)
     except Refused as e:
         return R(throttle_time_ms=0, error_code=e.error.code, error_message=e.message,
                  acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
     acked = acknowledge(ctx, request, request.topics, clock_ms())
     if request.share_session_epoch == FINAL_EPOCH:
-        state.share_sessions.close(request.group_id, request.member_id)
+        state.share_sessions.close(session)
         state.release_share_session(session)
     topics = {}
     for (topic_id, index), error in acked.items():

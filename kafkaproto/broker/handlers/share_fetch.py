@@ -1,14 +1,15 @@
 """ShareFetch (KIP-932): a share group member's records, each acquired for it alone (state/shares.py), and the
 acknowledgements of those it had.
 
-The request opens (epoch 0), continues or closes (-1) the member's share session, whose partitions add up over
-requests (ForgottenTopicsData takes some out); acknowledgements ride on any but the opening request. Every
-partition of the session is fetched from: records made available again first, then new ones, whole log batches
-at a time, at most max_records in all (at least one batch) and max_bytes. With nothing to give, the request waits
-up to max_wait_ms for records to come or be released. A partition is answered with the log's batches from the
-first record acquired to the last (records among them that were not acquired are the client's to skip) and the
-acquired ranges with their delivery counts; only partitions with records, an error or acknowledgements are
-answered, as from Kafka.
+The request opens (epoch 0), continues or closes (-1) the member's share session on this broker (each broker of a
+cluster keeps its own, as Kafka's do), whose partitions add up over requests (ForgottenTopicsData takes some out);
+acknowledgements ride on any but the opening request. Every partition of the session this broker leads is fetched
+from (one whose leader moved away is answered NOT_LEADER_OR_FOLLOWER, with its leader): records made available
+again first, then new ones, whole log batches at a time, at most max_records in all (at least one batch) and
+max_bytes. With nothing to give, the request waits up to max_wait_ms for records to come or be released. A
+partition is answered with the log's batches from the first record acquired to the last (records among them that
+were not acquired are the client's to skip) and the acquired ranges with their delivery counts; only partitions
+with records, an error or acknowledgements are answered, as from Kafka.
 
 As from Kafka: acknowledgements at epoch 0 are INVALID_REQUEST; an unknown session SHARE_SESSION_NOT_FOUND; a
 wrong epoch INVALID_SHARE_SESSION_EPOCH; more sessions than group.share.max.share.sessions
@@ -20,6 +21,7 @@ TOPIC_AUTHORIZATION_FAILED; an unknown topic id UNKNOWN_TOPIC_ID. The answer say
 from ... import errors
 from ...messages import ApiKey, ShareFetchResponse
 from ..dispatch import Wait, handles
+from ..routing import led_elsewhere
 from ..state.acls import READ, TOPIC
 from ..state.clock import clock_ms
 from ..state.features import share_groups_enabled
@@ -50,11 +52,11 @@ def _begin(ctx, request):
         if any(p.acknowledgement_batches for t in request.topics for p in t.partitions):
             raise Refused(errors.INVALID_REQUEST)
         try:
-            session, _ = state.share_sessions.open(request.group_id, request.member_id, ctx.session)
+            session, _ = state.share_sessions.open(request.group_id, request.member_id, ctx.session, ctx.node_id)
         except Exception as e:
             raise Refused(getattr(e, "error", errors.UNKNOWN_SERVER_ERROR)) from None
     else:
-        session = continued_session(state, request)
+        session = continued_session(state, request, ctx.node_id)
     for item in request.topics:
         for p in item.partitions:
             session.partitions[(item.topic_id, p.partition_index)] = None
@@ -75,7 +77,7 @@ def share_fetch(ctx, request):
     if isinstance(begun, R):
         return begun
     session, closing = begun
-    if not closing and ctx.state.share_sessions.get(request.group_id, request.member_id) is not session:
+    if not closing and ctx.state.share_sessions.get(request.group_id, request.member_id, ctx.node_id) is not session:
         # closed or replaced by another request while this one waited
         return _refused(errors.SHARE_SESSION_NOT_FOUND)
     order = list(session.partitions)  # the answer's order (a partition that does not exist leaves the session)
@@ -88,7 +90,7 @@ def share_fetch(ctx, request):
         acked = ctx.memo["acked"] = acknowledge(ctx, request, request.topics, clock_ms()) \
             if request.share_session_epoch != INITIAL_EPOCH else {}
         if closing:
-            ctx.state.share_sessions.close(request.group_id, request.member_id)
+            ctx.state.share_sessions.close(session)
             ctx.state.release_share_session(session)
         elif acked and not any(a[1] for a in answers.values()):
             answers = {**answers, **_fetch(ctx, request, session)}
@@ -106,13 +108,21 @@ def share_fetch(ctx, request):
         topics.setdefault(key[0], []).append(R.PartitionData(
             partition_index=key[1], error_code=error.code, error_message=None,
             acknowledge_error_code=ack_error.code, acknowledge_error_message=None,
-            current_leader=R.LeaderIdAndEpoch(leader_id=0, leader_epoch=0), records=records,
+            current_leader=_leader(ctx, key, error), records=records,
             acquired_records=[R.AcquiredRecords(first_offset=a, last_offset=b, delivery_count=c)
                               for a, b, c in acquired]))
     return R(throttle_time_ms=0, error_code=errors.NONE.code, error_message=None,
              acquisition_lock_timeout_ms=lock_ms,
              responses=[R.ShareFetchableTopicResponse(topic_id=t, partitions=ps) for t, ps in topics.items()],
              node_endpoints=[])
+
+
+def _leader(ctx, key, error):
+    """Where the partition is led, for a broker that does not lead it (KIP-951); 0s otherwise, as from Kafka."""
+    if error is errors.NOT_LEADER_OR_FOLLOWER:
+        partition = ctx.state.cluster.by_id[key[0]].partitions[key[1]]
+        return R.LeaderIdAndEpoch(leader_id=partition.leader, leader_epoch=partition.leader_epoch)
+    return R.LeaderIdAndEpoch(leader_id=0, leader_epoch=0)
 
 
 def _fetch(ctx, request, session):
@@ -144,6 +154,8 @@ def _fetch(ctx, request, session):
             out[key] = (errors.TOPIC_AUTHORIZATION_FAILED, [], b"")
             continue
         partition, error = state.partition(topic, index)
+        if partition is not None and led_elsewhere(ctx, partition):  # its leader moved since it joined the session
+            partition, error = None, errors.NOT_LEADER_OR_FOLLOWER
         if partition is None:
             out[key] = (error, [], b"")
             continue

@@ -358,7 +358,7 @@ class BrokerState:
         on it is forgotten, as Kafka's are."""
         self.telemetry.connection_closed(connection)
         for session in self.share_sessions.of_connection(connection):
-            self.share_sessions.close(session.group_id, session.member_id)
+            self.share_sessions.close(session)
             self.release_share_session(session)
 
     def changed(self):

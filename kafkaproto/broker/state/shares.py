@@ -534,11 +534,12 @@ class ShareStates:
 
 
 class ShareSession:
-    __slots__ = ("group_id", "member_id", "epoch", "partitions", "connection")
+    __slots__ = ("group_id", "member_id", "node", "epoch", "partitions", "connection")
 
-    def __init__(self, group_id, member_id, connection):
+    def __init__(self, group_id, member_id, connection, node):
         self.group_id = group_id
         self.member_id = member_id
+        self.node = node  # the broker it is open on: each broker of a cluster has its own, as on Kafka
         self.epoch = 1  # the epoch the next request must carry
         self.partitions = {}  # (topic id, partition) -> None, in the order they came
         self.connection = connection
@@ -548,28 +549,30 @@ class ShareSession:
 
 
 class ShareSessions:
-    """(group id, member id) -> ShareSession, at most limit of them."""
+    """(group id, member id, broker) -> ShareSession, at most limit of them on each broker."""
 
     def __init__(self, limit):
         self.limit = limit
         self.sessions = {}
 
-    def get(self, group_id, member_id):
-        return self.sessions.get((group_id, member_id))
+    def get(self, group_id, member_id, node):
+        return self.sessions.get((group_id, member_id, node))
 
-    def open(self, group_id, member_id, connection):
-        """A new session (replacing the member's old one, which is returned too; as on Kafka, what the member held
-        in it stays held until acknowledged or its lock runs out), or ShareError SHARE_SESSION_LIMIT_REACHED."""
-        old = self.sessions.pop((group_id, member_id), None)
-        if len(self.sessions) >= self.limit():
+    def open(self, group_id, member_id, connection, node):
+        """A new session on broker node (replacing the member's old one there, which is returned too; as on Kafka,
+        what the member held in it stays held until acknowledged or its lock runs out), or ShareError
+        SHARE_SESSION_LIMIT_REACHED."""
+        key = (group_id, member_id, node)
+        old = self.sessions.pop(key, None)
+        if sum(1 for k in self.sessions if k[2] == node) >= self.limit():
             if old is not None:
-                self.sessions[(group_id, member_id)] = old
+                self.sessions[key] = old
             raise ShareError(errors.SHARE_SESSION_LIMIT_REACHED)
-        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, connection)
+        session = self.sessions[key] = ShareSession(group_id, member_id, connection, node)
         return session, old
 
-    def close(self, group_id, member_id):
-        return self.sessions.pop((group_id, member_id), None)
+    def close(self, session):
+        return self.sessions.pop((session.group_id, session.member_id, session.node), None)
 
     def of_connection(self, connection):
         return [s for s in self.sessions.values() if s.connection is connection]
