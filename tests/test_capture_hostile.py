@@ -665,3 +665,222 @@ def test_every_kind_of_trouble_fits_the_exchanges_table(tmp_path):
     back = pq.read_table(tmp_path / "trouble.parquet")
     assert back.equals(table) and back.num_rows == len(exchanges)
     assert back.column("api_key").to_pylist() == [ex.api_key for ex in exchanges]
+
+
+# -- strings that would act on a terminal or on the report's page -------------------------------------------------
+
+# A client id that clears the screen, homes the cursor and retitles the window; a topic holding an 8-bit CSI, a
+# right-to-left override and DEL; a software name that blinks. Each as every text output must show it, in the one
+# convention kafkaproto keeps (summary.escape_controls: Python's \x, \u and \U escapes).
+HOSTILE_CLIENT = "cli\x1b[2J\x1b[H\x1b]0;owned\x07ent"
+HOSTILE_TOPIC = "orders\x9b31m\u202edlrow\x7f"
+HOSTILE_SOFTWARE = "lib\x1b[5mkafka"
+SHOWN = {HOSTILE_CLIENT: r"cli\x1b[2J\x1b[H\x1b]0;owned\x07ent", HOSTILE_TOPIC: r"orders\x9b31m\u202edlrow\x7f",
+         HOSTILE_SOFTWARE: r"lib\x1b[5mkafka"}
+
+
+def named_traffic(tcp, topics, client_id, software, first_correlation_id=1):
+    """One connection's exchanges naming ``topics`` everywhere a summary looks: ApiVersions (the software), a
+    Metadata answer (names and ids), a Produce to each (answered NOT_LEADER_OR_FOLLOWER: an error code) and a Fetch
+    of each with records."""
+    from kafkaproto.messages import (ApiVersionsResponse, FetchRequest, FetchResponse, ProduceRequest,
+                                     ProduceResponse)
+    from kafkaproto.records import RecordBatchBuilder
+    from kafkaproto.uuid import Uuid
+
+    batch = RecordBatchBuilder()
+    batch.append(b"key", b"value", timestamp=1_700_000_000_000)
+    data = batch.build()
+    rounds = [(3, ApiVersionsRequest(client_software_name=software, client_software_version="1.0"),
+               ApiVersionsResponse(api_keys=[]))]
+    rounds.append((12, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics]),
+                   MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(
+                       name=t, topic_id=Uuid.random(), partitions=[MetadataResponse.MetadataResponsePartition(
+                           partition_index=0, leader_id=1)]) for t in topics])))
+    for topic in topics:
+        rounds.append((9, ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=data)])]),
+            ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name=topic, partition_responses=[
+                ProduceResponse.PartitionProduceResponse(index=0, error_code=6)])])))
+        rounds.append((12, FetchRequest(max_wait_ms=500, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+            FetchRequest.FetchPartition(partition=0, fetch_offset=0)])]),
+            FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic=topic, partitions=[
+                FetchResponse.PartitionData(partition_index=0, high_watermark=1, records=data)])])))
+    segs = []
+    for correlation_id, (version, request, response) in enumerate(rounds, first_correlation_id):
+        header = RequestHeader(request_api_key=request.api_key, request_api_version=version,
+                               correlation_id=correlation_id, client_id=client_id)
+        segs += tcp.send(True, encode_request(header, request, version))
+        segs += tcp.send(False, response_frame(version, correlation_id, response))
+    return segs
+
+
+def hostile_capture(topics=(HOSTILE_TOPIC,), client_id=HOSTILE_CLIENT, software=HOSTILE_SOFTWARE):
+    """named_traffic on one connection, then a request never answered (an exchange not ok, listed by file)."""
+    tcp = Tcp()
+    segs = tcp.handshake() + named_traffic(tcp, topics, client_id, software)
+    header = RequestHeader(request_api_key=MetadataRequest.api_key, request_api_version=12, correlation_id=99,
+                           client_id=client_id)
+    segs += tcp.send(True, encode_request(header, MetadataRequest(topics=[]), 12))
+    return pcap_bytes(segs + tcp.close())
+
+
+def assert_inert(text, what):
+    """Nothing in text a terminal acts on: every character printable, or a line's end."""
+    acting = sorted({char for char in text if not (char.isprintable() or char == "\n")})
+    assert not acting, f"{what}: raw {acting} in {text[:400]!r}"
+
+
+def capture_command(*args, cwd, timeout=120):
+    return subprocess.run([sys.executable, "-m", "kafkaproto", "capture", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("\x1b[2J", r"\x1b[2J"), ("\x00\t\n\r\x7f", r"\x00\x09\x0a\x0d\x7f"), ("\x9b31m\x85", r"\x9b31m\x85"),
+    ("\u202eabc\u2066\u200f", r"\u202eabc\u2066\u200f"), ("\u2028\u2029\u00a0", r"\u2028\u2029\xa0"),
+    ("\udcff", r"\udcff"), ("tag\U000e0041", r"tag\U000e0041"),
+    ("kafka-é-中-🙂 a\\x1b", "kafka-é-中-🙂 a\\x1b")],
+    ids=["csi", "c0", "c1", "bidi", "separators", "surrogate", "tag", "kept"])
+def test_escape_controls(raw, shown):
+    from kafkaproto.capture.summary import escape_controls
+
+    assert escape_controls(raw) == shown
+    assert_inert(escape_controls(raw), raw)
+
+
+def test_every_text_output_escapes_what_a_capture_says(tmp_path):
+    """The summary (with --check, and --live off a terminal) shows the client id, topic and software escaped, and
+    the capture file's own name where it lists what is not ok; rows keep every string exactly (JSON escapes them
+    itself, CSV holds them)."""
+    import csv
+
+    path = Path("traffic\x1b[31m.pcap")  # in tmp_path, where the commands run
+    (tmp_path / path).write_bytes(hostile_capture())
+    checked = capture_command(path, "--check", cwd=tmp_path)
+    assert checked.returncode == 1, checked.stderr
+    assert_inert(checked.stdout, "summary")
+    assert_inert(checked.stderr, "--check")
+    assert checked.stderr == "kafkaproto capture: 2 exchange(s) with errors (--check)\n"
+    summary = checked.stdout
+    assert summary.count(SHOWN[HOSTILE_TOPIC]) == 2  # produced and fetched
+    client_line = next(line for line in summary.splitlines() if SHOWN[HOSTILE_CLIENT] in line)
+    assert client_line.split() == [SHOWN[HOSTILE_CLIENT], "5", SHOWN[HOSTILE_SOFTWARE], "1.0"]
+    assert r"  traffic\x1b[31m.pcap: unmatched request: 10.0.0.2:40000 -> 10.0.0.1:9092" in summary
+
+    live = capture_command(path, "--live", cwd=tmp_path)
+    assert live.returncode == 0, live.stderr
+    assert_inert(live.stdout, "--live")
+    assert live.stdout.startswith(r"kafkaproto capture traffic\x1b[31m.pcap: ") and SHOWN[HOSTILE_TOPIC] in live.stdout
+
+    rows = capture_command(path, "--format", "jsonl", cwd=tmp_path)
+    assert rows.returncode == 0, rows.stderr
+    exchanges = [json.loads(line) for line in rows.stdout.splitlines()]
+    assert {row["client_id"] for row in exchanges} == {HOSTILE_CLIENT}
+    assert {topic for row in exchanges for topic in row["topics"]} == {HOSTILE_TOPIC}
+    assert exchanges[0]["request"]["client_software_name"] == HOSTILE_SOFTWARE
+    assert capture_command(path, "--output", tmp_path / "rows.csv", cwd=tmp_path).returncode == 0
+    with open(tmp_path / "rows.csv", newline="", encoding="utf-8") as f:
+        assert {row["client_id"] for row in csv.DictReader(f)} == {HOSTILE_CLIENT}
+
+
+def test_a_followed_ring_names_its_files_escaped(tmp_path):
+    """A ring whose unreadable file's name holds an escape sequence: named escaped on standard error, after the
+    readable file's summary; a ring of nothing readable: the error line escaped, exit status 2."""
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    (ring / "ring0.pcap").write_bytes(hostile_capture())
+    (ring / "ring1\x1b[2J.pcap").write_bytes(b"\x1b]0;owned\x07 and no capture")
+    for i, name in enumerate(("ring0.pcap", "ring1\x1b[2J.pcap")):
+        os.utime(ring / name, ns=(i * 10**9 + 10**18, i * 10**9 + 10**18))
+    run = capture_command("--follow", ring, "--idle", "0.5", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert_inert(run.stdout, "summary")
+    assert_inert(run.stderr, "notes")
+    assert SHOWN[HOSTILE_CLIENT] in run.stdout and "2 file(s)" in run.stdout
+    assert r"not read to its end: " in run.stderr and r"ring1\x1b[2J.pcap: not a pcap or pcapng file" in run.stderr
+    os.remove(ring / "ring0.pcap")
+    failed = capture_command("--follow", ring, "--idle", "0.5", cwd=tmp_path)
+    assert failed.returncode == 2 and failed.stdout.startswith("0 exchanges")
+    assert_inert(failed.stderr, "error")
+    assert failed.stderr.startswith("kafkaproto: error: ") and r"ring1\x1b[2J.pcap: not a pcap" in failed.stderr
+
+
+def test_live_on_a_terminal_draws_only_its_own_escapes(tmp_path):
+    """On a terminal the live view redraws with its own escape codes (home, clear); everything between them, and
+    the summary after, is inert."""
+    from test_capture_follow import on_a_terminal
+
+    path = tmp_path / "live\x1b[2J\x1b]0;owned\x07.pcap"
+    path.write_bytes(hostile_capture())
+    code, out = on_a_terminal("capture", path, "--live")
+    frames = out.split("\x1b[H\x1b[J")
+    assert code == 0 and len(frames) >= 2, out[:500]
+    for frame in frames:
+        assert_inert(frame, "a live frame")
+    title = frames[-1].splitlines()[0]
+    assert title.startswith("kafkaproto capture ") and r"/live\x1b[2J\x1b]0;owned\x07.pcap: " in title
+    assert SHOWN[HOSTILE_TOPIC] in frames[-1] and SHOWN[HOSTILE_CLIENT] in frames[-1]
+
+
+def test_a_report_of_a_file_whose_name_is_not_utf8(tmp_path):
+    """A capture file named with bytes that are not UTF-8 (kept as surrogates by Python): the summary and the report
+    name it with those bytes escaped, instead of failing to write them."""
+    pytest.importorskip("plotly")
+    name = os.fsdecode(b"bad\xff.pcap")
+    (tmp_path / name).write_bytes(hostile_capture())
+    run = capture_command(name, "--report", "report.html", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert r"  bad\udcff.pcap: unmatched request: " in run.stdout
+    assert r"<title>Kafka traffic bad\udcff.pcap</title>" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+# Names that end the report's script elements early, open a comment that swallows their end, or make an element.
+PAGE_TOPICS = ("</script><!--<script>", "</script><script>window.injected = 'topic'</script>")
+PAGE_CLIENT = "<img src=x onerror=\"window.injected = 'client'\"><b>bold</b> &amp; &#60; \u2028"
+
+
+def test_the_report_shows_any_name_exactly_and_runs_none(tmp_path):
+    """Topic and client names made to break out of the page's JSON, or into its markup: in Chromium the page
+    renders every chart with no error, runs no script of theirs, holds no element of theirs, and shows each name
+    exactly, in its numbers and on its charts."""
+    from test_capture_report import CHROMIUM, REQUIRED
+
+    if CHROMIUM is None:
+        if REQUIRED:
+            pytest.fail("Chromium is required (KAFKAPROTO_REQUIRE_CHROMIUM=1) but not installed")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("plotly")
+    playwright = pytest.importorskip("playwright.sync_api")
+    capture = tmp_path / "traffic.pcap"
+    capture.write_bytes(hostile_capture(PAGE_TOPICS, PAGE_CLIENT, "</script>"))
+    page_path = tmp_path / "report.html"
+    run = capture_command(capture, "--report", page_path, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    problems = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_context(offline=True).new_page()
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+            page.goto(page_path.as_uri())
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
+                                   timeout=30_000)
+            injected = page.evaluate("typeof window.injected")
+            images = page.evaluate("document.querySelectorAll('img').length")
+            shown = json.loads(page.evaluate("document.getElementById('kafkaproto-report').textContent"))
+            ticks = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).slice(4).map("
+                                  "d => Array.from(d.querySelectorAll('.xtick text')).map(t => t.textContent))")
+        finally:
+            browser.close()
+    assert problems == []
+    assert injected == "undefined" and images == 0
+    assert sorted(name for name, _ in shown["topics_produced"]) == sorted(PAGE_TOPICS)
+    assert sorted(name for name, _ in shown["topics_fetched"]) == sorted(PAGE_TOPICS)
+    assert shown["clients"] == [[PAGE_CLIENT, 3 + 2 * len(PAGE_TOPICS)]]
+    topics_chart, clients_chart = ticks
+    assert sorted(topics_chart) == sorted(PAGE_TOPICS) and clients_chart == [PAGE_CLIENT]

@@ -3,6 +3,9 @@
 ``Summary.add`` takes exchanges one at a time and keeps constant memory however many; ``merge`` takes in another
 summary (of another file, or another Spark task's share). Nothing here does I/O: the command line's summary text,
 HTML report and live view are views over it.
+
+A capture's strings (client ids, topic and group names, software names) are whatever its packets say, terminal
+escape sequences and bidi overrides included: every text output shows them through ``escape_controls``.
 """
 
 import math
@@ -14,6 +17,21 @@ from ..uuid import Uuid
 from .exchanges import OK, records_fields
 
 PROBLEMS_KEPT = 50  # the exchanges not ok that a summary keeps (it counts them all)
+
+
+def escape_controls(text):
+    """text with every character a terminal could act on, or that would hide what follows it, written as an escape
+    instead: whatever str.isprintable() refuses (C0 and C1 controls, DEL, bidi overrides and other format
+    characters, line and paragraph separators, lone surrogates) as Python writes it in a repr: ESC as \\x1b, U+202E
+    as \\u202e, U+E0001 as \\U000e0001. Backslashes are left as they are. Everything else is kept, any script."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(ord(char)) for char in text)
+
+
+def _escape(code):
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class LatencyHistogram:

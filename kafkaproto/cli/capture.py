@@ -11,6 +11,10 @@
 Everything streams: a capture larger than memory is fine, and so is the summary
 (latency percentiles come from a fixed-size histogram). A capture that does not end
 (a pipe, an interface, a followed ring) is summarised when it is interrupted.
+
+Text meant for a terminal (the summary, the live table, progress, notes and errors) shows what a capture says
+through escape_controls, so a client id holding an escape sequence is read, never acted on; rows (JSON lines, CSV,
+Parquet) keep every string exactly.
 """
 
 import argparse
@@ -27,7 +31,7 @@ from collections import deque
 
 from .. import errors
 from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture, tables
-from ..capture.summary import Summary
+from ..capture.summary import Summary, escape_controls
 from ..jsonview import to_json
 from ..registry import api
 from ..uuid import Uuid
@@ -128,7 +132,7 @@ def run(args):
                         # Nothing came but what is not a capture (a pipe of something else, a tool that failed).
                         if live is not None:
                             live.stop(draw=False)
-                        raise ValueError(_tool_failure(reader) or ex.error)
+                        raise ValueError(escape_controls(_tool_failure(reader) or ex.error))
                     progress.tick()
                     if live is not None:
                         live.add(ex)
@@ -194,9 +198,9 @@ def _fail_on(failures, sources=()):
             failures.extend(notes)
         elif notes:
             for note in notes:
-                print(f"kafkaproto capture: not read to its end: {note}", file=sys.stderr)
+                print(f"kafkaproto capture: not read to its end: {escape_controls(note)}", file=sys.stderr)
     if failures:
-        raise ValueError("; ".join(failures))
+        raise ValueError(escape_controls("; ".join(failures)))
 
 
 def _files_read(sources):
@@ -377,37 +381,38 @@ def _filter(args):
 def print_summary(summary, out, top=10):
     """The summary as text."""
     w = out.write
+    escaped = escape_controls  # every string the capture (or a file's name) brings
     total = sum(summary.by_status.values())
     w(f"{total} exchanges in {len(summary.files)} file(s): "
       + ", ".join(f"{n} {status}" for status, n in summary.by_status.most_common()) + "\n")
     if summary.by_api:
         w("\nexchanges by API and version\n")
         for (name, version), n in sorted(summary.by_api.items(), key=lambda kv: (-kv[1], str(kv[0]))):
-            w(f"  {name:<32} v{version if version is not None else '?':<4} {n:>10}\n")
+            w(f"  {escaped(name):<32} v{version if version is not None else '?':<4} {n:>10}\n")
     if summary.latency:
         w("\nlatency in ms (p50 / p90 / p99 / max)\n")
         for name, hist in sorted(summary.latency.items(), key=lambda kv: -kv[1].total):
             p = [hist.percentile(q) / 1e6 for q in (0.5, 0.9, 0.99)] + [hist.max / 1e6]
-            w(f"  {name:<32} {' / '.join(f'{v:.3f}' for v in p)}  ({hist.total} exchanges)\n")
+            w(f"  {escaped(name):<32} {' / '.join(f'{v:.3f}' for v in p)}  ({hist.total} exchanges)\n")
     if summary.error_codes:
         w("\nerror codes in responses (top level and per partition)\n")
         for (name, code), n in summary.error_codes.most_common():
-            w(f"  {name or '-':<32} {code:>4} {errors.by_code(code).name:<40} {n:>8}\n")
+            w(f"  {escaped(name or '-'):<32} {code:>4} {errors.by_code(code).name:<40} {n:>8}\n")
     unnamed = set()
     for title, counter in (("topics by bytes produced", summary.produced),
                            ("topics by bytes fetched", summary.fetched)):
         if counter:
             w(f"\n{title}\n")
             for topic, n in summary.named(counter, unnamed).most_common(top):
-                w(f"  {topic or '-':<48} {n:>14,}\n")
+                w(f"  {escaped(topic or '-'):<48} {n:>14,}\n")
     if unnamed:
         w(f"  ({len(unnamed)} topic id{'s' if len(unnamed) > 1 else ''} named by no Metadata answer in the "
           "capture, and no --topic-names or --bootstrap-server: shown as ids)\n")
     if summary.clients:
         w("\nclients (client id, requests, software from ApiVersions)\n")
         for client_id, info in sorted(summary.clients.items(), key=lambda kv: -kv[1]["requests"])[:top]:
-            w(f"  {client_id if client_id is not None else '-':<40} {info['requests']:>8}  "
-              f"{', '.join(sorted(info['software']))}\n")
+            w(f"  {escaped(client_id) if client_id is not None else '-':<40} {info['requests']:>8}  "
+              f"{', '.join(escaped(software) for software in sorted(info['software']))}\n")
     if summary.problem_count:
         shown = "" if summary.problem_count <= len(summary.problems) else f", the first {len(summary.problems)} shown"
         w(f"\nnot ok ({summary.problem_count}{shown})\n")
@@ -416,10 +421,10 @@ def print_summary(summary, out, top=10):
                      if ex.connection is not None else "the file itself")
             packet = ex.response_packet or ex.request_packet
             what = f"{ex.api_name or ex.api_key} v{ex.api_version}" if ex.api_key is not None else ""
-            w(f"  {path}: {ex.status}: {where}{f' packet {packet}' if packet else ''} {what} "
+            w(f"  {escaped(path)}: {ex.status}: {where}{f' packet {packet}' if packet else ''} {what} "
               f"{f'correlation id {ex.correlation_id}' if ex.correlation_id is not None else ''}\n")
             if ex.error:
-                w(f"      {ex.error}\n")
+                w(f"      {escaped(ex.error)}\n")
 
 
 # ---- rows ---------------------------------------------------------------------------------------------------
@@ -574,8 +579,8 @@ class _Progress:
         stats = self.reader.stats
         rate = stats.packets / (now - self.started)
         done = f" {min(100, 100 * stats.bytes // self.size)}%" if self.size else ""
-        sys.stderr.write(f"\r{self.path}:{done} {stats.bytes / 1e6:,.0f} MB, {stats.packets:,} packets, "
-                         f"{rate:,.0f} packets/s ")
+        sys.stderr.write(f"\r{escape_controls(self.path)}:{done} {stats.bytes / 1e6:,.0f} MB, "
+                         f"{stats.packets:,} packets, {rate:,.0f} packets/s ")
         sys.stderr.flush()
 
     def done(self):

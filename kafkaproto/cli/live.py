@@ -6,7 +6,8 @@ faster than it was written shows the rates it had). Memory is bounded: per API, 
 of the window.
 
 On a terminal the table is redrawn in place; written anywhere else (a file, a pipe) it has no escape codes: a plain
-table is appended every ``window`` seconds, and the last one at the end.
+table is appended every ``window`` seconds, and the last one at the end. The escape codes are the view's own: what
+the table shows of a capture (API names, the title's file names) goes through escape_controls.
 """
 
 import math
@@ -14,7 +15,7 @@ import threading
 import time
 from collections import Counter, defaultdict, deque
 
-from ..capture.summary import LatencyHistogram
+from ..capture.summary import LatencyHistogram, escape_controls
 
 
 class _Second:
@@ -95,11 +96,11 @@ class LiveView:
     def render(self):
         """The table as text."""
         when = time.strftime("%H:%M:%S", time.gmtime(self.now)) if self.now is not None else "--:--:--"
-        lines = [f"kafkaproto capture {self.title}: {when} UTC, {self.total:,} exchanges; "
+        lines = [f"kafkaproto capture {escape_controls(self.title)}: {when} UTC, {self.total:,} exchanges; "
                  f"the last {self.window} s of traffic",
                  f"{'api':<32} {'req/s':>10} {'p50 ms':>10} {'p99 ms':>10} {'errors':>8}"]
         for name, rate, p50, p99, errors in self.rows():
-            lines.append(f"{name:<32} {rate:>10.1f} {_ms(p50):>10} {_ms(p99):>10} {errors:>8}")
+            lines.append(f"{escape_controls(name):<32} {rate:>10.1f} {_ms(p50):>10} {_ms(p99):>10} {errors:>8}")
         return "\n".join(lines) + "\n"
 
     def draw(self):

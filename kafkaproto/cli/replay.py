@@ -7,11 +7,16 @@
 
 The exit status is 0 when no answer diverged, 1 when one did, 2 when the replay could not run (a file that is not
 a capture, a broker that cannot be reached, a bad option).
+
+At the capture's pace, a gap between two requests longer than --max-gap seconds (10) is shortened to it, and a
+line on standard error says what each wait of a second or more is for. The text report shows the capture's strings
+(topic names in notes, reasons, paths) through escape_controls; JSON lines keep them exactly.
 """
 
 import argparse
 import asyncio
 import json
+import math
 import os
 import ssl
 import sys
@@ -19,7 +24,9 @@ import time
 from collections import Counter
 
 from ..capture import read_capture
+from ..capture.summary import escape_controls
 from ..replay import Plan, network
+from ..replay.session import MAX_GAP
 from ..replay.report import compare_targets, compare_with_capture
 from .capture import port_list
 
@@ -31,6 +38,10 @@ def add_arguments(parser):
                         help="a second broker: replay against both at once and compare them with each other")
     parser.add_argument("--speed", default="1",
                         help="the capture's pace times this (default 1), or max: as fast as the order allows")
+    parser.add_argument("--max-gap", type=_max_gap, default=MAX_GAP, metavar="SECONDS",
+                        help=f"at the capture's pace, a longer gap between two requests in the capture (or a longer "
+                             f"captured wait for an answer) is shortened to this (default {MAX_GAP:g}); each wait of "
+                             f"a second or more is said on standard error")
     parser.add_argument("--tls", action="store_true", help="reach the broker(s) over TLS, trusting the system's CAs")
     parser.add_argument("--tls-ca", metavar="FILE",
                         help="over TLS, trusting this CA (PEM) for the brokers' certificates")
@@ -60,6 +71,17 @@ def _speed(text):
     return speed
 
 
+def _max_gap(text):
+    """The argparse type of --max-gap: seconds, 0 or more."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return seconds
+
+
 def run(args):
     speed = _speed(args.speed)
     if not os.path.isfile(args.capture):
@@ -67,19 +89,22 @@ def run(args):
     for address in filter(None, (args.bootstrap_server, args.against)):
         network.parse_address(address)
     plan = Plan.of(read_capture(args.capture, ports=args.ports))  # a file that is not a capture raises here
-    options = {"speed": speed, "answer_timeout": args.answer_timeout, "setup": not args.no_setup,
+    options = {"speed": speed, "max_gap": args.max_gap, "answer_timeout": args.answer_timeout,
+               "setup": not args.no_setup,
                "ssl": ssl.create_default_context(cafile=args.tls_ca) if args.tls or args.tls_ca else None}
     terminal = sys.stderr.isatty()
     shown = terminal if args.progress is None else args.progress
     progress = Progress(sys.stderr, len(plan.steps), terminal=terminal) if shown else None
+    waits = _Waits(sys.stderr, progress, speed, args.max_gap, both=bool(args.against))
     if args.against:
         first, second = asyncio.run(_with_progress(
-            network.replay_both(plan, args.bootstrap_server, args.against, watch=_watch(progress), **options),
-            progress))
+            network.replay_both(plan, args.bootstrap_server, args.against, watch=_watch(progress),
+                                on_wait=waits.say, **options), progress))
         report = compare_targets(plan, first, second, (args.bootstrap_server, args.against))
     else:
         replayer = asyncio.run(_with_progress(
-            network.replay(plan, args.bootstrap_server, watch=_watch(progress), **options), progress))
+            network.replay(plan, args.bootstrap_server, watch=_watch(progress), on_wait=waits.say, **options),
+            progress))
         report = compare_with_capture(plan, replayer, args.bootstrap_server)
     out = sys.stdout if not args.output or args.output == "-" else open(args.output, "w", encoding="utf-8")
     try:
@@ -95,41 +120,46 @@ def run(args):
 
 
 def print_table(report, capture, speed, out):
+    """The report as text: what comes from the capture or a target (names, reasons, notes, paths, values) through
+    escape_controls."""
+    shown = escape_controls
     plan = report.plan
     left, right = report.sides
     pace = "as fast as the order allows" if speed is None else \
         "at the capture's pace" if speed == 1 else f"at {speed:g} times the capture's pace"
     write = out.write
-    write(f"{capture} replayed against {right}" + (f" and {left}" if left != "capture" else "") + f", {pace}\n")
+    write(f"{shown(capture)} replayed against {shown(right)}" + (f" and {shown(left)}" if left != "capture" else "")
+          + f", {pace}\n")
     sent = Counter(step.exchange.api_name for step in plan.steps)
     connections = len({step.connection for step in plan.steps})
     write(f"  {len(plan.steps)} requests on {connections} connections; {sum(report.compared.values())} answers "
           f"compared, {sum(report.diverged.values())} diverged ({len(report.divergences)} differences)\n\n")
     write(f"  {'api':<28} {'requests':>8} {'compared':>8} {'diverged':>8}\n")
     for name in sorted(sent, key=lambda n: (-sent[n], n)):
-        write(f"  {name:<28} {sent[name]:>8} {report.compared[name]:>8} {report.diverged[name]:>8}\n")
+        write(f"  {shown(name):<28} {sent[name]:>8} {report.compared[name]:>8} {report.diverged[name]:>8}\n")
     if plan.not_replayable:
         write("\nnot replayed:\n")
         for connection, client, reason in plan.not_replayable:
             who = f" ({client[0]}:{client[1]})" if client and client[0] else ""
-            write(f"  connection {connection}{who}: {reason}\n")
+            write(f"  connection {connection}{shown(who)}: {shown(reason)}\n")
     if report.uncompared:
         write("\nanswers not compared:\n")
         for why, count in report.uncompared.most_common():
-            write(f"  {count:>5}  {why}\n")
+            write(f"  {count:>5}  {shown(why)}\n")
     if report.excused:
         write("\ndifferences the rules account for: "
-              + ", ".join(f"{rule} {count}" for rule, count in sorted(report.excused.items())) + "\n")
+              + ", ".join(f"{shown(rule)} {count}" for rule, count in sorted(report.excused.items())) + "\n")
     for (topic, partition), (start, delta) in sorted(report.shifts.items()):
-        write(f"  offsets of {topic}-{partition} from the capture's {start} on lie {delta:+d} from the capture's\n")
+        write(f"  offsets of {shown(topic)}-{partition} from the capture's {start} on lie {delta:+d} from the "
+              "capture's\n")
     for note in report.notes:
-        write(f"note: {note}\n")
+        write(f"note: {shown(note)}\n")
     if report.divergences:
-        write(f"\ndivergences ({left} | {right}):\n")
+        write(f"\ndivergences ({shown(left)} | {shown(right)}):\n")
         for d in report.divergences:
             left_text, right_text = shown_pair(d.left, d.right)
-            write(f"  connection {d.connection}, request {d.step} ({d.api} v{d.version}, correlation id "
-                  f"{d.correlation_id}) {d.path}: {left_text} | {right_text}\n")
+            write(f"  connection {d.connection}, request {d.step} ({shown(d.api)} v{d.version}, correlation id "
+                  f"{d.correlation_id}) {shown(d.path)}: {shown(left_text)} | {shown(right_text)}\n")
     write(f"\n{'no divergence' if report.ok else f'{len(report.divergences)} divergences'}\n")
 
 
@@ -229,6 +259,15 @@ class Progress:
         self.out.flush()
         self.shown = True
 
+    def say(self, line):
+        """A line of its own on standard error, the progress line (on a terminal) shown again below it."""
+        if self.terminal and self.shown:
+            self.out.write("\r" + line.ljust(self.width) + "\n")
+            self.show()
+        else:
+            self.out.write(line + "\n")
+            self.out.flush()
+
     def done(self, finished=True):
         """The last line: where the replay ended (finished=False: it failed, and a line shown is ended)."""
         if finished:
@@ -241,6 +280,43 @@ class Progress:
         while True:
             await asyncio.sleep(self.interval)
             self.show()
+
+
+class _Waits:
+    """Says on standard error what each long wait for the capture's pace is for (a session.Pause), and how long."""
+
+    def __init__(self, out, progress, speed, max_gap, both):
+        self.out, self.progress, self.speed, self.max_gap, self.both = out, progress, speed, max_gap, both
+
+    def line(self, target, pause):
+        step = pause.step
+        ex = step.exchange
+        client = f", client id \"{escape_controls(ex.client_id)}\"" if ex.client_id else ""
+        what = f"request {step.index} ({ex.api_name} v{ex.api_version} on connection {step.connection}{client})"
+        pace = "" if self.speed == 1 else f" at {self.speed:g} times the capture's pace"
+        why = f"the capture sent it {_duration(pause.gap)} after the request before"
+        if pause.shortened:
+            why += f", shortened to {self.max_gap:g} s (--max-gap)"
+        where = f"{target}: " if self.both else ""
+        return f"replay: {where}waiting {pause.seconds:.1f} s to send {what}{pace}: {why}"
+
+    def say(self, target, pause):
+        line = self.line(target, pause)
+        if self.progress is not None:
+            self.progress.say(line)
+        else:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+def _duration(seconds):
+    """A captured gap for a person: "4.2 s", "86,400 s (1 day)", "4,294,967,296 s (136 years)"."""
+    text = f"{seconds:,.1f} s" if seconds < 100 else f"{seconds:,.0f} s"
+    days = seconds / 86400
+    count, unit = (days / 365.25, "year") if days >= 365.25 else (days, "day")
+    if count >= 1:
+        text += f" ({count:,.0f} {unit}{'s' if round(count) != 1 else ''})"
+    return text
 
 
 def _watch(progress):

@@ -6,7 +6,9 @@ It shows, over the capture's time, requests per second per API, latency percenti
 then a latency histogram per API, the busiest topics (by name where the capture names them) and clients, and the
 gaps. The charts are plotly's, with its JavaScript inside the page; the numbers behind them are in the page too, as
 JSON (``<script id="kafkaproto-report" type="application/json">``), and they are the summary's: the same exchanges
-counted the same way.
+counted the same way. Names come from the capture and may hold anything (``</script>``, ``<!--<script>``, tags):
+the embedded JSON writes ``<``, ``>``, ``&`` and the line separators as \\u escapes, the charts get names as text
+(plotly reads tags and entities in labels), and the tables escape them as HTML.
 
 Time is cut into at most ``MAX_BUCKETS`` equal slices of capture time; a long capture gets wider slices (the slice
 width doubles whenever there would be more), so memory stays bounded whatever the capture's length.
@@ -151,23 +153,23 @@ class Report:
                               margin={"l": 60, "r": 20, "t": 50, "b": 50}, template="plotly_white")
             figures.append(fig)
 
-        figure("Requests per second, per API", [go.Scatter(x=when, y=rates, name=name, mode="lines")
+        figure("Requests per second, per API", [go.Scatter(x=when, y=rates, name=_label(name), mode="lines")
                                                  for name, rates in data["rates"].items()], "requests / s")
         figure("Latency over time (p50, p90, p99)",
-               [go.Scatter(x=when, y=series, name=f"{name} {p}", mode="lines")
+               [go.Scatter(x=when, y=series, name=_label(f"{name} {p}"), mode="lines")
                 for name, by_p in data["latency"].items() for p, series in by_p.items()], "ms")
         figure("Errors over time (error codes in answers, top level and per partition)",
-               [go.Bar(x=when, y=counts, name=name) for name, counts in data["errors"].items()], "errors")
-        figure("Latency per API", [go.Bar(x=[ms for ms, _ in buckets], y=[n for _, n in buckets], name=name)
+               [go.Bar(x=when, y=counts, name=_label(name)) for name, counts in data["errors"].items()], "errors")
+        figure("Latency per API", [go.Bar(x=[ms for ms, _ in buckets], y=[n for _, n in buckets], name=_label(name))
                                    for name, buckets in data["histograms"].items()], "exchanges",
                x_title="latency (ms, log scale)")
         figures[-1].update_xaxes(type="log")
         figure("Busiest topics (record bytes)",
-               [go.Bar(x=[t for t, _ in data["topics_produced"]], y=[n for _, n in data["topics_produced"]],
+               [go.Bar(x=[_label(t) for t, _ in data["topics_produced"]], y=[n for _, n in data["topics_produced"]],
                        name="produced"),
-                go.Bar(x=[t for t, _ in data["topics_fetched"]], y=[n for _, n in data["topics_fetched"]],
+                go.Bar(x=[_label(t) for t, _ in data["topics_fetched"]], y=[n for _, n in data["topics_fetched"]],
                        name="fetched")], "bytes", x_title="topic")
-        figure("Busiest clients (requests)", [go.Bar(x=[c for c, _ in data["clients"]],
+        figure("Busiest clients (requests)", [go.Bar(x=[_label(c) for c, _ in data["clients"]],
                                                      y=[n for _, n in data["clients"]], name="requests")],
                "requests", x_title="client id")
         charts = [pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
@@ -176,7 +178,7 @@ class Report:
                        f"<td>{html.escape(str(g['client'] or 'the file itself'))}</td><td>{g['packet'] or ''}</td>"
                        f"<td>{html.escape(g['error'] or '')}</td></tr>" for g in data["gaps"])
         shown = "" if data["problems"] <= len(data["gaps"]) else f" (the first {len(data['gaps'])} shown)"
-        numbers = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+        numbers = script_json(data)
         page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse}}
@@ -191,9 +193,28 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%;text-align:left}}</st
 <script id="kafkaproto-report" type="application/json">{numbers}</script>
 </body></html>
 """
-        with open(path, "w", encoding="utf-8") as f:
+        # A file name that is not UTF-8 (its bytes kept as surrogates) is written as its escapes, as text output does.
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as f:
             f.write(page)
         return data
+
+
+# What could end a script element or start a comment in it (<, >), an entity (&), or a line in older JavaScript
+# (U+2028, U+2029; json.dumps writes them as escapes already, being ASCII-only): each as its JSON \u escape, which
+# reads back as the same character. None of them can stand outside a JSON string.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                              "\u2029": "\\u2029"})
+
+
+def script_json(value):
+    """value as JSON that can stand inside a <script> element whatever its strings hold."""
+    return json.dumps(value, separators=(",", ":")).translate(_SCRIPT_SAFE)
+
+
+def _label(text):
+    """A name as plotly shows it exactly: plotly reads a few HTML tags (<b>, <br>, <a>) and entities in labels, so
+    the name's own <, > and & go in as entities."""
+    return html.escape(str(text), quote=False)
 
 
 def _iso(seconds):
@@ -205,4 +226,4 @@ def _unnamed(count):
     return f" {count} topic ids were named by nothing in the capture." if count else ""
 
 
-__all__ = ["MAX_BUCKETS", "Report"]
+__all__ = ["MAX_BUCKETS", "Report", "script_json"]

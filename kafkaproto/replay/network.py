@@ -6,7 +6,9 @@ back. This is all the I/O a replay does.
     a, b = asyncio.run(replay_both(plan, "kafka:9092", "other:9092"))
 
 Both first make sure every target answers a connection (``Unreachable`` otherwise), so that a broker that is not
-there is said to be missing instead of diverging on every request.
+there is said to be missing instead of diverging on every request. ``on_wait(target, pause)`` hears of each long
+wait for the capture's pace as it begins (a session.Pause: what it waits for, how long, and whether the capture's
+gap was shortened).
 """
 
 import asyncio
@@ -51,27 +53,30 @@ async def check_reachable(target, *, ssl=None, timeout=_CONNECT_TIMEOUT):
         pass
 
 
-async def replay(plan, bootstrap, *, ssl=None, watch=None, check=True, **options):
+async def replay(plan, bootstrap, *, ssl=None, watch=None, on_wait=None, check=True, **options):
     """Replay plan against the broker at bootstrap ("host:port"); options as for Replayer. Returns the finished
     Replayer (its results, values and setup). Raises Unreachable, having sent nothing, when the broker does not
     take a connection (check=False: try anyway, each connection's failure a result). watch: called with the
-    Replayer and bootstrap before it starts (to follow its progress)."""
+    Replayer and bootstrap before it starts (to follow its progress). on_wait: called with bootstrap and a
+    session.Pause as each long wait for the capture's pace begins."""
     address = parse_address(bootstrap)
     if check:
         await check_reachable(bootstrap, ssl=ssl)
     replayer = Replayer(plan, **options)
     if watch is not None:
         watch(replayer, bootstrap)
-    await drive(replayer, address, ssl=ssl)
+    await drive(replayer, address, ssl=ssl,
+                on_wait=None if on_wait is None else lambda pause: on_wait(bootstrap, pause))
     return replayer
 
 
-async def replay_both(plan, first, second, *, ssl=None, watch=None, check=True, **options):
+async def replay_both(plan, first, second, *, ssl=None, watch=None, on_wait=None, check=True, **options):
     """The same plan against two brokers at once (each with its own Replayer), once both take a connection."""
     if check:
         await asyncio.gather(check_reachable(first, ssl=ssl), check_reachable(second, ssl=ssl))
-    return await asyncio.gather(replay(plan, first, ssl=ssl, watch=watch, check=False, **options),
-                                replay(plan, second, ssl=ssl, watch=watch, check=False, **options))
+    return await asyncio.gather(
+        replay(plan, first, ssl=ssl, watch=watch, on_wait=on_wait, check=False, **options),
+        replay(plan, second, ssl=ssl, watch=watch, on_wait=on_wait, check=False, **options))
 
 
 class _Link:
@@ -132,8 +137,9 @@ class _Link:
             self.wake.set()
 
 
-async def drive(replayer, bootstrap, *, ssl=None):
-    """Carry out a Replayer's actions until it is finished; bootstrap is (host, port)."""
+async def drive(replayer, bootstrap, *, ssl=None, on_wait=None):
+    """Carry out a Replayer's actions until it is finished; bootstrap is (host, port). on_wait: called with the
+    session.Pause of each long wait the replayer announces."""
     loop = asyncio.get_running_loop()
     wake = asyncio.Event()
     links = {}
@@ -152,6 +158,8 @@ async def drive(replayer, bootstrap, *, ssl=None):
                     links[key].send(action[2])
                 elif kind == "close" and key in links:
                     links.pop(key).close()
+                elif kind == "wait" and on_wait is not None:
+                    on_wait(action[2])
             if replayer.finished:
                 break
             wakeup = replayer.wakeup()

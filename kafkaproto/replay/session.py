@@ -5,7 +5,8 @@ that come back (in the manner of h11).
     replayer.start(now)
     while not replayer.finished:
         for action in replayer.actions(now):      # ("connect", key, endpoint or None), ("send", key, bytes),
-            ...                                   # ("close", key); endpoint None means the bootstrap server
+            ...                                   # ("close", key); endpoint None means the bootstrap server;
+                                                  # ("wait", None, Pause): a long wait begins (to announce)
         replayer.received(key, data, now)         # bytes read from a connection
         replayer.lost(key, now, reason)           # a connection that closed, or did not open
         replayer.wakeup()                         # when actions() has something to do without new input
@@ -13,6 +14,10 @@ that come back (in the manner of h11).
 
 A step is sent once its turn in the captured order has come, every answer the capture saw before it was sent has
 come back from the target (or timed out), and, at speed s, the capture's time has passed at s times its pace.
+The capture's time is its own claim: a gap between two requests longer than ``max_gap`` seconds (a capture paused,
+or a packet stamped decades later) is shortened to ``max_gap``, and so is a captured answer's latency when it sets
+how long to wait for the answer. A wait for the pace of ``ANNOUNCED_WAIT`` seconds or more is said before it
+begins, as a ("wait", None, Pause) action, so that a driver can tell its user what it waits for.
 An answer saying the target is not ready yet, where the capture's was ready, is asked again with a fresh
 correlation id until it is ready or ``settle_timeout`` passes (rule ``loading``).
 """
@@ -20,10 +25,11 @@ correlation id until it is ready or ``settle_timeout`` passes (rule ``loading``)
 import copy
 import heapq
 import math
+from typing import NamedTuple
 
 from ..connection import ClientConnection, ProtocolError, ResponseReceived
 from ..exceptions import KafkaProtoError
-from .plan import not_ready
+from .plan import Step, not_ready
 from .rewrite import Values
 from .setup import Setup
 
@@ -37,6 +43,19 @@ SKIPPED = "skipped"
 OUTCOMES = (ANSWERED, NO_ANSWER_DUE, NO_ANSWER, CLOSED, NOT_SENT, SKIPPED)
 
 _REASK_FIRST, _REASK_MAX = 0.1, 1.0  # seconds between asking a not-ready target again, doubling
+MAX_GAP = 10.0  # seconds: the longest wait between two requests a capture's timestamps make, by default
+ANNOUNCED_WAIT = 1.0  # seconds: a wait for the pace at least this long is announced (a Pause)
+
+
+class Pause(NamedTuple):
+    """A wait for the capture's pace, announced as it begins: ``seconds`` (on the replayer's clock) before
+    ``step`` is sent; ``gap``, how long after the request before it the capture has it (seconds, as captured);
+    ``shortened``, whether that gap was longer than max_gap and cut to it."""
+
+    step: Step
+    seconds: float
+    gap: float
+    shortened: bool
 
 
 class StepResult:
@@ -80,16 +99,23 @@ def _with_correlation_id(header, correlation_id):
 
 class Replayer:
     """See the module's doc. speed: 1.0 replays at the capture's pace, 2.0 twice as fast, None as fast as the
-    order allows. answer_timeout: seconds an answer may take beyond what it took in the capture (at that pace).
-    setup: create the topics the capture uses first (plan.topics)."""
+    order allows. max_gap: the longest gap between two requests, and the longest answer's latency, taken from the
+    capture (seconds of capture time; None: whatever the capture says). answer_timeout: seconds an answer may take
+    beyond what it took in the capture (at that pace). setup: create the topics the capture uses first
+    (plan.topics)."""
 
-    def __init__(self, plan, *, speed=1.0, answer_timeout=30.0, settle_timeout=30.0, setup=True):
+    def __init__(self, plan, *, speed=1.0, max_gap=MAX_GAP, answer_timeout=30.0, settle_timeout=30.0, setup=True):
         if speed is not None and not speed > 0:
             raise ValueError(f"speed must be above 0 (or None for as fast as possible), not {speed!r}")
+        if max_gap is not None and not 0 <= max_gap < math.inf:
+            raise ValueError(f"max_gap must be a number of seconds, 0 or more (or None for no limit), not {max_gap!r}")
         self.plan = plan
         self.values = Values(plan)
         self.results = [StepResult(step) for step in plan.steps]
         self.speed = speed
+        self.max_gap = max_gap
+        self._paced = _paced(plan.steps, max_gap)  # per step: (due ns after the first, gap ns, shortened)
+        self._considered = -1  # the last step whose wait for the pace was looked at (announced if long)
         self.answer_timeout = answer_timeout
         self.settle_timeout = settle_timeout
         self.setup = Setup(plan) if setup else None
@@ -103,7 +129,7 @@ class Replayer:
         self._timers = []  # heap of (time, sequence, what, payload)
         self._sequence = 0
         self._out = []
-        self._origin = self._capture_origin = None
+        self._origin = None
         self.started = self.ended = None
         self.requests_sent = 0  # steps sent (once or more): for progress, as are the two below
         self.answers = 0  # steps answered
@@ -151,6 +177,7 @@ class Replayer:
                 self._begin(now)
         if self._origin is not None:
             self._send_ready(now)
+            self._announce(now)
             self._maybe_end(now)
         out, self._out = self._out, []
         return out
@@ -185,13 +212,26 @@ class Replayer:
 
     def _begin(self, now):
         self._origin = now
-        steps = self.plan.steps
-        self._capture_origin = steps[0].exchange.request_time_ns if steps else 0
 
     def _due(self, step):
         if self.speed is None:
             return self._origin
-        return self._origin + (step.exchange.request_time_ns - self._capture_origin) / 1e9 / self.speed
+        return self._origin + self._paced[step.index][0] / 1e9 / self.speed
+
+    def _announce(self, now):
+        """Say once, as it begins, a wait for the pace of the next step that is ANNOUNCED_WAIT or longer. Its turn
+        may first wait for answers: the wait for the pace is what is left once they have come."""
+        steps = self.plan.steps
+        if self.speed is None or self._next >= len(steps) or self._considered >= self._next:
+            return
+        step = steps[self._next]
+        if self._prefix < step.after:
+            return
+        self._considered = self._next
+        seconds = self._due(step) - now
+        if seconds >= ANNOUNCED_WAIT:
+            _, gap, shortened = self._paced[step.index]
+            self._out.append(("wait", None, Pause(step, seconds, gap / 1e9, shortened)))
 
     def _send_ready(self, now):
         steps = self.plan.steps
@@ -228,7 +268,10 @@ class Replayer:
             self._over(result, NO_ANSWER_DUE, now)
             return
         conn.waiting[correlation_id] = result
-        latency = (step.exchange.latency_ns or 0) / 1e9 / (self.speed or math.inf)
+        latency = max(0, step.exchange.latency_ns or 0) / 1e9
+        if self.max_gap is not None:
+            latency = min(latency, self.max_gap)
+        latency /= self.speed or math.inf
         self._timer(now + latency + self.answer_timeout, self._timed_out, (result, result.attempts))
 
     def _endpoint(self, step):
@@ -306,5 +349,23 @@ class Replayer:
         heapq.heappush(self._timers, (when, self._sequence, what, payload))
 
 
-__all__ = ["ANSWERED", "CLOSED", "NOT_SENT", "NO_ANSWER", "NO_ANSWER_DUE", "OUTCOMES", "Replayer", "SKIPPED",
-           "StepResult"]
+def _paced(steps, max_gap):
+    """Per step, in nanoseconds of capture time: when it is due after the first step, with every gap between two
+    requests longer than max_gap shortened to it; the gap before it as captured; whether that gap was shortened."""
+    limit = None if max_gap is None else round(max_gap * 1e9)
+    out = []
+    due = 0
+    before = None
+    for step in steps:
+        ex = step.exchange
+        at = ex.request_time_ns or ex.response_time_ns or 0  # the plan's order of sending (plan._sent_at)
+        gap = 0 if before is None else max(0, at - before)
+        before = at if before is None else max(before, at)
+        shortened = limit is not None and gap > limit
+        due += limit if shortened else gap
+        out.append((due, gap, shortened))
+    return out
+
+
+__all__ = ["ANNOUNCED_WAIT", "ANSWERED", "CLOSED", "MAX_GAP", "NOT_SENT", "NO_ANSWER", "NO_ANSWER_DUE", "OUTCOMES",
+           "Pause", "Replayer", "SKIPPED", "StepResult"]
