@@ -347,7 +347,8 @@ def main(argv=None):
     except BrokenPipeError:
         raise
     except (kafkaproto.KafkaProtoError, ValueError, KeyError, OSError, ImportError) as e:
-        print(f"kafkaproto: error: {error_message(e)}", file=sys.stderr)
+        from kafkaproto.capture.summary import escape_controls  # a file name or a frame's text may hold escapes
+        print(f"kafkaproto: error: {escape_controls(error_message(e))}", file=sys.stderr)
         return 2  # could not run (1 is a subcommand's "no": see EPILOG)
 
 

@@ -95,6 +95,9 @@ def test_errors_are_one_line_not_tracebacks(capsys):
     assert code == 2 and "size" in err
     code, _, err = run(capsys, "decode", "--response", "Fetch", "x", FRAME.hex())
     assert (code, err) == (2, "kafkaproto: error: --response takes an API and a version number, not 'x'\n")
+    # what the user or a file gave is shown inert: a terminal's escape sequence in it is written as an escape
+    code, _, err = run(capsys, "decode", "zz\x1b[2J\u202e")
+    assert code == 2 and err.endswith("zz\\x1b[2J\\u202e\n") and "\x1b" not in err
 
 
 def test_version_flag(capsys):
