@@ -111,9 +111,10 @@ class OtherBroker:
         return out
 
 
-def replay_offline(plan, broker, speed=None):
-    """Drive a Replayer against an in-memory broker on a clock of its own; the finished Replayer."""
-    replayer = Replayer(plan, speed=speed, setup=False)
+def replay_offline(plan, broker, speed=None, pauses=None, **options):
+    """Drive a Replayer (with options) against an in-memory broker on a clock of its own; the finished Replayer.
+    pauses, a list, gets (time, Pause) of each wait the replayer announces."""
+    replayer = Replayer(plan, speed=speed, setup=False, **options)
     now = 0.0
     replayer.start(now)
     for _ in range(100_000):
@@ -126,6 +127,8 @@ def replay_offline(plan, broker, speed=None):
                 reply = broker.handle(key, action[2])
                 if reply:
                     replayer.received(key, reply, now)
+            elif kind == "wait" and pauses is not None:
+                pauses.append((now, action[2]))
         if replayer.finished:
             return replayer
         if not actions:

@@ -14,7 +14,6 @@ import pytest
 import capture_files as cf
 from kafkaproto.capture import read_capture
 from kafkaproto.capture.link import LINKTYPE_ETHERNET
-from kafkaproto.connection import ServerConnection
 from kafkaproto.messages import (ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
                                  RequestHeader, ResponseHeader)
 from kafkaproto.protocol import encode_request, encode_response
@@ -22,7 +21,7 @@ from kafkaproto.replay import Plan, Replayer
 from kafkaproto.replay.session import MAX_GAP, NO_ANSWER, Pause
 from test_capture import T0, Tcp, wire_frame
 from test_capture_hostile import HOSTILE_CLIENT, HOSTILE_TOPIC, SHOWN, assert_inert
-from test_replay import CAPTURES, OtherBroker
+from test_replay import CAPTURES, OtherBroker, replay_offline
 
 DECADES_NS = 2**32 * 10**9  # 136 years: as far as a classic pcap's seconds reach past 1970
 WHOLE = 4_294_967_296.0  # the same gap in seconds, as a Pause carries it
@@ -78,29 +77,10 @@ def answered_decades_later():
 
 
 def drive(plan, broker, **options):
-    """Drive a Replayer against an in-memory broker on a clock of its own: (the finished Replayer, [(time, Pause)]
-    of the waits it announced)."""
-    replayer = Replayer(plan, setup=False, **options)
+    """(the finished Replayer, [(time, Pause)] of the waits it announced), driven offline (test_replay's)."""
     pauses = []
-    now = 0.0
-    replayer.start(now)
-    for _ in range(10_000):
-        actions = replayer.actions(now)
-        for action in actions:
-            kind, key = action[0], action[1]
-            if kind == "connect":
-                broker.servers[key] = ServerConnection()
-            elif kind == "send":
-                reply = broker.handle(key, action[2])
-                if reply:
-                    replayer.received(key, reply, now)
-            elif kind == "wait":
-                pauses.append((now, action[2]))
-        if replayer.finished:
-            return replayer, pauses
-        if not actions:
-            now = max(now, replayer.wakeup())
-    raise AssertionError("the replay did not finish")
+    options.setdefault("speed", 1.0)  # the capture's pace, the Replayer's default
+    return replay_offline(plan, broker, pauses=pauses, **options), pauses
 
 
 def test_a_connection_stamped_decades_later_waits_at_most_max_gap():
