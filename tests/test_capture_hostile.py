@@ -844,39 +844,20 @@ def test_the_report_shows_any_name_exactly_and_runs_none(tmp_path):
     """Topic and client names made to break out of the page's JSON, or into its markup: in Chromium the page
     renders every chart with no error, runs no script of theirs, holds no element of theirs, and shows each name
     exactly, in its numbers and on its charts."""
-    from test_capture_report import CHROMIUM, REQUIRED
+    from test_capture_report import report_page
 
-    if CHROMIUM is None:
-        if REQUIRED:
-            pytest.fail("Chromium is required (KAFKAPROTO_REQUIRE_CHROMIUM=1) but not installed")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
     pytest.importorskip("plotly")
-    playwright = pytest.importorskip("playwright.sync_api")
     capture = tmp_path / "traffic.pcap"
     capture.write_bytes(hostile_capture(PAGE_TOPICS, PAGE_CLIENT, "</script>"))
     page_path = tmp_path / "report.html"
     run = capture_command(capture, "--report", page_path, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    problems = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        try:
-            page = browser.new_context(offline=True).new_page()
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
-            page.goto(page_path.as_uri())
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
-                                   timeout=30_000)
-            injected = page.evaluate("typeof window.injected")
-            images = page.evaluate("document.querySelectorAll('img').length")
-            shown = json.loads(page.evaluate("document.getElementById('kafkaproto-report').textContent"))
-            ticks = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).slice(4).map("
-                                  "d => Array.from(d.querySelectorAll('.xtick text')).map(t => t.textContent))")
-        finally:
-            browser.close()
+    with report_page(page_path) as (page, problems):
+        injected = page.evaluate("typeof window.injected")
+        images = page.evaluate("document.querySelectorAll('img').length")
+        shown = json.loads(page.evaluate("document.getElementById('kafkaproto-report').textContent"))
+        ticks = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).slice(4).map("
+                              "d => Array.from(d.querySelectorAll('.xtick text')).map(t => t.textContent))")
     assert problems == []
     assert injected == "undefined" and images == 0
     assert sorted(name for name, _ in shown["topics_produced"]) == sorted(PAGE_TOPICS)

@@ -1,6 +1,7 @@
 """kafkaproto capture --report: one HTML page, opened offline in a real headless Chromium (Debian's, driven by
 Playwright): it renders every chart with no console error, and its numbers are the summary's."""
 
+import contextlib
 import json
 import os
 import re
@@ -78,36 +79,42 @@ def test_slices_widen_and_memory_stays_bounded():
     assert data["requests"] == {"Metadata": len(range(0, 10_000, 3))}
 
 
-def test_the_page_renders_in_chromium(tmp_path):
+@contextlib.contextmanager
+def report_page(path):
+    """The report page at path in Chromium, offline as it must work (no network at all, and none of Chromium's
+    own background fetches), once its charts are drawn: (page, problems), the errors it met in a list."""
     if CHROMIUM is None:
         if REQUIRED:
             pytest.fail("Chromium is required (KAFKAPROTO_REQUIRE_CHROMIUM=1) but not installed")
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     playwright = pytest.importorskip("playwright.sync_api")
-    path = tmp_path / "report.html"
-    run = subprocess.run([sys.executable, "-m", "kafkaproto", "capture", str(CAPTURES["kafkajs"]), "--report",
-                          str(path)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
     problems = []
     with playwright.sync_playwright() as p:
-        # Offline, as the page must work: no network at all, and none of Chromium's own background fetches.
         browser = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--no-first-run"])
         try:
-            context = browser.new_context(offline=True)
-            page = context.new_page()
+            page = browser.new_context(offline=True).new_page()
             page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
             page.goto(path.as_uri())
             page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
                                    timeout=30_000)
-            charts = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).map("
-                                   "d => d.data.map(t => [t.name, t.y.reduce((a, b) => a + (b || 0), 0)]))")
-            shown = json.loads(page.evaluate("document.getElementById('kafkaproto-report').textContent"))
+            yield page, problems
         finally:
             browser.close()
+
+
+def test_the_page_renders_in_chromium(tmp_path):
+    path = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "kafkaproto", "capture", str(CAPTURES["kafkajs"]), "--report",
+                          str(path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    with report_page(path) as (page, problems):
+        charts = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).map("
+                               "d => d.data.map(t => [t.name, t.y.reduce((a, b) => a + (b || 0), 0)]))")
+        shown = json.loads(page.evaluate("document.getElementById('kafkaproto-report').textContent"))
     assert problems == []
     assert len(charts) == 6
     rates = dict(charts[0])
