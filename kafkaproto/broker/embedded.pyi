@@ -18,6 +18,7 @@ from ..uuid import Uuid
 
 log: logging.Logger
 STARTED: re.Pattern[str]
+CHANNEL: re.Pattern[str]
 DESCRIPTION: str
 
 async def serve(config: BrokerConfig, ready: Callable[[Any], object] | None = None,
