@@ -354,6 +354,14 @@ def test_records_are_what_the_client_produced(capture):
     # The transactional producer's two transactions, one record each; the broker's markers close them.
     assert sorted(r["value"] for r in produced if r["transactional"]) == transactional
     assert sum(1 for r in rows if r["control"]) == len(transactional)
+    # Whether each was aborted: a Produce request does not tell; the read_committed consumer's Fetch answers do,
+    # and its values name the outcome ("aborted" / "committed: false" went to an aborted transaction).
+    assert all(r["aborted"] is (None if r["transactional"] else False) for r in produced)
+    assert {r["value"]: r["aborted"] for r in fetched if r["transactional"]} == \
+        {value: value in (b"aborted", b"committed: false") for value in transactional}
+    assert all(r["aborted"] is False for r in fetched if not r["transactional"])
+    assert sorted(r["aborted"] for r in rows if r["control"]) == \
+        sorted(value in (b"aborted", b"committed: false") for value in transactional)  # ABORT and COMMIT markers
     # Produce names the topic, by name or (v13) by the ID its CreateTopics answer gave.
     (create,) = [ex for ex in detected if ex.api_name == "CreateTopics"]
     topic_id = getattr(create.response.topics[0], "topic_id", None)
@@ -388,6 +396,7 @@ RECORD_COLUMNS = [
                                                         " not null>"),
     ("partition_leader_epoch", "int32"), ("producer_id", "int64"), ("producer_epoch", "int16"),
     ("sequence", "int32"), ("transactional", "bool"), ("control", "bool"), ("compression", "string"),
+    ("aborted", "bool"),
 ]
 
 
@@ -400,7 +409,7 @@ def test_table_schemas_are_the_documented_ones():
     assert schema_columns(tables.exchange_schema()) == EXCHANGE_COLUMNS
     assert schema_columns(tables.record_schema()) == RECORD_COLUMNS
     for field in list(tables.exchange_schema())[:len(EXCHANGE_COLUMNS)] + \
-            list(tables.record_schema())[:len(tables.RECORD_CONTEXT)]:
+            list(tables.record_schema())[:len(tables.RECORD_CONTEXT)] + [tables.record_schema().field("aborted")]:
         assert field.metadata and field.metadata[b"doc"], f"{field.name} is not documented"
 
 
@@ -451,7 +460,7 @@ def test_records_table_holds_the_records(capture):
     for row, got, time_ns, stamp in zip(rows, table.to_pylist(), times, stamps, strict=True):
         assert got["file"] == path.name and got["error"] is None
         for name in ("connection", "api_key", "api_name", "side", "topic", "partition", "offset", "key", "value",
-                     "producer_id", "transactional", "control", "compression"):
+                     "producer_id", "transactional", "control", "compression", "aborted"):
             assert got[name] == row[name], name
         assert got["topic_id"] == (None if row["topic_id"] is None else str(row["topic_id"]))
         assert (time_ns, stamp) == (row["time_ns"], row["timestamp"])

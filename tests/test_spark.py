@@ -107,6 +107,9 @@ def test_schema_is_the_documented_one():
     assert types["request_time"] == "timestamp" and types["api_key"] == "smallint"
     assert types["partition_errors"] == "array<struct<topic:string,partition:int,error_code:smallint>>"
     assert schema.record_struct().fieldNames() == tables.record_schema().names
+    aborted = schema.record_struct()["aborted"]
+    assert aborted.dataType.simpleString() == "boolean" and aborted.nullable
+    assert aborted.metadata["comment"] == tables.RECORD_OUTCOME[0][2]
     assert {f.dataType.simpleString() for f in schema.record_struct() if f.name in ("time", "timestamp")} == \
         {"timestamp"}
 
@@ -126,6 +129,10 @@ def test_records_are_those_record_batches_give(spark):
     actual = spark_rows(df)
     same_rows(actual, expected_rows(CAPTURES, "records"))
     assert len(actual) >= 40 * len(CAPTURES) and all(r["error"] is None for r in actual)
+    # The Java captures' transactions, as their read_committed consumer's Fetch answers tell them apart.
+    fetched = {(r["value"], r["aborted"]) for r in actual
+               if r["side"] == "response" and r["transactional"] and not r["control"]}
+    assert {(b"aborted", True), (b"committed", False)} <= fetched
 
 
 def test_splits_read_every_exchange_once(spark):

@@ -62,21 +62,32 @@ def records(exchanges, *, validate=True):
     """One dict per record in the exchanges' Produce requests and Fetch (and ShareFetch) responses.
 
     Each row names where the record travelled (connection, api, time, topic, topic id,
-    partition) and what it is (offset, timestamp, key, value, headers and its batch's
-    producer fields). Records that do not read, and a damaged file, give a row whose
-    ``error`` says why.
+    partition), what it is (offset, timestamp, key, value, headers and its batch's
+    producer fields) and whether its transaction was ``aborted`` (True, False, or None
+    when the message does not tell: see capture.transactions). Records that do not
+    read, and a damaged file, give a row whose ``error`` says why.
     """
     from .. import records as recs
+    from .transactions import outcomes, records_fields_with_aborted
 
     for ex in exchanges:
         if ex.status == CAPTURE_ERROR:  # a row like a bad batch's: where it travelled (nowhere known), and why
             yield dict.fromkeys(_WHERE, None) | {"error": f"capture error: {ex.error}"}
             continue
-        for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
+        for (side, time_ns, topic, topic_id, partition, data), aborted_list in records_fields_with_aborted(ex):
             base = {"connection": ex.connection, "api_key": ex.api_key, "api_name": ex.api_name, "side": side,
                     "time_ns": time_ns, "topic": topic, "topic_id": topic_id, "partition": partition}
+            # The field's batch headers first (markers further on decide batches before them), then its rows;
+            # a fault met on the way comes after the rows before it.
+            batches, fault = [], None
             try:
                 for batch in recs.iter_batches(data, validate=validate, allow_partial=True):
+                    batches.append(batch)
+            except recs.RecordsError as e:
+                fault = e
+            verdicts = outcomes([_transaction_item(batch) for batch in batches], aborted_list)
+            try:
+                for batch, aborted in zip(batches, verdicts):
                     batch_fields = _batch_fields(batch)
                     base_sequence = batch_fields.pop("base_sequence")
                     for record in batch:
@@ -84,10 +95,30 @@ def records(exchanges, *, validate=True):
                         row.update(batch_fields)
                         row.update(offset=record.offset, timestamp=record.timestamp, key=record.key,
                                    value=record.value, headers=list(record.headers), error=None,
-                                   sequence=recs.record_sequence(base_sequence, record.offset - batch.base_offset))
+                                   sequence=recs.record_sequence(base_sequence, record.offset - batch.base_offset),
+                                   aborted=aborted)
                         yield row
+                if fault is not None:
+                    raise fault
             except recs.RecordsError as e:
                 yield dict(base, error=str(e))
+
+
+def _transaction_item(batch):
+    """What transactions.outcomes needs of a batch: producer id, transactional, control, marker, last offset."""
+    from ..exceptions import RecordsError
+    from .transactions import marker_type
+
+    control = bool(getattr(batch, "is_control", False))
+    marker = None
+    if control:
+        try:
+            first = next(iter(batch), None)
+        except RecordsError:  # records that do not read: the rows' own pass reports it, in its place
+            first = None
+        marker = marker_type(first.key) if first is not None else None
+    return (getattr(batch, "producer_id", -1), bool(getattr(batch, "is_transactional", False)), control, marker,
+            batch.last_offset)
 
 
 def _batch_fields(batch):

@@ -76,7 +76,8 @@ def follow(path: str, *, ports: Iterable[int] | None = None, names: TopicNames |
 def records(exchanges: Iterable[Exchange], *, validate: bool = True) -> Iterator[dict[str, Any]]:
     """One dict per record in the exchanges' Produce requests and Fetch (and ShareFetch) responses: where the
     record travelled (connection, api, time, topic, topic id, partition) and what it is (offset, timestamp, key,
-    value, headers and its batch's producer fields); ``error`` says why when records do not read."""
+    value, headers and its batch's producer fields), whether its transaction was ``aborted`` (True, False, or
+    None when the message does not tell: see capture.transactions); ``error`` says why when records do not read."""
 
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",

@@ -469,7 +469,7 @@ class Exchanges:
     # ---- requests and responses ----
 
     def _request(self, conn, event, time_ns, number, out):
-        _, payload, size, damaged, offset = event
+        _, payload, size, missing, offset = event
         pairing = conn.pairing
         if pairing.raw_rounds and pairing.raw_request(payload):
             out.append(_sasl_exchange(conn, True, size, time_ns, number))
@@ -480,9 +480,9 @@ class Exchanges:
         req.response_holes = conn.down.gaps + conn.down_frames.skipped
         req.body = req.error = req.error_offset = None
         req.status = OK
-        if damaged:
+        if missing:
             req.status = GAP
-            req.error = f"request frame at stream offset {offset} lost {size - len(payload)} of its {size} bytes"
+            req.error = _cut_frame_text("request", offset, size, len(payload), missing)
             req.error_offset = offset + 4 + len(payload)
             header = header_or_none(payload)
         elif self._bodies is None:
@@ -518,13 +518,13 @@ class Exchanges:
             out.append(_unanswered(conn, earlier))
 
     def _response(self, conn, event, time_ns, number, out):
-        _, payload, size, damaged, offset = event
+        _, payload, size, missing, offset = event
         pairing = conn.pairing
         if pairing.raw_rounds and pairing.raw_response():
             out.append(_sasl_exchange(conn, False, size, time_ns, number))
             return
         if len(payload) < 4:
-            ex = Exchange(GAP if damaged else DECODE_ERROR, conn)
+            ex = Exchange(GAP if missing else DECODE_ERROR, conn)
             ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
             ex.error, ex.error_offset = f"a response frame of {size} bytes has no correlation id", offset
             out.append(ex)
@@ -542,8 +542,7 @@ class Exchanges:
             ex = Exchange(GAP if unseen else UNMATCHED_RESPONSE, conn)
             ex.correlation_id = correlation_id
             ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
-            cut = f"response frame at stream offset {offset} lost {size - len(payload)} of its bytes" if damaged \
-                else None
+            cut = _cut_frame_text("response", offset, size, len(payload), missing) if missing else None
             ex.error = "; ".join(part for part in (unseen, cut) if part) or None
             ex.error_offset = offset if unseen else None
             out.append(ex)
@@ -558,10 +557,10 @@ class Exchanges:
         ex = _request_exchange(conn, req, req.status)
         ex.response_time_ns, ex.response_packet, ex.response_size = time_ns, number, size
         header = req.header
-        if damaged:
+        if missing:
             if ex.status == OK:
                 ex.status = GAP
-                ex.error = f"response frame at stream offset {offset} lost {size - len(payload)} of its {size} bytes"
+                ex.error = _cut_frame_text("response", offset, size, len(payload), missing)
                 ex.error_offset = offset + 4 + len(payload)
         elif (self._bodies is None or header.request_api_key in self._bodies) and \
                 header.request_api_key in self._apis and ex.status in (OK, DECODE_ERROR):
@@ -641,14 +640,26 @@ def _unanswered(conn, req):
     return _request_exchange(conn, req, UNMATCHED_REQUEST)
 
 
+def _cut_frame_text(what, offset, size, kept, missing):
+    """What holes did to a frame: the bytes the capture never had and, when a hole came before the end, the bytes
+    captured after it, unread with them (a frame is read whole or not at all)."""
+    text = f"{what} frame at stream offset {offset} lost {missing} of its {size} bytes (never captured)"
+    unread = size - kept
+    if unread > missing:
+        text += f"; the {unread} bytes from the first lost one on go unread"
+    return text
+
+
 def _gap_exchange(conn, from_client, event):
-    _, lost_at, found_at, reason = event
+    _, lost_at, found_at, reason, holes = event
     ex = Exchange(GAP, conn)
     side = "client" if from_client else "broker"
     if found_at is None:
-        ex.error = f"{side} stream unreadable from offset {lost_at} to its end: {reason}"
+        never = f" ({holes} bytes of it never captured)" if holes else ""
+        ex.error = f"{side} stream unreadable from offset {lost_at} to its end{never}: {reason}"
     else:
-        ex.error = f"{side} stream: {found_at - lost_at} bytes skipped from offset {lost_at}: {reason}"
+        never = f" ({holes} of them never captured)" if holes else ""
+        ex.error = f"{side} stream: {found_at - lost_at} bytes skipped from offset {lost_at}{never}: {reason}"
     ex.error_offset = lost_at
     return ex
 

@@ -31,10 +31,12 @@ NOT_SEEN = object()  # a connection's client id before its first request header
 class Framer:
     """Cuts one direction's stream, given as bytes and holes, into Kafka frames.
 
-    feed() and hole() return events: ("frame", payload, size, damaged, offset) for a
-    frame (damaged: part of it is missing, and payload holds what came before the
-    first hole), and ("resync", lost_at, found_at, reason) when the stream found its
-    footing again after losing it at lost_at (found_at None: it never did).
+    feed() and hole() return events: ("frame", payload, size, missing, offset) for a
+    frame (missing: how many of its bytes the capture never had, 0 when it is whole;
+    payload then holds what came before the first hole, the bytes after it being
+    dropped), and ("resync", lost_at, found_at, reason, holes) when the stream found
+    its footing again after losing it at lost_at (found_at None: it never did);
+    holes counts the bytes in between that the capture never had.
 
     Footing is found again at a plausible frame start (``starts(buf, i)`` yields
     (position, size) candidates from i on) whose whole frame reads (``reads(payload)``).
@@ -46,14 +48,16 @@ class Framer:
     and a sender starts a frame on a new packet whenever nothing else waits to go.
     """
 
-    __slots__ = ("buf", "need", "size", "damaged", "synced", "offset", "frame_offset", "starts", "reads", "heads",
-                 "max_frame", "lost_at", "lost_reason", "scan_from", "waiting", "skipped", "pieces", "joined")
+    __slots__ = ("buf", "need", "size", "damaged", "missing", "synced", "offset", "frame_offset", "starts", "reads",
+                 "heads", "max_frame", "lost_at", "lost_reason", "lost_holes", "scan_from", "waiting", "skipped",
+                 "pieces", "joined")
 
     def __init__(self, starts, reads, heads, max_frame, synced=True):
         self.buf = bytearray()
         self.need = -1  # payload bytes still owed to the current frame; -1 while reading a size prefix
         self.size = 0
-        self.damaged = False
+        self.damaged = False  # a hole cut the current frame
+        self.missing = 0  # bytes of the current frame that fell in holes
         self.synced = synced
         self.offset = 0  # stream offset of the first byte of the data being fed
         self.frame_offset = 0
@@ -63,6 +67,7 @@ class Framer:
         self.max_frame = max_frame
         self.lost_at = None if synced else 0
         self.lost_reason = None if synced else "the capture starts after the connection did"
+        self.lost_holes = 0  # while lost: bytes since lost_at that fell in holes
         self.scan_from = 0  # while lost: where in buf the search for candidates goes on
         self.waiting = []  # while lost: (position in buf, size) of candidates whose frame is still arriving
         self.skipped = 0  # bytes passed over while lost
@@ -110,11 +115,11 @@ class Framer:
                     continue
                 self.size = self.need = size
                 if not size:
-                    events.append(("frame", b"", 0, False, self.frame_offset))
+                    events.append(("frame", b"", 0, 0, self.frame_offset))
                     self.need = -1
                 continue
             if not self.buf and not self.damaged and n - pos >= need:
-                events.append(("frame", data[pos:pos + need], need, False, self.frame_offset))
+                events.append(("frame", data[pos:pos + need], need, 0, self.frame_offset))
                 pos += need
                 self.need = -1
                 continue
@@ -129,13 +134,16 @@ class Framer:
         return None
 
     def _emit(self, events):
-        events.append(("frame", bytes(self.buf), self.size, self.damaged, self.frame_offset))
+        events.append(("frame", bytes(self.buf), self.size, self.missing, self.frame_offset))
         self.buf = bytearray()
         self.need = -1
         self.damaged = False
+        self.missing = 0
 
     def hole(self, count):
         events = []
+        if count <= 0:
+            return events
         if not self.synced:
             rest = self._cut_frame(events)
             if rest is not None:
@@ -143,21 +151,26 @@ class Framer:
         start = self.offset
         self.offset += count
         if not self.synced:
+            self.lost_holes += count
             self.buf.clear()  # bytes on either side of a hole do not belong together
             self.scan_from = 0
             self.waiting = []
             self.pieces = []
         elif self.need < 0:
             self._lose(start, "bytes missing from the capture where a frame should start")
+            self.lost_holes = count
         elif count < self.need:
             self.damaged = True
+            self.missing += count
             self.need -= count
         else:
             after = count - self.need
             self.damaged = True
+            self.missing += self.need
             self._emit(events)
             if after:
                 self._lose(start + count - after, "bytes missing from the capture across a frame boundary")
+                self.lost_holes = after
         return events
 
     def _cut_frame(self, events):
@@ -180,8 +193,9 @@ class Framer:
         self.synced = True
         if at > self.lost_at:
             self.skipped += at - self.lost_at
-            events.append(("resync", self.lost_at, at, self.lost_reason))
+            events.append(("resync", self.lost_at, at, self.lost_reason, self.lost_holes))
         self.lost_at = self.lost_reason = None
+        self.lost_holes = 0
         self.scan_from = 0
         self.waiting = []
         self.offset = at
@@ -189,23 +203,26 @@ class Framer:
     def end(self):
         """Events for what is left when the stream ends: a frame cut short, or footing never found again."""
         events = []
-        if self.synced and self.need > 0:
+        if self.synced and self.need > 0:  # the rest of the frame never came
             self.damaged = True
+            self.missing += self.need
             self._emit(events)
         elif self.synced and self.buf:
             self.synced = False
             self.lost_at, self.lost_reason = self.frame_offset, "the stream ends inside a size prefix"
         if not self.synced and self.offset > self.lost_at:
             self.skipped += self.offset - self.lost_at
-            events.append(("resync", self.lost_at, None, self.lost_reason))
+            events.append(("resync", self.lost_at, None, self.lost_reason, self.lost_holes))
         return events
 
     def _lose(self, at, reason):
         self.synced = False
         self.lost_at, self.lost_reason = at, reason
+        self.lost_holes = 0
         self.buf.clear()
         self.need = -1
         self.damaged = False
+        self.missing = 0
         self.scan_from = 0
         self.waiting = []
         self.pieces = []

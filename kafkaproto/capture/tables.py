@@ -18,7 +18,8 @@ from ..jsonview import from_json, to_json
 from ..messages import RequestHeader, ResponseHeader
 from ..registry import api
 from ..uuid import Uuid
-from .exchanges import CAPTURE_ERROR, Exchange, records_fields
+from .exchanges import CAPTURE_ERROR, Exchange
+from .transactions import aborted_array, records_fields_with_aborted
 
 EXCHANGE_FIELDS = (
     # (name, Arrow type, what it holds)
@@ -68,6 +69,14 @@ RECORD_CONTEXT = (
     ("error", "string", "why the records field did not read (the record columns are null then)"),
 )
 
+# After the record's own columns: what became of it (kafkaproto.capture.transactions says how it is told).
+RECORD_OUTCOME = (
+    ("aborted", "bool_", "whether the record's transaction was aborted: false outside transactions; in a Fetch "
+                         "answer to a read_committed request as Kafka's consumer decides; elsewhere by its "
+                         "producer's next COMMIT or ABORT marker in the same records; null when none tells "
+                         "(a Produce request's, as a rule: markers come later, from the broker)"),
+)
+
 
 TOPIC_NAME_FIELDS = (
     ("topic_id", "string", "a topic's id, in Kafka's base64 form"),
@@ -102,8 +111,9 @@ def topic_names_schema():
 def record_schema():
     pa = _pyarrow()
     context = [pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in RECORD_CONTEXT]
+    outcome = [pa.field(name, _type(pa, kind), metadata={"doc": doc}) for name, kind, doc in RECORD_OUTCOME]
     # Nullable throughout: a records field that does not read gives a row with the error and no record.
-    return pa.schema(context + [f.with_nullable(True) for f in _records.arrow_schema()])
+    return pa.schema(context + [f.with_nullable(True) for f in _records.arrow_schema()] + outcome)
 
 
 def api_or_none(key):
@@ -213,7 +223,7 @@ def record_batches(exchanges, file=None, validate=True, rows=65536):
             yield from gathered.flush()
             yield pa.RecordBatch.from_pylist([{"file": file, "error": f"capture error: {ex.error}"}], schema=schema)
             continue
-        for side, time_ns, topic, topic_id, partition, data in records_fields(ex):
+        for (side, time_ns, topic, topic_id, partition, data), aborted in records_fields_with_aborted(ex):
             context = (file, ex.connection, ex.api_key, ex.api_name, side, time_ns, topic,
                        None if topic_id is None else str(topic_id), partition)
             try:
@@ -224,7 +234,7 @@ def record_batches(exchanges, file=None, validate=True, rows=65536):
                 yield pa.RecordBatch.from_pylist([row], schema=schema)
                 continue
             if table.num_rows:
-                gathered.add(context, table)
+                gathered.add(context, table, aborted_array(table, aborted))
                 if gathered.rows >= rows:
                     yield from gathered.flush()
     yield from gathered.flush()
@@ -240,11 +250,13 @@ class _Gathered:
         self.schema = schema
         self.tables = []
         self.contexts = []  # one per table
+        self.outcomes = []  # one "aborted" array per table
         self.rows = 0
 
-    def add(self, context, table):
+    def add(self, context, table, aborted):
         self.tables.append(table)
         self.contexts.append(context)
+        self.outcomes.append(aborted)
         self.rows += table.num_rows
 
     def flush(self):
@@ -264,10 +276,12 @@ class _Gathered:
                 columns.append(pa.array(context[field.name], type=field.type).take(which))
             elif field.name == "error":
                 columns.append(pa.nulls(self.rows, type=field.type))
+            elif field.name == "aborted":
+                columns.append(pa.concat_arrays(self.outcomes))
             else:
                 columns.append(records.column(field.name).combine_chunks())
         batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
-        self.tables, self.contexts, self.rows = [], [], 0
+        self.tables, self.contexts, self.outcomes, self.rows = [], [], [], 0
         yield batch
 
 

@@ -8,6 +8,7 @@ from .exchanges import Exchange
 # (name, Arrow type, what it holds) of each column.
 EXCHANGE_FIELDS: tuple[tuple[str, str, str], ...]
 RECORD_CONTEXT: tuple[tuple[str, str, str], ...]
+RECORD_OUTCOME: tuple[tuple[str, str, str], ...]
 TOPIC_NAME_FIELDS: tuple[tuple[str, str, str], ...]
 
 _Bodies = bool | Literal["exact"]

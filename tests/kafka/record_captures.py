@@ -13,6 +13,7 @@ both. tests/data/captures/README.md describes what each file holds.
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import signal
 import subprocess
@@ -187,11 +188,29 @@ CAPTURES = {
 PREPARE = {"kafkajs": install_kafkajs, "franz-go": go_programs.built, "sarama": go_programs.built}
 
 
+@contextlib.contextmanager
+def recording(port, path, *options):
+    """tcpdump writing the loopback traffic of port to path while the block runs (options: more of tcpdump's, such
+    as a kernel buffer); the process, stopped after a second more. Exits when tcpdump cannot capture."""
+    tcpdump = shutil.which("tcpdump") or sys.exit("tcpdump is not installed (apt-get install tcpdump)")
+    dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "0", *options, "-U", "-w", str(path), f"tcp port {port}"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = dump.stderr.readline()
+        if "listening on" not in first:  # e.g. no permission to capture
+            sys.exit(f"tcpdump did not start capturing: {first.strip()} {dump.stderr.read().strip()}")
+        yield dump
+        time.sleep(1)
+    finally:
+        dump.send_signal(signal.SIGINT)
+        try:
+            dump.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            dump.kill()
+
+
 def record(name, out):
     version, work = CAPTURES[name]
-    tcpdump = shutil.which("tcpdump")
-    if tcpdump is None:
-        sys.exit("tcpdump is not installed (apt-get install tcpdump)")
     if name in PREPARE:
         PREPARE[name]()
     pcap = out / f"{name}.pcap"
@@ -199,20 +218,8 @@ def record(name, out):
     with tempfile.TemporaryDirectory() as tmp:
         broker = KafkaBroker(version, tmp)
         try:
-            dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "0", "-U", "-w", str(partial),
-                                     f"tcp port {broker.port}"], stderr=subprocess.PIPE, text=True)
-            try:
-                first = dump.stderr.readline()
-                if "listening on" not in first:  # e.g. no permission to capture
-                    sys.exit(f"tcpdump did not start capturing: {first.strip()} {dump.stderr.read().strip()}")
+            with recording(broker.port, partial):
                 work(f"127.0.0.1:{broker.port}")
-                time.sleep(1)
-            finally:
-                dump.send_signal(signal.SIGINT)
-                try:
-                    dump.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    dump.kill()
         finally:
             broker.stop()
     partial.replace(pcap)  # only a finished capture replaces the old one
