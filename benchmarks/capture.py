@@ -3,10 +3,14 @@
 
     python benchmarks/capture.py [--quick] [--big] [--repeats N] [--json PATH] [--profile] [--only PARTS]
     python benchmarks/capture.py --json benchmarks/capture-results.json --profile     # the full run
+    python benchmarks/capture.py --only traffic,traffic-profile                       # real traffic alone
 
-The capture. The real captures in tests/data/captures/*.pcap (six clients against real brokers, about 1,240
-packets) are replayed many times into one classic pcap file of at least 200 MiB (50 MiB with --quick, and one
-of 1 GiB more with --big). Every replay of a file gives each of its TCP connections a fresh client address and
+Two kinds of capture are read: a synthetic one, many short connections with few records each (the replays
+below), and recorded traffic of real clients moving many records (benchmarks/record_traffic.py).
+
+The synthetic capture. The real captures in tests/data/captures/*.pcap (eight clients against real brokers, about
+1,200 packets) are replayed many times into one classic pcap file of at least 200 MiB (50 MiB with --quick, and
+one of 1 GiB more with --big). Every replay of a file gives each of its TCP connections a fresh client address and
 port and fresh initial sequence numbers (the IPv4 and TCP headers are rewritten, their checksums made right),
 keeps the original spacing in time of its packets, and starts 0.2 to 1.8 s after the replay before it, so
 several replays overlap and their packets interleave while every connection's packets stay in order and
@@ -15,22 +19,44 @@ timestamps never go back. All brokers answer on 10.0.0.1:9092. The file is writt
 read by both tools to check that they see the same requests and responses (tshark also verifies every IPv4 and
 TCP checksum in it).
 
+The recorded traffic (part "traffic"; each capture by its name too): a Kafka 4.3.1 broker on the loopback
+interface, recorded with tcpdump while one client produces 200,000 records of 100 B into 4 partitions and reads
+them all back. java-perf is Kafka's ProducerPerformance and ConsumerPerformance from the 4.3.1 jars (Produce v13,
+Fetch v18, lz4), versions tshark 4.0 does not know ("Unsupported version": it reads Produce v13 with v8's layout,
+topic names where v13 has topic IDs, until a field is malformed, and pairs no Fetch response with its request);
+kafkajs is kafkajs 2.2.4 (Produce v7, Fetch v11, uncompressed), whose every record tshark 4.0 shows. The
+captures are recorded when .bench/ has none of the same description (root, tcpdump, java and node needed), else
+reused.
+
 What is timed, each as its own process pinned to one core (``taskset -c 0``), from start to exit:
 
   reader          ``for ex in read_capture(path, ports=[9092])``: every request and response body decoded
+                  (synthetic capture only, as are the next one and --follow over the capture cut into 8 files)
   reader headers  the same with ``decode=False`` (request headers only; Produce bodies for acks)
-  CLI summary     ``kafkaproto capture FILE --ports 9092`` (the summary, printed to /dev/null)
-  tshark fields   ``tshark -r FILE -d tcp.port==9092,kafka -T fields -e frame.number -e kafka.request_key
+  CLI summary     ``kafkaproto capture FILE --ports PORT`` (the summary, printed to a file)
+  tshark fields   ``tshark -r FILE -d tcp.port==PORT,kafka -T fields -e frame.number -e kafka.request_key
                   -e kafka.request.version -e kafka.correlation_id -e kafka.len`` > /dev/null
-  CLI records     ``kafkaproto capture FILE --ports 9092 --records --output x.parquet``: every body decoded,
-                  every record batch read (decompressed, CRC checked), the records view written to Parquet
-  tshark -V       ``tshark -r FILE -d tcp.port==9092,kafka -V`` > /dev/null: every packet fully dissected
-                  and printed, records included: the tshark peer of full decoding
+  CLI jsonl       ``kafkaproto capture FILE --ports PORT --format jsonl --output x.jsonl``: a row per exchange
+                  with both bodies decoded whole, records included
+  CLI parquet     the same rows with ``--format parquet --output x.parquet``
+  CLI records     ``kafkaproto capture FILE --ports PORT --records --format parquet --output x.parquet``: every
+                  record batch read (decompressed, CRC checked), a row per record
+  tshark -V       ``tshark -r FILE -d tcp.port==PORT,kafka -V`` > /dev/null: every packet fully dissected
+                  and printed, records included: the tshark peer of the rows
 
-Rates are packets (and MB of file) per second of wall time: the median of --repeats runs, interleaved (one
-run of each command in turn), so that the same-run ratios (kafkaproto's rate / tshark's) stand up to a noisy
-machine. CPU seconds come from wait4(), the peak resident memory (max RSS) from /usr/bin/time. The machine's
-load is measured too: the CPU time other processes used during the run (/proc/stat, less this run's own).
+Rates are packets (and MB of file, and records) per second of wall time: the median of --repeats runs,
+interleaved (one run of each command on a capture in turn), so that the same-run ratios (kafkaproto's rate /
+tshark's on the same file) stand up to a noisy machine. CPU seconds come from wait4(), the peak resident memory
+(max RSS) from /usr/bin/time. The commands keep their Python bytecode in .bench/pycache, as an installed package
+does, even where PYTHONDONTWRITEBYTECODE is set, and each output of the CLI runs once before anything is timed.
+The machine's load is measured too: the CPU time other processes used during the run (/proc/stat, less this
+run's own), and the 1-minute load average.
+
+Records decoded: kafkaproto's are the rows of --records, and the records in the decoded bodies of the jsonl and
+Parquet rows (counted in the output of the first run); tshark's are the records its dissection shows, counted
+as kafka.record_attributes fields in an untimed ``-T fields`` run (one per record, as in -V's output; for the
+synthetic capture, each source's count times its replays). With the recorded traffic, the same commands also
+run on tests/data/captures/kafkajs.pcap (20 KB): their start-up, which is in every wall time above.
 
 Memory: the CLI's summary and records runs on the small check capture, the 50 MiB one (the quick run's),
 the main one and, with --big, the 1 GiB one. A command whose memory passes --memory-cap (4 GB) is stopped,
@@ -43,15 +69,19 @@ as big as it) and over the main capture alone, on local[1] and local[2], each ma
 (every split reads the whole file and decodes the connections that hash to it); its speed-up compares the
 faster of the two on local[1] with splits=2 on local[2].
 
-Targets: every kafkaproto row at least 5x tshark's packets/s (the reader and the CLI summary against
-tshark's fields, CLI records against tshark -V); the CLI's peak memory under 500 MB and flat (on the largest
-capture within 10 % + 16 MiB of that on the next largest, both of 50 MiB or more: not judged by --quick);
-Spark at least 1.7x faster on local[2] than on local[1].
+Targets: on the synthetic capture, the reader, the CLI summary, --follow and records at least 5x tshark's
+packets/s (records against tshark -V, the others against its fields); on every capture the jsonl and Parquet
+rows at least 2x tshark -V; on the recorded traffic the summary at least 5x tshark's fields, --records to
+Parquet at least 3x tshark -V on kafkajs (which tshark decodes fully) and at least 1,000,000 records/s on
+java-perf; the CLI's peak memory under 500 MB and flat (on the largest synthetic capture within 10 % + 16 MiB
+of that on the next largest, both of 50 MiB or more: not judged by --quick); Spark at least 1.7x faster on
+local[2] than on local[1].
 
 --profile (or --only profile) times each layer of reading on its own, in this process on one core, on the
-main capture's first 30 MiB (pcap records, link headers, TCP and framing, body decoding, the summary, the
+synthetic capture's first 30 MiB (pcap records, link headers, TCP and framing, body decoding, the summary, the
 record tables, Parquet), then runs cProfile over the reader and the CLI's two paths and prints the functions
-with the most time of their own.
+with the most time of their own; it also does traffic-profile: cProfile over the CLI's rows (--records to
+Parquet, --format jsonl and parquet) on the whole java-perf capture.
 """
 
 import argparse
@@ -101,9 +131,20 @@ REPLAY_GAP_NS = (200_000_000, 1_800_000_000)  # a replay starts this long after 
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
 TASKSET = shutil.which("taskset")
 TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+# The timed commands keep their compiled bytecode, as an installed package does (pip writes it at install): with
+# PYTHONDONTWRITEBYTECODE set, as it may be in a development shell, every run of the CLI compiled kafkaproto's
+# modules from source again (about 0.1 s of each start).
+CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+             "PYTHONPYCACHEPREFIX": str(CACHE / "pycache")}
 FIELDS = ["frame.number", "kafka.request_key", "kafka.request.version", "kafka.correlation_id", "kafka.len"]
 
-PACKETS_TARGET = 5.0  # kafkaproto's packets/s over tshark's
+PACKETS_TARGET = 5.0  # kafkaproto's packets/s over tshark's: the reader, the summary (and, here, records)
+ROWS_TARGET = 2.0  # the jsonl and Parquet exchange rows over tshark -V
+# The recorded traffic (benchmarks/record_traffic.py): what --records to Parquet should reach on each. tshark 4.0
+# decodes kafkajs's records fully (Produce v7, Fetch v11), not those of the Java client at Kafka 4's versions.
+TRAFFIC_RECORDS_TARGETS = {"java-perf": {"records_per_s": 1_000_000}, "kafkajs": {"vs_tshark": 3.0}}
+# A capture of a few KB: the commands' start-up (imports, the first file opened), measured on their own.
+TINY = REPO / "tests" / "data" / "captures" / "kafkajs.pcap"
 MEMORY_LIMIT = 500 * 10**6
 FLAT_FROM = 50 * MIB  # memory flatness is judged between two captures of at least this size
 SPARK_TARGET = 1.7
@@ -402,7 +443,7 @@ def run_child(cmd, stdout=None, cwd=None, memory_cap=None, pin=False):
         if pin and TASKSET:
             full = [TASKSET, "-c", "0"] + full
         t = time.perf_counter()
-        p = subprocess.Popen(full, stdout=out, stderr=err, cwd=cwd or CACHE)
+        p = subprocess.Popen(full, stdout=out, stderr=err, cwd=cwd or CACHE, env=CHILD_ENV)
         capped = []
         done = threading.Event()
 
@@ -451,16 +492,20 @@ def child_read(path, port, decode):
 
 
 class Case:
-    """One thing to time: a command, how to check what it did, and its tshark peer."""
+    """One thing to time: a command, how to check what it did, its tshark peer and the ratio it should reach.
 
-    def __init__(self, key, label, cmd, stdout=None, check=None, peer=None):
+    A check may note on the case how many records the command decoded (``records``)."""
+
+    def __init__(self, key, label, cmd, stdout=None, check=None, peer=None, target=None):
         self.key, self.label, self.cmd, self.stdout, self.check, self.peer = key, label, cmd, stdout, check, peer
+        self.target = target
+        self.records = None
         self.runs = []
 
     def run(self, memory_cap=None):
         r = run_child(self.cmd, stdout=self.stdout, memory_cap=memory_cap, pin=True)
         if self.check and not r["capped"]:
-            self.check(r)
+            self.check(self, r)
         r.pop("printed")
         self.runs.append(r)
         return r
@@ -470,11 +515,129 @@ class Case:
         wall = statistics.median(r["wall_s"] for r in self.runs)
         cpu = statistics.median(r["cpu_s"] for r in self.runs)
         capped = any(r["capped"] for r in self.runs)
+        records = None if capped else self.records
         return {"label": self.label, "command": " ".join(map(str, self.cmd)), "wall_s": wall, "cpu_s": cpu,
                 "packets_per_s": None if capped else meta["packets"] / wall,
                 "mb_per_s": None if capped else meta["bytes"] / 1e6 / wall,
                 "packets_per_cpu_s": None if capped else meta["packets"] / cpu,
-                "max_rss": max(r["max_rss"] for r in self.runs), "capped": capped, "runs": self.runs}
+                "records": records, "records_per_s": None if records is None else records / wall,
+                "target": self.target, "max_rss": max(r["max_rss"] for r in self.runs), "capped": capped,
+                "runs": self.runs}
+
+
+def records_in(doc):
+    """How many records a decoded body holds, as the CLI writes bodies out: a record batch is an object with
+    "magic" and a list of "records"."""
+    count, stack = 0, [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "magic" in item and isinstance(item.get("records"), list):
+                count += len(item["records"])
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def child_count(path, what):
+    """In a child: rows, and with what == "records" the records in the bodies, of a jsonl or Parquet output."""
+    rows = records = 0
+    if path.endswith(".jsonl"):
+        with open(path, "rb") as f:
+            for line in f:
+                rows += 1
+                if what == "records":
+                    ex = json.loads(line)
+                    records += records_in(ex.get("request")) + records_in(ex.get("response"))
+    else:
+        import pyarrow.parquet as pq
+
+        if what != "records":
+            rows = pq.read_metadata(path).num_rows
+        else:
+            for batch in pq.ParquetFile(path).iter_batches(columns=["request", "response"]):
+                rows += batch.num_rows
+                for column in batch.columns:
+                    records += sum(records_in(json.loads(text)) for text in column.to_pylist() if text)
+    print(json.dumps({"rows": rows, "records": records if what == "records" else None}))
+
+
+def count_output(path, records):
+    """Rows (and records in the bodies, when asked) of an output file, counted in a child: reading the footer of
+    a Parquet file of many row groups takes a lot of memory, which would otherwise stay in this process."""
+    run = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-count", str(path),
+                          "records" if records else "rows"], capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"counting {path} failed:\n{run.stderr[-3000:]}")
+    return json.loads(run.stdout)
+
+
+def output_cases(path, port, work, expect):
+    """The CLI's outputs on one capture beside their tshark peers: the summary against tshark -T fields, and the
+    rows (jsonl, Parquet exchanges, --records to Parquet) against tshark -V.
+
+    expect: {"exchanges": N, "records": N or None}. Every run is checked against it (the summary's count, the rows
+    written); the records in the jsonl and Parquet exchanges' decoded bodies are counted on the first run."""
+    kp = kafkaproto_command()
+    base = kp + ["capture", str(path), "--ports", str(port)]
+    jsonl, exchanges_parquet, records_parquet = work / "rows.jsonl", work / "rows.parquet", work / "records.parquet"
+
+    def summary_check(case, r):
+        first = r["printed"].splitlines()[0]
+        want = f"{expect['exchanges']} exchanges in 1 file(s): "
+        if not first.startswith(want):
+            raise AssertionError(f"kafkaproto capture summary of {path.name}: {first!r}, expected {want!r}...")
+
+    def rows_check(out):
+        def check(case, r):
+            got = count_output(out, records=case.records is None)
+            out.unlink()
+            if got["rows"] != expect["exchanges"]:
+                raise AssertionError(f"{case.label} on {path.name}: {got['rows']} rows, expected "
+                                     f"{expect['exchanges']} exchanges")
+            if got["records"] is not None:
+                case.records = got["records"]
+        return check
+
+    def records_check(case, r):
+        rows = count_output(records_parquet, records=False)["rows"]
+        records_parquet.unlink()
+        want = expect["records"] if expect["records"] is not None else case.records
+        if want is not None and rows != want:
+            raise AssertionError(f"{case.label} on {path.name}: {rows} rows, expected {want}")
+        case.records = rows
+
+    tshark = [TSHARK, "-r", str(path), "-d", f"tcp.port=={port},kafka"]
+    return [
+        Case("cli_summary", "kafkaproto capture (summary)", base, check=summary_check, peer="tshark",
+             target=PACKETS_TARGET),
+        Case("tshark", "tshark -T fields (headers)", tshark + ["-T", "fields"] + [x for f in FIELDS for x in ("-e", f)],
+             stdout=os.devnull),
+        Case("cli_jsonl", "kafkaproto capture --format jsonl", base + ["--format", "jsonl", "--output", str(jsonl)],
+             check=rows_check(jsonl), peer="tshark_full", target=ROWS_TARGET),
+        Case("cli_parquet", "kafkaproto capture --format parquet",
+             base + ["--format", "parquet", "--output", str(exchanges_parquet)], check=rows_check(exchanges_parquet),
+             peer="tshark_full", target=ROWS_TARGET),
+        Case("cli_records", "kafkaproto capture --records -> Parquet",
+             base + ["--records", "--format", "parquet", "--output", str(records_parquet)], check=records_check,
+             peer="tshark_full"),
+        Case("tshark_full", "tshark -V (every field)", tshark + ["-V"], stdout=os.devnull),
+    ]
+
+
+def tshark_counts(path, port):
+    """What tshark makes of a capture, from one untimed run: the Kafka requests and responses it dissects, the
+    responses it pairs with their request, and the records it shows (a kafka.record_attributes field each, as
+    in its -V output)."""
+    out = run_child([TSHARK, "-r", str(path), "-d", f"tcp.port=={port},kafka", "-T", "fields",
+                     "-e", "kafka.correlation_id", "-e", "kafka.request_frame", "-e", "kafka.record_attributes"])
+    counts = Counter()
+    for line in out["printed"].splitlines():
+        for name, value in zip(("pdus", "paired_responses", "records"), line.split("\t")):
+            counts[name] += value.count(",") + 1 if value else 0
+    return dict(counts)
 
 
 def split_pcap(path, folder, parts):
@@ -497,51 +660,40 @@ def split_pcap(path, folder, parts):
 
 
 def read_cases(path, meta, work):
-    """The seven timed commands on one capture, with the checks of what kafkaproto's made of it."""
+    """The timed commands on a replayed capture: the reader both ways, the CLI's outputs (output_cases), the
+    capture followed as a ring of 8 files, and tshark; with the checks of what kafkaproto made of it."""
     me = [sys.executable, os.path.abspath(__file__)]
     kp = kafkaproto_command()
-    parquet = work / "records.parquet"
     ring = split_pcap(path, work / "ring", 8)
 
-    def reader_check(r):
+    def reader_check(case, r):
         got = json.loads(r["printed"])
         want = {"ok": meta["exchanges"]}
         if got["statuses"] != want or got["packets"] != meta["packets"]:
             raise AssertionError(f"read_capture on {path.name}: {got}, expected {want} and {meta['packets']} packets")
 
-    def summary_check(r, files=1):
+    def summary_check(case, r, files=1):
         first = r["printed"].splitlines()[0]
         want = f"{meta['exchanges']} exchanges in {files} file(s): {meta['exchanges']} ok"
         if first != want:
             raise AssertionError(f"kafkaproto capture summary: {first!r}, expected {want!r}")
 
-    def parquet_check(r):
-        # In a child: the footer of a file of many row groups takes a lot of memory to read.
-        rows = int(subprocess.run([sys.executable, "-c", "import sys, pyarrow.parquet as pq; "
-                                   "print(pq.read_metadata(sys.argv[1]).num_rows)", str(parquet)],
-                                  capture_output=True, text=True, check=True).stdout)
-        if meta["records"] is not None and rows != meta["records"]:
-            raise AssertionError(f"records Parquet has {rows} rows, expected {meta['records']}")
-        parquet.unlink()
-
-    tshark = [TSHARK, "-r", str(path), "-d", f"tcp.port=={BROKER_PORT},kafka"]
-    fields = tshark + ["-T", "fields"] + [x for f in FIELDS for x in ("-e", f)]
+    outputs = {c.key: c for c in output_cases(path, BROKER_PORT, work, meta)}
+    outputs["cli_summary"].check = summary_check  # every exchange of the replays is whole
+    outputs["cli_records"].target = PACKETS_TARGET
     return [
         Case("reader", "kafkaproto read_capture", me + ["--child-read", str(path)], check=reader_check,
-             peer="tshark"),
+             peer="tshark", target=PACKETS_TARGET),
         Case("reader_headers", "kafkaproto read_capture(decode=False)", me + ["--child-read", str(path),
-             "--child-headers"], check=reader_check, peer="tshark"),
-        Case("cli_summary", "kafkaproto capture (summary)", kp + ["capture", str(path), "--ports", str(BROKER_PORT)],
-             check=summary_check, peer="tshark"),
+             "--child-headers"], check=reader_check, peer="tshark", target=PACKETS_TARGET),
+        outputs["cli_summary"],
         # The same capture as a ring of 8 files, followed (the last file is finished after 0.2 s of no growth).
         Case("cli_follow", "kafkaproto capture --follow (8-file ring)",
              kp + ["capture", "--follow", str(ring), "--idle", "0.2", "--ports", str(BROKER_PORT)],
-             check=lambda r: summary_check(r, files=8), peer="tshark"),  # a followed ring counts each file
-        Case("tshark", "tshark -T fields (headers)", fields, stdout=os.devnull),
-        Case("cli_records", "kafkaproto capture --records -> Parquet",
-             kp + ["capture", str(path), "--ports", str(BROKER_PORT), "--records", "--output", str(parquet)],
-             check=parquet_check, peer="tshark_full"),
-        Case("tshark_full", "tshark -V (every field)", tshark + ["-V"], stdout=os.devnull),
+             check=lambda case, r: summary_check(case, r, files=8), peer="tshark",  # a followed ring counts each file
+             target=PACKETS_TARGET),
+        outputs["tshark"], outputs["cli_jsonl"], outputs["cli_parquet"], outputs["cli_records"],
+        outputs["tshark_full"],
     ]
 
 
@@ -731,13 +883,13 @@ def head_of(path, size, out):
     return out
 
 
-def cli_runner(path, *extra):
+def cli_runner(path, *extra, port=BROKER_PORT):
     """The CLI's run() on path, in this process, its printing swallowed."""
     from kafkaproto.cli import capture as capture_cli
 
     parser = argparse.ArgumentParser()
     capture_cli.add_arguments(parser)
-    args = parser.parse_args([str(path), "--ports", str(BROKER_PORT), "--no-progress", *extra])
+    args = parser.parse_args([str(path), "--ports", str(port), "--no-progress", *extra])
 
     def run():
         with contextlib.redirect_stdout(io.StringIO()):
@@ -816,6 +968,31 @@ def profile(path, work, top=16):
         "kafkaproto capture (summary)": cli_runner(path),
         "kafkaproto capture --records -> Parquet": cli_runner(path, "--records", "--output", str(parquet)),
     }
+    return profile_runs(runs, path, [parquet], top)
+
+
+def profile_traffic(path, port, work, top=20):
+    """cProfile over the CLI's rows (--records to Parquet, --format jsonl and parquet) on a recorded capture, after a
+    run of each on a small capture (so that imports and first calls are not in the profile)."""
+    parquet, jsonl, rows = work / "profile-records.parquet", work / "profile.jsonl", work / "profile-rows.parquet"
+    paths = [parquet, jsonl, rows]
+    tiny_port = Source(TINY).broker_port
+    for extra in (("--records", "--format", "parquet", "--output", str(parquet)),
+                  ("--format", "jsonl", "--output", str(jsonl)), ("--format", "parquet", "--output", str(rows))):
+        cli_runner(TINY, *extra, port=tiny_port)()
+    runs = {
+        "kafkaproto capture --records -> Parquet": cli_runner(path, "--records", "--format", "parquet", "--output",
+                                                             str(parquet), port=port),
+        "kafkaproto capture --format jsonl": cli_runner(path, "--format", "jsonl", "--output", str(jsonl),
+                                                        port=port),
+        "kafkaproto capture --format parquet": cli_runner(path, "--format", "parquet", "--output", str(rows),
+                                                          port=port),
+    }
+    return profile_runs(runs, path, paths, top)
+
+
+def profile_runs(runs, path, outputs, top):
+    """Each of runs under cProfile, its top functions by own time printed; outputs removed after each."""
     out = {}
     for name, fn in runs.items():
         prof = cProfile.Profile()
@@ -826,14 +1003,16 @@ def profile(path, work, top=16):
         total = stats.total_tt
         rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]
         print(f"\nprofile: {name} on {path.name} ({elapsed:.1f} s under the profiler)")
-        print(f"  {'own %':>6} {'cum %':>6} {'calls':>10}  function")
+        print(f"  {'own s':>6} {'own %':>6} {'cum %':>6} {'calls':>10}  function")
         table = []
         for (filename, line, func), (_, calls, own, cum, _) in rows:
             where = func if filename == "~" else f"{_short(filename)}:{line}({func})"
-            print(f"  {100 * own / total:>5.1f}% {100 * cum / total:>5.1f}% {calls:>10,}  {where}")
-            table.append({"function": where, "own_share": own / total, "cum_share": cum / total, "calls": calls})
+            print(f"  {own:>6.2f} {100 * own / total:>5.1f}% {100 * cum / total:>5.1f}% {calls:>10,}  {where}")
+            table.append({"function": where, "own_s": own, "own_share": own / total, "cum_share": cum / total,
+                          "calls": calls})
         out[name] = {"profiled_s": elapsed, "top": table}
-        parquet.unlink(missing_ok=True)
+        for output in outputs:
+            output.unlink(missing_ok=True)
     return out
 
 
@@ -916,18 +1095,43 @@ def fmt_mb(n):
 
 def print_rates(title, results):
     print(f"\n{title}")
-    print(f"  {'what':<40} {'wall s':>7} {'packets/s':>10} {'MB/s':>6} {'CPU s':>7} {'packets/CPU s':>13} "
-          f"{'max RSS':>9} {'vs tshark':>9}")
+    print(f"  {'what':<40} {'wall s':>7} {'packets/s':>10} {'MB/s':>6} {'CPU s':>6} {'max RSS':>8} {'records':>9} "
+          f"{'records/s':>10} {'vs tshark':>9} {'CPU':>6}")
     for r in results.values():
         if r["packets_per_s"] is None:
             print(f"  {r['label']:<40} stopped: memory over the cap ({fmt_mb(r['max_rss'])})")
             continue
         peer = results.get(r["peer"]) if r["peer"] else None
-        ratio = f"{r['packets_per_s'] / peer['packets_per_s']:.2f}x" if peer and peer["packets_per_s"] else ""
+        ratio = cpu_ratio = ""
+        if peer and peer["packets_per_s"]:
+            ratio = f"{r['packets_per_s'] / peer['packets_per_s']:.2f}x"
+            cpu_ratio = f"{r['packets_per_cpu_s'] / peer['packets_per_cpu_s']:.2f}x"
+        records = "" if r.get("records") is None else f"{r['records']:,}"
+        per_s = "" if r.get("records_per_s") is None else f"{r['records_per_s']:,.0f}"
         print(f"  {r['label']:<40} {r['wall_s']:>7.2f} {r['packets_per_s']:>10,.0f} {r['mb_per_s']:>6.2f} "
-              f"{r['cpu_s']:>7.2f} {r['packets_per_cpu_s']:>13,.0f} {fmt_mb(r['max_rss']):>9} {ratio:>9}")
-    print("  vs tshark: packets/s over tshark's in the same run; the reader and summary rows against tshark -T fields, "
-          "the records row against tshark -V")
+              f"{r['cpu_s']:>6.2f} {fmt_mb(r['max_rss']):>8} {records:>9} {per_s:>10} {ratio:>9} {cpu_ratio:>6}")
+    print("  vs tshark: wall-time rate over tshark's in the same run (the reader and summary rows against tshark -T "
+          "fields, the rows outputs against tshark -V); CPU: the same per CPU second; records: those each command "
+          "decoded (tshark: those -V shows)")
+
+
+def ratio_targets(results, prefix=""):
+    """Each row with a peer and a target: its rate over its peer's, in the same run."""
+    targets = []
+    for r in results.values():
+        peer = results.get(r["peer"]) if r["peer"] else None
+        if not peer or not r.get("target"):
+            continue
+        name = f"{prefix}{r['label']}: at least {r['target']:g}x tshark's rate ({peer['label']})"
+        if r["packets_per_s"] is None or peer["packets_per_s"] is None:
+            targets.append({"target": name, "pass": False, "detail": "stopped: memory over the cap"})
+            continue
+        ratio = r["packets_per_s"] / peer["packets_per_s"]
+        cpu_ratio = r["packets_per_cpu_s"] / peer["packets_per_cpu_s"]
+        targets.append({"target": name, "pass": ratio >= r["target"], "ratio": ratio,
+                        "detail": f"{peer['wall_s']:.2f} s / {r['wall_s']:.2f} s = {ratio:.2f}x "
+                                  f"({cpu_ratio:.2f}x per CPU second)"})
+    return targets
 
 
 def evaluate(results, memory, spark):
@@ -936,18 +1140,7 @@ def evaluate(results, memory, spark):
     def add(name, ok, detail):
         targets.append({"target": name, "pass": bool(ok), "detail": detail})
 
-    for r in results.values():
-        peer = results.get(r["peer"]) if r["peer"] else None
-        if not peer:
-            continue
-        name = f"{r['label']}: at least {PACKETS_TARGET:g}x tshark's packets/s ({peer['label']})"
-        if r["packets_per_s"] is None:
-            add(name, False, "stopped: memory over the cap")
-            continue
-        ratio = r["packets_per_s"] / peer["packets_per_s"]
-        cpu_ratio = r["packets_per_cpu_s"] / peer["packets_per_cpu_s"]
-        add(name, ratio >= PACKETS_TARGET, f"{r['packets_per_s']:,.0f} / {peer['packets_per_s']:,.0f} packets/s = "
-            f"{ratio:.2f}x ({cpu_ratio:.2f}x per CPU second)")
+    targets.extend(ratio_targets(results))
     for what in ("summary", "records"):
         rows = sorted((m for m in memory if m["what"] == what), key=lambda m: m["bytes"])
         if not rows:
@@ -975,8 +1168,117 @@ def evaluate(results, memory, spark):
 
 
 # ---------------------------------------------------------------------------
+# Recorded traffic: real clients moving many records (benchmarks/record_traffic.py)
+# ---------------------------------------------------------------------------
+
+def recorded_captures(names):
+    """(name, path, meta) of each recorded capture, recorded first when .bench/ has none that matches; one that
+    cannot be recorded here (no tcpdump, java or node, not root) is skipped with why."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import record_traffic
+
+    found = []
+    for name in names:
+        try:
+            path, meta = record_traffic.ensure(name)
+        except SystemExit as e:
+            print(f"  {name}: skipped, could not be recorded: {e}")
+            continue
+        found.append((name, path, meta))
+    return found
+
+
+def what_is_in(path, port):
+    """Untimed, in this process: the exchanges kafkaproto reads in a capture, and the versions of its Produce and
+    Fetch requests."""
+    statuses, versions = Counter(), Counter()
+    for ex in read_capture(str(path), ports=[port]):
+        statuses[ex.status] += 1
+        if ex.api_key in (0, 1):
+            versions[f"{ex.api_name} v{ex.api_version}"] += 1
+    return {"exchanges": sum(statuses.values()), "statuses": dict(statuses), "versions": dict(versions),
+            "records": None}
+
+
+def warm_up(work):
+    """Each of the CLI's outputs once on a small capture, untimed: the children's bytecode cache is filled before
+    anything is timed."""
+    port = Source(TINY).broker_port
+    for c in output_cases(TINY, port, work, what_is_in(TINY, port)):
+        if c.key.startswith("cli_"):
+            c.run()
+
+
+def traffic_bench(captures, work, repeats, load, memory_cap):
+    """The CLI's outputs and tshark on each recorded capture (each capture's commands interleaved), then on a
+    capture of a few KB for the commands' start-up."""
+    out = {}
+    for name, path, meta in captures:
+        port = meta["broker_port"]
+        expect = what_is_in(path, port)
+        counts = tshark_counts(path, port)
+        cases = output_cases(path, port, work, expect)
+        target = TRAFFIC_RECORDS_TARGETS.get(name, {})
+        for c in cases:
+            if c.key == "cli_records":
+                c.target = target.get("vs_tshark")
+        print(f"\ntiming {len(cases)} commands x {repeats} on {path.name} ...", file=sys.stderr, flush=True)
+        time_cases(cases, repeats, load, memory_cap)
+        results = {c.key: dict(c.result(meta), peer=c.peer) for c in cases}
+        results["tshark_full"]["records"] = counts.get("records", 0)
+        results["tshark_full"]["records_per_s"] = counts.get("records", 0) / results["tshark_full"]["wall_s"]
+        out[name] = {"capture": path.name, "meta": meta, "kafkaproto": expect, "tshark": counts, "results": results,
+                     "records_target": target}
+    tiny_port = Source(TINY).broker_port
+    cases = output_cases(TINY, tiny_port, work, what_is_in(TINY, tiny_port))
+    print(f"\ntiming {len(cases)} commands x {repeats} on {TINY.name} (start-up) ...", file=sys.stderr, flush=True)
+    time_cases(cases, repeats, load, memory_cap)
+    startup = {c.key: {"label": c.label, "wall_s": statistics.median(r["wall_s"] for r in c.runs),
+                       "cpu_s": statistics.median(r["cpu_s"] for r in c.runs),
+                       "max_rss": max(r["max_rss"] for r in c.runs)} for c in cases}
+    return out, {"capture": TINY.name, "bytes": TINY.stat().st_size, "results": startup}
+
+
+def print_traffic(traffic, startup, repeats):
+    for name, case in traffic.items():
+        meta, kp, ts = case["meta"], case["kafkaproto"], case["tshark"]
+        d, client = meta["description"], meta["client"]
+        versions = ", ".join(sorted(kp["versions"]))
+        print(f"\n{name}: {case['capture']}, {meta['bytes'] / 1e6:,.1f} MB, {meta['packets']:,} packets, "
+              f"{kp['exchanges']:,} exchanges ({versions}); {d['client']}, {d['records']:,} records of "
+              f"{d['record_size']} B into {d['partitions']} partitions, {d['compression']}: produced "
+              f"{client['produced']:,}, consumed {client['consumed']:,}")
+        print(f"  tshark dissects {ts.get('pdus', 0):,} Kafka requests and responses (kafkaproto pairs "
+              f"{kp['exchanges']:,} exchanges, {2 * kp['exchanges']:,} messages) and pairs "
+              f"{ts.get('paired_responses', 0):,} responses with their request")
+        print_rates(f"{name}: each command on one core, median of {repeats}", case["results"])
+    print(f"\nStart-up: the same commands on {startup['capture']} ({startup['bytes'] / 1e3:,.0f} KB), median of "
+          f"{repeats}")
+    for r in startup["results"].values():
+        print(f"  {r['label']:<40} {r['wall_s']:>6.2f} s  CPU {r['cpu_s']:>5.2f} s  {fmt_mb(r['max_rss']):>7}")
+
+
+def traffic_targets(traffic):
+    targets = []
+    for name, case in traffic.items():
+        targets.extend(ratio_targets(case["results"], prefix=f"{name}: "))
+        floor = case["records_target"].get("records_per_s")
+        r = case["results"]["cli_records"]
+        if floor:
+            rate = r["records_per_s"]
+            targets.append({"target": f"{name}: {r['label']} at least {floor:,} records/s",
+                            "pass": bool(rate and rate >= floor),
+                            "detail": "stopped: memory over the cap" if rate is None else
+                            f"{r['records']:,} records in {r['wall_s']:.2f} s = {rate:,.0f} records/s"})
+    return targets
+
+
+# ---------------------------------------------------------------------------
 # main
 # ---------------------------------------------------------------------------
+
+PARTS = ("rates", "memory", "spark", "profile", "traffic", "traffic-profile")
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -984,22 +1286,35 @@ def main(argv=None):
     ap.add_argument("--big", action="store_true", help="also a 1 GiB capture, for the CLI's memory")
     ap.add_argument("--repeats", type=int, help="runs of each command (default 3, --quick 1)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
-    ap.add_argument("--only", help="comma-separated parts: rates, memory, spark, profile (default: all but profile)")
-    ap.add_argument("--profile", action="store_true", help="also time the reader's stages and profile it")
+    ap.add_argument("--only", help=f"comma-separated parts: {', '.join(PARTS)}, or the name of a recorded capture "
+                                   f"(java-perf, kafkajs: its traffic table alone) (default: all but the profiles)")
+    ap.add_argument("--profile", action="store_true", help="also time the reader's stages and profile it, and "
+                                                           "profile the CLI's rows on the Kafka 4 capture")
     ap.add_argument("--memory-cap", type=float, default=4.0, metavar="GB",
                     help="stop a child whose memory grows past this (default 4 GB; the machine is shared)")
     ap.add_argument("--child-read", metavar="PATH", help=argparse.SUPPRESS)
     ap.add_argument("--child-headers", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-spark", nargs=2, metavar=("MASTER", "SPEC"), help=argparse.SUPPRESS)
+    ap.add_argument("--child-count", nargs=2, metavar=("PATH", "WHAT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_read:
         return child_read(args.child_read, BROKER_PORT, decode=not args.child_headers)
     if args.child_spark:
         return child_spark(*args.child_spark)
+    if args.child_count:
+        return child_count(*args.child_count)
 
-    parts = set(args.only.split(",")) if args.only else {"rates", "memory", "spark"}
+    parts = set(args.only.split(",")) if args.only else {"rates", "memory", "spark", "traffic"}
     if args.profile:
-        parts.add("profile")
+        parts |= {"profile", "traffic-profile"}
+    unknown = parts - set(PARTS) - set(TRAFFIC_RECORDS_TARGETS)
+    if unknown:
+        ap.error(f"--only: no part named {', '.join(sorted(unknown))} (there are {', '.join(PARTS)}, "
+                 f"{', '.join(TRAFFIC_RECORDS_TARGETS)})")
+    traffic_names = [n for n in TRAFFIC_RECORDS_TARGETS if n in parts] or \
+        (list(TRAFFIC_RECORDS_TARGETS) if "traffic" in parts else [])
+    profile_names = ["java-perf"] if "traffic-profile" in parts else []
+    synthetic = bool(parts & {"rates", "memory", "spark", "profile"})
     repeats = args.repeats or (1 if args.quick else 3)
     size = (50 if args.quick else 200) * MIB
     memory_cap = int(args.memory_cap * 1e9)
@@ -1012,30 +1327,43 @@ def main(argv=None):
     tshark_version = subprocess.run([TSHARK, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"{tshark_version}; commands pinned with {'taskset -c 0' if TASKSET else 'nothing (no taskset)'}")
     print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}")
-    print(f"repeats={repeats}, median of wall times; ratio = kafkaproto's packets/s / tshark's (same run)")
+    print(f"repeats={repeats}, median of wall times; ratio = kafkaproto's rate / tshark's on the same file (same run); "
+          f"1-minute load average at the start {os.getloadavg()[0]:.2f}")
 
-    print("\nCaptures (replays of tests/data/captures/*.pcap):", flush=True)
-    sources = [Source(p) for p in SOURCES]
-    for s in sources:
-        print(f"  {s.name:<14} {len(s.packets):>4} packets, {s.connections:>2} connections, broker port "
-              f"{s.broker_port}, {s.exchanges} exchanges ({dict(s.statuses)}), {s.records} records")
-    captures = {"check": ensure_capture("capture-check", 2 * MIB, sources, seed=1),
-                "main": ensure_capture(f"capture-{size // MIB}MiB", size, sources, seed=2)}
-    if size > FLAT_FROM and "memory" in parts:  # the quick run's capture: a second size for the memory
-        captures["mid"] = ensure_capture(f"capture-{FLAT_FROM // MIB}MiB", FLAT_FROM, sources, seed=2)
-    if args.big and "memory" in parts:
-        captures["big"] = ensure_capture("capture-1024MiB", 1024 * MIB, sources, seed=3)
-    for path, meta in captures.values():
-        print(f"  {describe(path, meta)}")
-    (check_path, check_meta), (main_path, main_meta) = captures["check"], captures["main"]
-    equivalence = check_small(check_path, check_meta)
-    print(f"  check: tshark reads {equivalence['packets']:,} packets, {equivalence['kafka_pdus']:,} Kafka requests "
-          f"and responses in {check_path.name} (kafkaproto: {check_meta['exchanges']:,} exchanges, all ok); every "
-          f"IPv4 and TCP checksum good")
+    captures, equivalence, sources = {}, None, []
+    if synthetic:
+        print("\nCaptures (replays of tests/data/captures/*.pcap):", flush=True)
+        sources = [Source(p) for p in SOURCES]
+        for s in sources:
+            print(f"  {s.name:<14} {len(s.packets):>4} packets, {s.connections:>2} connections, broker port "
+                  f"{s.broker_port}, {s.exchanges} exchanges ({dict(s.statuses)}), {s.records} records")
+        captures = {"check": ensure_capture("capture-check", 2 * MIB, sources, seed=1),
+                    "main": ensure_capture(f"capture-{size // MIB}MiB", size, sources, seed=2)}
+        if size > FLAT_FROM and "memory" in parts:  # the quick run's capture: a second size for the memory
+            captures["mid"] = ensure_capture(f"capture-{FLAT_FROM // MIB}MiB", FLAT_FROM, sources, seed=2)
+        if args.big and "memory" in parts:
+            captures["big"] = ensure_capture("capture-1024MiB", 1024 * MIB, sources, seed=3)
+        for path, meta in captures.values():
+            print(f"  {describe(path, meta)}")
+        (check_path, check_meta), (main_path, main_meta) = captures["check"], captures["main"]
+        equivalence = check_small(check_path, check_meta)
+        print(f"  check: tshark reads {equivalence['packets']:,} packets, {equivalence['kafka_pdus']:,} Kafka "
+              f"requests and responses in {check_path.name} (kafkaproto: {check_meta['exchanges']:,} exchanges, all "
+              f"ok); every IPv4 and TCP checksum good")
+    recorded = []
+    if traffic_names or profile_names:
+        print("\nRecorded traffic (benchmarks/record_traffic.py):", flush=True)
+        recorded = recorded_captures(dict.fromkeys(traffic_names + profile_names))
+        for name, path, meta in recorded:
+            print(f"  {name}: {path.relative_to(REPO)}, {meta['bytes'] / 1e6:,.1f} MB, {meta['packets']:,} packets, "
+                  f"broker port {meta['broker_port']}, recorded {meta['recorded_at']}")
 
     work = Path(tempfile.mkdtemp(prefix="work-", dir=CACHE))
     results, memory, spark, stages, profiles, load_commands = {}, [], None, None, None, None
+    traffic, startup, traffic_profiles = {}, None, None
     try:
+        if parts & {"rates", "memory"} or traffic_names:
+            warm_up(work)
         if "rates" in parts or "memory" in parts:
             cases = read_cases(main_path, main_meta, work)
             if "rates" not in parts:
@@ -1046,13 +1374,22 @@ def main(argv=None):
             for c in cases:
                 results[c.key] = dict(c.result(main_meta), peer=c.peer if c.peer in keys else None)
             if "rates" in parts:
-                print_rates(f"{main_path.name}: {main_meta['bytes'] / MIB:,.0f} MiB, {main_meta['packets']:,} packets, "
-                            f"{main_meta['exchanges']:,} exchanges; each command on one core, median of "
-                            f"{repeats}", results)
+                # tshark's records: each source's, as many times as it was replayed
+                shown = sum(tshark_counts(s.path, s.broker_port).get("records", 0) * main_meta["replays"].get(s.name, 0)
+                            for s in sources)
+                results["tshark_full"]["records"] = shown
+                results["tshark_full"]["records_per_s"] = shown / results["tshark_full"]["wall_s"]
+                print_rates(f"synthetic: {main_path.name}: {main_meta['bytes'] / MIB:,.0f} MiB, "
+                            f"{main_meta['packets']:,} packets, {main_meta['exchanges']:,} exchanges; each command on "
+                            f"one core, median of {repeats}", results)
         if "memory" in parts:
             memory = memory_rows(captures, results, work, load, memory_cap)
             print_memory(memory, results, memory_cap)
-        load_commands = load.summary() if results or memory else None
+        timed = [(name, path, meta) for name, path, meta in recorded if name in traffic_names]
+        if timed:
+            traffic, startup = traffic_bench(timed, work, repeats, load, memory_cap)
+            print_traffic(traffic, startup, repeats)
+        load_commands = load.summary() if results or memory or traffic else None
         if "spark" in parts:
             missing = spark_available()
             if missing:
@@ -1071,6 +1408,11 @@ def main(argv=None):
                 print_stages(stages, sample_meta)
                 profiles = profile(sample, work)
             load.note()
+        for name, path, meta in recorded:
+            if name in profile_names:
+                with on_one_core():
+                    traffic_profiles = profile_traffic(path, meta["broker_port"], work)
+                load.note()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -1079,7 +1421,7 @@ def main(argv=None):
     if load_commands:
         print_load(load_commands, "while the commands above ran")
     print_load(loaded, "over the whole run")
-    targets = evaluate(results, memory, spark)
+    targets = evaluate(results, memory, spark) + traffic_targets(traffic)
     print("\nTargets:")
     for t in targets:
         print(f"  {'PASS' if t['pass'] else 'FAIL'}  {t['target']}: {t['detail']}")
@@ -1095,6 +1437,7 @@ def main(argv=None):
             "platform": platform.platform(), "cpus": os.cpu_count(), "repeats": repeats,
             "captures": {role: meta for role, (_, meta) in captures.items()},
             "equivalence": equivalence, "results": results, "memory": memory, "spark": spark,
+            "traffic": traffic, "startup": startup, "traffic_profile": traffic_profiles,
             "stages": stages, "profile": profiles, "load": loaded, "load_commands": load_commands,
             "targets": targets, "elapsed_s": elapsed,
         }

@@ -191,7 +191,8 @@ PREPARE = {"kafkajs": install_kafkajs, "franz-go": go_programs.built, "sarama": 
 @contextlib.contextmanager
 def recording(port, path, *options):
     """tcpdump writing the loopback traffic of port to path while the block runs (options: more of tcpdump's, such
-    as a kernel buffer); the process, stopped after a second more. Exits when tcpdump cannot capture."""
+    as a kernel buffer); the process, stopped after a second more, its closing words (the packets it counted and
+    dropped) in its ``said``. Exits when tcpdump cannot capture."""
     tcpdump = shutil.which("tcpdump") or sys.exit("tcpdump is not installed (apt-get install tcpdump)")
     dump = subprocess.Popen([tcpdump, "-i", "lo", "-s", "0", *options, "-U", "-w", str(path), f"tcp port {port}"],
                             stderr=subprocess.PIPE, text=True)
@@ -204,9 +205,10 @@ def recording(port, path, *options):
     finally:
         dump.send_signal(signal.SIGINT)
         try:
-            dump.wait(timeout=30)
+            dump.said = dump.communicate(timeout=60)[1]
         except subprocess.TimeoutExpired:
             dump.kill()
+            dump.said = ""
 
 
 def record(name, out):
