@@ -856,8 +856,8 @@ def test_the_report_shows_any_name_exactly_and_runs_none(tmp_path):
         injected = page.evaluate("typeof window.injected")
         images = page.evaluate("document.querySelectorAll('img').length")
         shown = json.loads(page.evaluate("document.getElementById('kafkaproto-report').textContent"))
-        ticks = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')).slice(4).map("
-                              "d => Array.from(d.querySelectorAll('.xtick text')).map(t => t.textContent))")
+        ticks = page.evaluate("['topics', 'clients'].map(id => Array.from("
+                              "document.getElementById(id).querySelectorAll('.xtick text')).map(t => t.textContent))")
     assert problems == []
     assert injected == "undefined" and images == 0
     assert sorted(name for name, _ in shown["topics_produced"]) == sorted(PAGE_TOPICS)
