@@ -22,7 +22,7 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, 
 
 from kafkaproto import decode_request, decode_response, records, split_frames  # noqa: E402
 from kafkaproto import spark as kspark  # noqa: E402
-from kafkaproto.capture import CAPTURE_ERROR, read_capture, tables, walk  # noqa: E402
+from kafkaproto.capture import CAPTURE_ERROR, TopicNames, read_capture, tables, walk  # noqa: E402
 from kafkaproto.jsonview import to_json  # noqa: E402
 from kafkaproto.registry import api  # noqa: E402
 from kafkaproto.spark import planning, reading, schema, udfs  # noqa: E402
@@ -68,15 +68,21 @@ def spark_rows(df):
 
 
 def expected_rows(paths, level="exchanges", ports=None, bodies=True):
-    """read_capture + tables for each file, cast to the data source's types by pyarrow."""
+    """read_capture + tables for each file, cast to the data source's types by pyarrow; topic ids named by every
+    pair the files carry, as kafkaproto capture names them."""
     struct = schema.struct_for(level)
     target = schema.arrow_schema_of(struct)
+    names = TopicNames()
+    for path in paths:
+        with open(path, "rb") as source:
+            for _ in read_capture(source, ports=ports, names=names):
+                pass
     rows = []
     for path in paths:
         # opened here, as the data source opens its files: a path that is no capture raises, a file object gives
         # a status row
         with open(path, "rb") as source:
-            exchanges = read_capture(source, ports=ports, name=str(path))
+            exchanges = read_capture(source, ports=ports, name=str(path), names=names)
             if level == "records":
                 batches = list(tables.record_batches(exchanges, file=str(path)))
                 arrow = tables.record_schema()
@@ -243,21 +249,113 @@ def test_exact_bodies_read_back_into_the_capture_and_replay(spark):
 
 
 def test_topics_are_named_whichever_task_reads_them(spark, tmp_path):
-    """A capture whose answers name no topic, beside one whose answers do: read_named names the first's topic IDs
-    from the second (another file, another task); a plain read leaves them IDs."""
+    """A capture whose answers name no topic, beside one whose answers do: a plain read names the first's topic IDs
+    from the second (another file, another task), as read_named does and kafkaproto capture does."""
     from test_capture_names import unnamed_capture
 
     bare = tmp_path / "bare.pcap"
     bare.write_bytes(unnamed_capture(JAVA_431))
     paths = [str(JAVA_431), str(bare)]
-    plain = spark_rows(spark.read.format("kafka-pcap").option("level", "records").load(str(bare)))
-    assert plain and {row["topic"] for row in plain} == {None}
+    alone = spark_rows(spark.read.format("kafka-pcap").option("level", "records").load(str(bare)))
+    assert alone and {row["topic"] for row in alone} == {None}
+    plain = spark_rows(spark.read.format("kafka-pcap").option("level", "records").load(paths))
+    from_bare = [row for row in plain if row["file"] == str(bare)]
+    assert len(from_bare) == len(alone) and {row["topic"] for row in plain} == {"java-topic"}
     names = kspark.topic_names(spark, paths)
     assert list(names.values()) == ["java-topic"]
-    named = spark_rows(kspark.read_named(spark, paths, level="records").where(f"file = '{bare}'"))
-    assert len(named) == len(plain) and {row["topic"] for row in named} == {"java-topic"}
     produces = spark_rows(kspark.read_named(spark, paths).where(f"file = '{bare}' AND api_name = 'Produce'"))
     assert produces and all("java-topic" in row["topics"] for row in produces)
+
+
+def tcp_connection(client_port, exchanges, start_ns):
+    """Ethernet packets of one connection from 10.0.0.1:client_port to 10.0.0.2:9092 carrying
+    (api version, request, response) exchanges."""
+    from capture_files import ethernet, ipv4, tcp
+    from kafkaproto import encode_request, encode_response
+    from kafkaproto.capture.link import ACK, SYN
+    from kafkaproto.messages import RequestHeader, ResponseHeader
+
+    ends = {True: ("10.0.0.1", "10.0.0.2", client_port, 9092), False: ("10.0.0.2", "10.0.0.1", 9092, client_port)}
+    packets = [(start_ns, ethernet(ipv4("10.0.0.1", "10.0.0.2", tcp(client_port, 9092, 0, flags=SYN)))),
+               (start_ns, ethernet(ipv4("10.0.0.2", "10.0.0.1", tcp(9092, client_port, 0, ack=1, flags=SYN | ACK))))]
+    seq = {True: 1, False: 1}
+    for correlation_id, (version, request, response) in enumerate(exchanges):
+        header = RequestHeader(request_api_key=request.api_key, request_api_version=version,
+                               correlation_id=correlation_id, client_id="tests")
+        for from_client, frame in ((True, encode_request(header, request, version)),
+                                   (False, encode_response(ResponseHeader(correlation_id=correlation_id), response,
+                                                           version))):
+            src, dst, sport, dport = ends[from_client]
+            packets.append((start_ns + len(packets) * 1_000_000,
+                            ethernet(ipv4(src, dst, tcp(sport, dport, seq[from_client], frame)))))
+            seq[from_client] += len(frame)
+    return packets
+
+
+def naming_elsewhere(named_id, unnamed_id):
+    """A capture of three connections: one whose Metadata answer names named_id "orders", one producing to
+    named_id, one producing to unnamed_id, which nothing names."""
+    from capture_files import pcap
+    from kafkaproto.messages import MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse
+
+    def produce(topic_id):
+        batch = records.RecordBatchBuilder()
+        batch.append(b"k", b"v", timestamp=1_700_000_000_000)
+        request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            topic_id=topic_id, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch.build())])])
+        response = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
+            topic_id=topic_id, partition_responses=[ProduceResponse.PartitionProduceResponse(index=0)])])
+        return 13, request, response
+
+    metadata = (12, MetadataRequest(topics=None), MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(
+        name="orders", topic_id=named_id, partitions=[MetadataResponse.MetadataResponsePartition(partition_index=0)])]))
+    start = 1_700_000_000_000_000_000
+    packets = tcp_connection(50001, [metadata], start) + tcp_connection(50002, [produce(named_id)], start + 10**9) \
+        + tcp_connection(50003, [produce(unnamed_id)], start + 2 * 10**9)
+    return pcap(sorted(packets, key=lambda p: p[0]))
+
+
+def test_a_name_from_another_connection_and_another_task(spark, tmp_path, caplog):
+    """The Metadata answer on one connection, the Produce using its ID on another that hashes to another split:
+    every row is named, whichever split reads it; an ID nothing names is counted and said once, on the driver."""
+    import io
+    import logging
+
+    from kafkaproto.spark.datasource import KafkaPcapReader
+    from kafkaproto.uuid import Uuid
+
+    named_id, unnamed_id = Uuid.random(), Uuid.random()
+    path = tmp_path / "elsewhere.pcap"
+    path.write_bytes(naming_elsewhere(named_id, unnamed_id))
+
+    def split_of(api_name, n):
+        return {i for i in range(n) for ex in read_capture(io.BytesIO(path.read_bytes()), partition=(i, n))
+                if ex.api_name == api_name}
+
+    # Some split count puts the Metadata connection and a Produce connection in different tasks.
+    splits = next(n for n in range(2, 9) if split_of("Metadata", n) != split_of("Produce", n))
+    options = {"path": str(path), "level": "records", "splits": str(splits)}
+
+    def task_rows(**more):
+        opts = planning.ReadOptions({**options, **more})
+        source = KafkaPcapReader(opts, schema.struct_for("records"))
+        parts = source.partitions()
+        assert len(parts) == splits
+        return source, [row for part in parts for batch in source.read(part) for row in batch.to_pylist()]
+
+    _, split_alone = task_rows(namesPass="false")  # each task names only what its own connections name
+    assert {(row["topic_id"], row["topic"]) for row in split_alone} == {(str(named_id), None), (str(unnamed_id), None)}
+    caplog.set_level(logging.WARNING, logger="kafkaproto.spark")
+    source, rows = task_rows()
+    assert {(row["topic_id"], row["topic"]) for row in rows} == {(str(named_id), "orders"), (str(unnamed_id), None)}
+    assert source.unnamed == [str(unnamed_id)]
+    said = [r.getMessage() for r in caplog.records if r.name == "kafkaproto.spark"]
+    assert len(said) == 1 and "1 topic id named by no Metadata answer" in said[0] and str(unnamed_id) in said[0]
+    # A pair given (option topicNames) names what the traffic does not.
+    given = spark.read.format("kafka-pcap").options(**options).option(
+        "topicNames", json.dumps({str(unnamed_id): "given"})).load()
+    assert {(row.topic_id, row.topic) for row in given.select("topic_id", "topic").distinct().collect()} == \
+        {(str(named_id), "orders"), (str(unnamed_id), "given")}
 
 
 @pytest.mark.parametrize("options, message", [

@@ -103,6 +103,51 @@ def test_topic_names_are_read_again_for_every_micro_batch(tmp_path):
     assert topics() == {("named-by-the-map", topic_id)}
 
 
+def test_a_name_learned_in_one_micro_batch_names_the_next(tmp_path, caplog):
+    """Micro-batch 1 reads a capture whose Metadata answers name java-topic; micro-batch 2 one that only uses its ID:
+    the pairs go on in the offsets (so in the checkpoint), and a reader started again from them names it too. An
+    ID nothing names is said once."""
+    import logging
+
+    from test_capture_names import unnamed_capture
+
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    bare_franz = unnamed_capture(CAPTURES["franz-go"])
+    # Each file read alone (lookback 0): the bare capture's connections are the full one's, cut.
+    write(ring, [CAPTURES["java-4.3.1"].read_bytes(), unnamed_capture(CAPTURES["java-4.3.1"]), bare_franz,
+                 bare_franz], 0)  # the last is the file being written
+    caplog.set_level(logging.WARNING, logger="kafkaproto.spark")
+    source = reader(ring, level="records", lookback="0", maxFilesPerTrigger="1")
+    start = source.initialOffset()
+    first = source.latestOffset(start, source.getDefaultReadLimit())
+    second = source.latestOffset(first, source.getDefaultReadLimit())
+    assert list(first["names"].values()) == ["java-topic"] and second["names"] == first["names"]
+
+    def rows(stream, begin, end):
+        return [row for part in stream.partitions(begin, end) for batch in stream.read(part)
+                for row in batch.to_pylist()]
+
+    def topics(stream, begin, end):
+        return {(row["topic_id"], row["topic"]) for row in rows(stream, begin, end)}
+
+    java_topics = topics(source, start, first)
+    assert len(java_topics) == 1 and next(iter(java_topics))[1] == "java-topic"
+    assert topics(source, first, second) == java_topics  # IDs only in the file, named all the same
+    restarted = reader(ring, level="records", lookback="0")
+    assert topics(restarted, first, second) == java_topics  # from the offsets alone
+    assert caplog.records == []
+    third = source.latestOffset(second, source.getDefaultReadLimit())
+    franz = topics(source, second, third)
+    assert len(franz) == 1 and next(iter(franz))[1] is None
+    assert source.unnamed == {next(iter(franz))[0]}
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "1 topic id named by no Metadata answer" in said[0]
+    write(ring, [bare_franz], 4)  # the same ID again: not said again
+    source.latestOffset(third, source.getDefaultReadLimit())
+    assert len(caplog.records) == 1
+
+
 def test_options_are_checked(tmp_path):
     for options, message in (({"lookback": "-1"}, "lookback"), ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger"),
                              ({"startingPosition": "middle"}, "startingPosition"), ({"ring": "maybe"}, "ring")):

@@ -12,10 +12,10 @@
     from kafkaproto.spark import udfs                # frames already in a table (see udfs)
     frames.select(udfs.decode_request("frame"))
 
-Kafka 4's clients name topics by ID only (Produce v13, Fetch v13 on). A plain read leaves IDs as IDs, so that rows
-do not depend on how files are split between tasks; ``read_named`` first gathers every pair in the files (a quick
-distributed pass over the answers that carry them) and hands them to every task, so that a topic is named whichever
-task reads its records:
+Kafka 4's clients name topics by ID only (Produce v13, Fetch v13 on). A read names them by every pair its files carry
+(Metadata answers and the like), whichever task reads them: the driver gathers the pairs first, in a quick pass
+(option namesPass, see datasource). ``read_named`` gathers them with a Spark job instead, for reads too large for one
+machine to pass over:
 
     records = kspark.read_named(spark, "captures/*.pcap", level="records")
 
@@ -87,4 +87,4 @@ def read_named(spark, paths, level="exchanges", **options):
     topic_names first, then the read with those pairs (option topicNames) in every task."""
     names = topic_names(spark, paths, **{k: v for k, v in options.items() if k != "topicNames"})
     return (spark.read.format(NAME).options(**options).option("level", level)
-            .option("topicNames", json.dumps(names)).load(paths))
+            .option("topicNames", json.dumps(names)).option("namesPass", "false").load(paths))

@@ -11,8 +11,16 @@ Options:
             records fields as base64 bytes, so that the rows read back into the messages captured
             (kafkaproto.capture.tables.exchange_of, and so kafkaproto.replay.Plan.of_rows)
     splits  how many tasks each file is split into (default: one per 64 MiB, at most 32)
-    topicNames  topic id/name pairs to name topics by, beside those each task's answers carry: a JSON object
-            {"<topic id>": "<name>"}, or a file (JSON, CSV id,name, a KRaft metadata log) the driver reads
+    topicNames  topic id/name pairs to name topics by, beside those the traffic carries (they come first): a
+            JSON object {"<topic id>": "<name>"}, or a file (JSON, CSV id,name, a KRaft metadata log) the driver
+            reads
+    namesPass  true (default): before any task starts, the driver reads every file once for the pairs the
+            traffic carries (only the answers that pair topic IDs with names, and Produce and Fetch bodies, are
+            decoded: a small part of a full read) and gives them to every task, so that every topic ID any file
+            or connection names is named in every row, as ``kafkaproto capture`` names them; the IDs no pair
+            names are counted and said once (a warning of the logger kafkaproto.spark). false: no such pass,
+            each task names what its own split's answers and topicNames name (for reads too large to pass
+            through the driver: kafkaproto.spark.read_named gathers the pairs with a Spark job instead)
     extensions  kafkaproto extensions to load in every task, comma-separated (see registry.load_extensions);
             each must be installed where the tasks run, as any Python package a job uses
     ring    true: the files are a ring a capture tool rotated (tcpdump -C/-G/-W, dumpcap -b), whose connections
@@ -44,6 +52,7 @@ Bad option values do fail, at planning, before any task runs.
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from .. import registry
+from . import naming
 from . import schema as _schema
 from .planning import NAME, ReadOptions, expand, in_ring_order, plan, plan_ring
 from .reading import read_split
@@ -53,12 +62,24 @@ class KafkaPcapReader(DataSourceReader):
     def __init__(self, options, struct):
         self.options = options
         self.struct = struct
+        self.unnamed = None  # the topic ids no pair names, once planned with the first pass
 
     def partitions(self):
         files = expand(self.options.paths)
         if self.options.ring:
-            return plan_ring(in_ring_order(files), self.options.lookback, self.options.splits)
-        return plan(files, self.options.splits)
+            files = in_ring_order(files)
+            splits = plan_ring(files, self.options.lookback, self.options.splits)
+        else:
+            splits = plan(files, self.options.splits)
+        if self.options.level != _schema.TOPIC_NAMES and self.options.names_pass:
+            given = self.options.topic_names.known if self.options.topic_names is not None else None
+            learned = naming.gather(files, self.options, given, in_ring=self.options.ring)
+            pairs = dict(learned.names.items())
+            for split in splits:
+                split.topic_names = pairs
+            self.unnamed = learned.unnamed()
+            naming.say_unnamed(self.unnamed)
+        return splits
 
     def read(self, partition):
         registry.use_extensions(self.options.extensions)  # a worker may run other queries' tasks too

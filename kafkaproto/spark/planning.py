@@ -47,6 +47,7 @@ class ReadOptions:
         self.topic_names = _topic_names(options.get("topicnames"))
         names_text = str(options.get("topicnames") or "").strip()
         self.topic_names_file = names_text if names_text and not names_text.startswith("{") else None
+        self.names_pass = _flag("namesPass", options.get("namespass"), True)
         self.ring = _flag("ring", options.get("ring"), False)
         lookback = options.get("lookback")
         self.lookback = ring.DEFAULT_LOOKBACK if lookback is None or not str(lookback).strip() \
@@ -305,7 +306,7 @@ class CaptureSplit(InputPartition):
         self.index = index
         self.count = count
         self.ring = ring
-        self.topic_names = None  # pairs to name topics by, when not the options' (a stream reads them anew)
+        self.topic_names = None  # pairs to name topics by, when not the options': those of the whole read
 
     def __repr__(self):
         return f"CaptureSplit({self.file.name!r}, {self.index}/{self.count}{', in a ring' if self.ring else ''})"

@@ -37,15 +37,13 @@ def _guarded(split, options):
         return
     if options.level == _schema.TOPIC_NAMES:
         names, decode = capture.TopicNames(), NAMING  # only the answers that pair names and ids
-    elif split.topic_names is not None or options.topic_names is not None:  # the pairs given, and those this
-        given = split.topic_names if split.topic_names is not None else options.topic_names.known  # split's
-        names, decode = capture.TopicNames(given), True  # answers carry
-    else:  # without them a split could name only what its own connections' answers name: rows would depend
-        names, decode = None, True  # on how files are split, so ids stay ids (read_named names them all)
+    else:  # the pairs of the whole read (the driver's first pass) or those given, then those the split learns
+        given = split.topic_names if split.topic_names is not None else \
+            options.topic_names.known if options.topic_names is not None else None
+        names, decode = capture.TopicNames(given), True
     if split.ring is not None:
         window, final, oldest_leaves, starts_ring = split.ring
         locations = {f.name: f.location for f in window}
-        names = names if names is not None else capture.TopicNames()  # in a ring a window names what it can
     try:
         if split.ring is None:
             reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition,
@@ -75,8 +73,7 @@ def read_split(split, options, arrow_schema):
     if options.level == _schema.TOPIC_NAMES:
         batches = _topic_name_batches(exchanges)
     else:
-        if options.topic_names or split.topic_names or split.ring is not None:
-            exchanges = capture.held(exchanges)
+        exchanges = capture.held(exchanges)  # a request goes out once a later answer names its topic
         if options.level == _schema.RECORDS:
             batches = tables.record_batches(exchanges, file=name)
         else:

@@ -10,14 +10,18 @@ reader's option ``ring`` does: a file's exchanges are those ending in it, paired
 names, so that a query restarted from its checkpoint gives every exchange exactly once, whether or not its
 connection goes on into the next file.
 
-Topic names: each file's window names the topics its answers pair with IDs (Metadata and the like), and option
-topicNames adds pairs; when it is a file (JSON, CSV, a KRaft metadata log) the driver reads it again for every
-micro-batch, so that a map kept up to date, or the metadata log a controller appends to, names topics created
-after the query began.
+Topic names: the pairs the traffic carries (Metadata answers and the like) name topic IDs in every later row. When
+a micro-batch is planned the driver reads its files for pairs (a quick pass, as the batch reader's option namesPass
+does), and the pairs learned so far go into its end offset: the micro-batch's own rows and every later one's are
+named by them, and a query restarted from its checkpoint knows them again. A topic ID none names is said once (a
+warning of the logger kafkaproto.spark). Option topicNames adds pairs; when it is a file (JSON, CSV, a KRaft
+metadata log) the driver reads it again for every micro-batch, so that a map kept up to date, or the metadata log a
+controller appends to, names topics created after the query began.
 
-Offsets name the last file read, with its modification time and its size, where it ended: {"file", "mtime_ns",
-"size", "files"} ("files" counts the files read since the query began). Files are ordered as they were written
-(modification time, then name); a file a ring writes anew has a new time and is read again as a new file.
+Offsets name the last file read, with its modification time and its size, where it ended, and the pairs learned up
+to it: {"file", "mtime_ns", "size", "files", "names"} ("files" counts the files read since the query began, "names"
+is {"<topic id>": "<name>"}). Files are ordered as they were written (modification time, then name); a file a ring
+writes anew has a new time and is read again as a new file.
 """
 
 from pyspark.sql.datasource import DataSourceStreamReader
@@ -25,6 +29,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, Sup
 
 from .. import registry
 from ..capture import TopicNames, ring
+from . import naming
 from . import schema as _schema
 from .planning import expand, in_ring_order, plan_ring
 from .reading import read_split
@@ -45,6 +50,7 @@ class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.options = options
         self.struct = struct
         self._target = None  # with Trigger.AvailableNow: the last file finished when the query started
+        self.unnamed = set()  # the topic ids said to be named by no pair (each said once)
 
     # ---- what is there ----
 
@@ -81,14 +87,34 @@ class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def latestOffset(self, start, limit):
         start_key = _key(start)
-        new = [f for f in self._finished(self._listing()) if ring.order_key(f.name, f.mtime_ns) > start_key]
+        finished = self._finished(self._listing())
+        first = next((k for k, f in enumerate(finished) if ring.order_key(f.name, f.mtime_ns) > start_key), None)
+        new = finished[first:] if first is not None else []
         if self._target is not None:
             new = [f for f in new if ring.order_key(f.name, f.mtime_ns) <= self._target]
         if isinstance(limit, ReadMaxFiles):
             new = new[:limit.max_files]
         if not new:
             return start
-        return _offset(new[-1], start.get("files", 0) + len(new))
+        end = _offset(new[-1], start.get("files", 0) + len(new))
+        end["names"] = self._names(start, finished[max(0, first - self.options.lookback):first + len(new)])
+        return end
+
+    def _names(self, start, files):
+        """The pairs of the micro-batch's end offset: those learned before it (its start's) and those its files
+        (with their lookback) carry. Topic IDs its files use that none names are said once."""
+        if not self.options.names_pass:
+            return dict(start.get("names") or {})
+        learned = naming.gather(files, self.options, TopicNames(start.get("names") or {}), in_ring=True)
+        named = learned.names
+        if self.options.topic_names is not None:
+            named = TopicNames(self.options.topic_names.known)  # given first, as the tasks take them
+            named.update(learned.names)
+        unnamed = [topic_id for topic_id in learned.unnamed() if named.name(topic_id) is None
+                   and topic_id not in self.unnamed]
+        self.unnamed.update(unnamed)
+        naming.say_unnamed(unnamed, "the stream so far")
+        return learned.names.to_json()
 
     # ---- micro-batches ----
 
@@ -101,9 +127,13 @@ class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         splits = plan_ring(files, self.options.lookback, self.options.splits, chosen, last_is_final=False)
         if self.options.topic_names_file:
             # Read again for every micro-batch: a metadata log or a map kept up to date names new topics too.
-            names = dict(TopicNames.load(self.options.topic_names_file).known)
-            for split in splits:
-                split.topic_names = names
+            names = TopicNames.load(self.options.topic_names_file)
+        else:
+            names = TopicNames(self.options.topic_names.known if self.options.topic_names is not None else None)
+        names.update(TopicNames(end.get("names") or {}))  # learned up to the end of this micro-batch
+        pairs = dict(names.known)
+        for split in splits:
+            split.topic_names = pairs
         return splits
 
     def read(self, partition):
