@@ -358,6 +358,39 @@ def test_a_name_from_another_connection_and_another_task(spark, tmp_path, caplog
         {(str(named_id), "orders"), (str(unnamed_id), "given")}
 
 
+def test_a_live_cluster_names_what_the_traffic_does_not(tmp_path):
+    """Option bootstrapServers: the driver asks the cluster's Metadata for the IDs the traffic leaves unnamed (the
+    traffic's own pairs first); a cluster that cannot be asked fails the read, naming the option."""
+    from kafkaproto.broker import Broker
+    from kafkaproto.messages import CreateTopicsRequest
+    from kafkaproto.spark.datasource import KafkaPcapReader
+    from kafkaproto.uuid import Uuid
+    from test_kafka_broker import RawClient
+
+    with Broker() as broker:
+        client = RawClient(broker.port)
+        try:
+            made = client.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="from-the-cluster", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7).body
+        finally:
+            client.close()
+        cluster_id = made.topics[0].topic_id
+        named_id = Uuid.random()
+        path = tmp_path / "elsewhere.pcap"
+        path.write_bytes(naming_elsewhere(named_id, cluster_id))
+        options = {"path": str(path), "level": "records", "bootstrapServers": broker.bootstrap_servers}
+        source = KafkaPcapReader(planning.ReadOptions(options), schema.struct_for("records"))
+        rows = [row for part in source.partitions() for batch in source.read(part) for row in batch.to_pylist()]
+        assert {(row["topic_id"], row["topic"]) for row in rows} == {
+            (str(named_id), "orders"), (str(cluster_id), "from-the-cluster")}
+        assert source.unnamed == []
+        port = broker.port
+    gone = KafkaPcapReader(planning.ReadOptions({**options, "bootstrapServers": f"127.0.0.1:{port}"}),
+                           schema.struct_for("records"))
+    with pytest.raises(ValueError, match="option bootstrapServers: cannot connect"):
+        gone.partitions()
+
+
 @pytest.mark.parametrize("options, message", [
     ({"path": "x", "level": "packets"}, "level must be one of"),
     ({"path": "x", "ports": "9092,kafka"}, "port numbers"),

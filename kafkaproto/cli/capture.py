@@ -310,14 +310,11 @@ def topic_names(files, bootstrap):
     for path in files or ():
         names.update(TopicNames.load(path))
     if bootstrap:
-        from .admin import AdminError, Client
-        metadata = api("Metadata").request
+        from .admin import AdminError, cluster_topic_names
         try:
-            with Client(bootstrap) as client:
-                answer = client.call(metadata(topics=None, allow_auto_topic_creation=False))
+            names.update(cluster_topic_names(bootstrap))
         except AdminError as e:
             raise ValueError(f"--bootstrap-server: {e}") from None
-        names.update({t.topic_id: t.name for t in answer.topics if t.error_code == 0 and t.name})
     return names
 
 

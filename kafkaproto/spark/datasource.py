@@ -73,7 +73,8 @@ class KafkaPcapReader(DataSourceReader):
             splits = plan(files, self.options.splits)
         if self.options.level != _schema.TOPIC_NAMES and self.options.names_pass:
             given = self.options.topic_names.known if self.options.topic_names is not None else None
-            learned = naming.gather(files, self.options, given, in_ring=self.options.ring)
+            learned = naming.ask_cluster(naming.gather(files, self.options, given, in_ring=self.options.ring),
+                                         self.options.bootstrap)
             pairs = dict(learned.names.items())
             for split in splits:
                 split.topic_names = pairs

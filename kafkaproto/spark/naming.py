@@ -77,6 +77,24 @@ def gather(files, options, given=None, in_ring=False, learned=None):
     return found
 
 
+def ask_cluster(learned, bootstrap):
+    """Name what learned leaves unnamed by a live cluster's Metadata (option bootstrapServers), when it does; the
+    traffic's own pairs and topicNames come first. A cluster that cannot be asked fails the read, as a bad option."""
+    unnamed = learned.unnamed()
+    if not bootstrap or not unnamed:
+        return learned
+    from ..cli.admin import AdminError, cluster_topic_names
+    try:
+        known = cluster_topic_names(bootstrap)
+    except AdminError as e:
+        raise ValueError(f"option bootstrapServers: {e}") from None
+    for text in unnamed:
+        topic_id = Uuid.from_string(text)
+        if topic_id in known:
+            learned.names.add(topic_id, known[topic_id])
+    return learned
+
+
 def say_unnamed(unnamed, where="the read"):
     """The driver's one line about topic IDs left unnamed (None when every ID is named)."""
     if not unnamed:
@@ -84,6 +102,6 @@ def say_unnamed(unnamed, where="the read"):
     count = len(unnamed)
     shown = ", ".join(unnamed[:5]) + (", ..." if count > 5 else "")
     message = (f"kafka-pcap: {count} topic id{'s' if count > 1 else ''} named by no Metadata answer in {where}, "
-               f"and not by option topicNames: shown as ids ({shown})")
+               f"and not by option topicNames or bootstrapServers: shown as ids ({shown})")
     log.warning(message)
     return message

@@ -48,6 +48,9 @@ class ReadOptions:
         names_text = str(options.get("topicnames") or "").strip()
         self.topic_names_file = names_text if names_text and not names_text.startswith("{") else None
         self.names_pass = _flag("namesPass", options.get("namespass"), True)
+        # a live cluster to ask for the names of topic IDs the traffic and topicNames leave unnamed (the driver's
+        # first pass asks, once per read or micro-batch, only when some are)
+        self.bootstrap = str(options.get("bootstrapservers") or "").strip() or None
         self.ring = _flag("ring", options.get("ring"), False)
         lookback = options.get("lookback")
         self.lookback = ring.DEFAULT_LOOKBACK if lookback is None or not str(lookback).strip() \

@@ -105,7 +105,8 @@ class KafkaPcapStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         (with their lookback) carry. Topic IDs its files use that none names are said once."""
         if not self.options.names_pass:
             return dict(start.get("names") or {})
-        learned = naming.gather(files, self.options, TopicNames(start.get("names") or {}), in_ring=True)
+        learned = naming.ask_cluster(naming.gather(files, self.options, TopicNames(start.get("names") or {}),
+                                                   in_ring=True), self.options.bootstrap)
         named = learned.names
         if self.options.topic_names is not None:
             named = TopicNames(self.options.topic_names.known)  # given first, as the tasks take them
