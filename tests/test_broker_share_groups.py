@@ -257,3 +257,4 @@ def test_each_broker_of_a_cluster_keeps_its_own_share_sessions(tmp_path):
         finally:
             for client in clients.values():
                 client.close()
+

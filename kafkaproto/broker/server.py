@@ -674,7 +674,9 @@ class Server:
                     self._waiting.unwatch(woken, keys)
                 if self._closing or stream.lost.done():
                     return None
-                ctx.final = not woken.done()
+                # Its time is up even when something woke it meanwhile: on a busy broker something always does,
+                # and a request asked again whenever it is woken would never be answered.
+                ctx.final = not woken.done() or loop.time() >= deadline
                 woken.cancel()
         except Exception as e:  # a handler's bug: logged whole, and answered as Kafka answers an unexpected error
             log.exception("%s: %s v%d failed", where, type(event.body).__name__, event.version)
