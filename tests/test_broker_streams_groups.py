@@ -1,25 +1,32 @@
 """Streams groups (KIP-1071) through a real Kafka Streams 4.3.1 application (tests/kafka/StreamsApp.java, a word
 count: a repartition topic and a state store with its changelog) with ``group.protocol=streams``: two instances,
-the first stopped while the second runs, records produced before and after. The same run against Apache Kafka
-4.3.1 and this broker must count every word the same, and right.
+the second given tasks while the first runs, then the first stopped while the second runs, records produced before
+and after. The same run against Apache Kafka 4.3.1 and this broker must count every word the same, and right.
 """
 
+import queue
 import subprocess
+import threading
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import kafka_jvm
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafkaproto.broker import Broker
+from kafkaproto.messages import IncrementalAlterConfigsRequest
+from test_kafka_broker import RawClient
 
 pytestmark = [pytest.mark.xdist_group("kafka-broker"), pytest.mark.above_the_codecs]
 
 VERSION = "4.3.1"
 LINES = ["the quick brown fox", "jumps over the lazy dog", "the dog sleeps", "a fox runs"]
+EXPECTED = Counter(word for line in LINES * 8 for word in line.split())  # the two batches word_counts produces
+WAIT = 120  # seconds, for anything an instance or the broker does
 
 
 @pytest.fixture(scope="module")
@@ -38,61 +45,144 @@ def produce(bootstrap, topic, lines):
     producer.close()
 
 
-def instance(classpath, bootstrap, application, topics, run_ms, state_dir):
-    return subprocess.Popen(["java", f"-Dstreams.state.dir={state_dir}", "-cp", classpath, "StreamsApp", bootstrap,
-                             application, *topics, str(run_ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+def no_initial_delay(port, group):
+    """The group's first assignment at once (streams.initial.rebalance.delay.ms, 3 s by default, set for the group
+    on the broker): one instance joins at first, and nothing is gained by waiting for more."""
+    A = IncrementalAlterConfigsRequest
+    client = RawClient(port)
+    try:
+        answer = client.call(A(resources=[A.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            A.AlterableConfig(name="streams.initial.rebalance.delay.ms", config_operation=0, value="0")])]), 1).body
+    finally:
+        client.close()
+    assert answer.responses[0].error_code == 0, answer
 
 
-def wait_running(process, timeout=90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if line.strip() == "RUNNING":
-            return
-        if not line and process.poll() is not None:
-            break
-    raise AssertionError(f"the streams instance did not run: {process.stderr.read()[-3000:]}")
+class Instance:
+    """A running StreamsApp: what it prints, line by line as it prints it; stop() ends it with the application's
+    own close."""
+
+    def __init__(self, classpath, bootstrap, application, topics, state_dir):
+        self.log = state_dir.with_suffix(".stderr")  # a file: a pipe nobody reads could fill and stall it
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", f"-Dstreams.state.dir={state_dir}", "-cp",
+                 classpath, "StreamsApp", bootstrap, application, *topics],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)  # its output ended
+
+    def expect(self, wanted, what):
+        """Its lines read until one for which wanted(line) holds."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                raise AssertionError(f"the streams instance did not {what}: {self.stderr()}")
+            if wanted(line):
+                return line
+
+    def stderr(self):
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def stop(self):
+        """Tell it to stop; it must close cleanly (exit 0, its last state NOT_RUNNING)."""
+        try:
+            self.process.stdin.write("stop\n")
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass  # it has ended already: its exit code says how
+        code = self.process.wait(timeout=WAIT)
+        said = []
+        while (line := self.lines.get(timeout=WAIT)) is not None:
+            said.append(line)
+        assert code == 0 and "STOPPED NOT_RUNNING" in said, f"exit {code}, {said}: {self.stderr()}"
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
-def finished(process):
-    out, err = process.communicate(timeout=180)
-    assert process.returncode == 0 and "STOPPED NOT_RUNNING" in out, err[-3000:]
+class Counts:
+    """The output topic read as it fills: each word's last count."""
+
+    def __init__(self, bootstrap, sink):
+        self.partition = TopicPartition(sink, 0)
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        self.consumer.assign([self.partition])
+        self.last = {}
+
+    def read(self, done):
+        """Read until done() holds, WAIT seconds at most."""
+        deadline = time.monotonic() + WAIT
+        while not done() and time.monotonic() < deadline:
+            for records in self.consumer.poll(timeout_ms=200).values():
+                for message in records:
+                    word, count = message.value.decode().split()
+                    self.last[word] = max(self.last.get(word, 0), int(count))
+
+    def read_until(self, counts):
+        self.read(lambda: self.last == counts)
+
+    def read_to_end(self):
+        end = self.consumer.end_offsets([self.partition])[self.partition]
+        self.read(lambda: self.consumer.position(self.partition) >= end)
+
+    def close(self):
+        self.consumer.close()
 
 
-def word_counts(bootstrap, classpath, tmp_path):
-    """Run the application as the module docstring says against the broker at bootstrap; each word's last count."""
+def word_counts(port, classpath, tmp_path):
+    """Run the application as the module docstring says against the broker on port; each word's last count."""
+    bootstrap = f"127.0.0.1:{port}"
     run = uuid.uuid4().hex[:8]
     application, source, sink = f"wc-{run}", f"wc-in-{run}", f"wc-out-{run}"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     admin.create_topics([NewTopic(source, 2, 1), NewTopic(sink, 1, 1)])
     admin.close()
+    no_initial_delay(port, application)
     produce(bootstrap, source, LINES * 5)
-    first = instance(classpath, bootstrap, application, (source, sink), 10000, tmp_path / f"{run}-a")
-    wait_running(first)
-    second = instance(classpath, bootstrap, application, (source, sink), 25000, tmp_path / f"{run}-b")
-    wait_running(second)
-    finished(first)  # stopped while the second goes on: its tasks move over
-    produce(bootstrap, source, LINES * 3)
-    finished(second)
-    consumer = KafkaConsumer(sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                             consumer_timeout_ms=5000)
-    last = {}
-    for message in consumer:
-        word, count = message.value.decode().split()
-        last[word] = max(last.get(word, 0), int(count))
-    consumer.close()
-    return last
+    counts = Counts(bootstrap, sink)
+    instances = []
+    try:
+        first = Instance(classpath, bootstrap, application, (source, sink), tmp_path / f"{run}-a")
+        instances.append(first)
+        first.expect(lambda line: line == "RUNNING", "run")
+        second = Instance(classpath, bootstrap, application, (source, sink), tmp_path / f"{run}-b")
+        instances.append(second)
+        second.expect(lambda line: line == "RUNNING", "run")
+        # The second holds tasks while the first still runs; then the first stops, and its tasks move over with
+        # their state.
+        second.expect(lambda line: line.startswith("ACTIVE ") and line != "ACTIVE 0", "take over tasks")
+        first.stop()
+        produce(bootstrap, source, LINES * 3)
+        # Every record counted (or, after WAIT, what was), and then the second stops.
+        counts.read_until(dict(EXPECTED))
+        second.stop()
+        counts.read_to_end()  # and what it wrote meanwhile
+        return counts.last
+    finally:
+        for instance in instances:
+            instance.kill()
+        counts.close()
 
 
-def test_a_word_count_with_two_instances_counts_as_on_kafka(streams_app, kafka_broker, tmp_path):
-    if kafka_broker.version != VERSION:
-        pytest.skip(f"run against Kafka {VERSION}")
-    expected = Counter(word for line in LINES * 8 for word in line.split())
-    on_kafka = word_counts(f"127.0.0.1:{kafka_broker.port}", streams_app, tmp_path)
-    with Broker(kafka_jvm.LIKE_KAFKA) as ours:
-        here = word_counts(ours.bootstrap_servers, streams_app, tmp_path)
-    assert on_kafka == dict(expected), "Kafka counts every word"
+def test_a_word_count_with_two_instances_counts_as_on_kafka(streams_app, kafka_brokers, tmp_path):
+    kafka = kafka_brokers(VERSION)
+    with Broker(kafka_jvm.LIKE_KAFKA) as ours, ThreadPoolExecutor(2) as pool:
+        # The two runs at once: much of each is waiting (JVMs starting, heartbeats, tasks moving).
+        runs = [pool.submit(word_counts, port, streams_app, tmp_path) for port in (kafka.port, ours.port)]
+        on_kafka, here = (run.result() for run in runs)
+    assert on_kafka == dict(EXPECTED), "Kafka counts every word"
     assert here == on_kafka
 
 

@@ -5,6 +5,7 @@ or prints otherwise, fails its test."""
 
 import json
 import re
+import select
 import shutil
 import subprocess
 import time
@@ -44,37 +45,106 @@ TOOLS = {
     "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
 }
 TOPIC_ID = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
+# What a broker answers about a topic it is still setting up: asked again.
+NOT_YET = {errors.UNKNOWN_TOPIC_OR_PARTITION.code, errors.LEADER_NOT_AVAILABLE.code,
+           errors.NOT_LEADER_OR_FOLLOWER.code}
 
 
 class Ports(tuple):
-    """(Kafka's port, this broker's port), with where each keeps its data (``log_dirs``, in the same order)."""
+    """(Kafka's port, this broker's port), with where each keeps its data (``log_dirs``) and the JVM that runs the
+    tools against each (``tools``), in the same order."""
+
+
+class Tools:
+    """A JVM that runs Kafka's tools one command after another (tests/kafka/Tools.java): what a command prints and
+    the code it exits with are those of a JVM of its own, less the start of one."""
+
+    TIMEOUT = 180  # seconds for a command
+
+    def __init__(self, log):
+        self.log = log  # the JVM's own standard error, shown if it fails
+        self.process = None
+
+    def send(self, main, *args):
+        """Start main(args) (a class with a main) once the commands before it are done; receive() its answer."""
+        if self.process is None or self.process.poll() is not None:
+            java = shutil.which("java") or kafka_jvm.unavailable("java is not installed")
+            with open(self.log, "ab") as log:
+                self.process = subprocess.Popen(
+                    [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", kafka_jvm.program(VERSION, "Tools"),
+                     "Tools"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+        self.process.stdin.write(json.dumps({"main": main, "args": list(args)}).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self, what):
+        """(exit code, standard output, standard error) of the command sent last, or an AssertionError saying what
+        did not answer (the JVM is then stopped: its late answer cannot be taken for the next command's)."""
+        ready, _, _ = select.select([self.process.stdout], [], [], self.TIMEOUT)
+        line = self.process.stdout.readline() if ready else b""
+        if not line:
+            self.close()
+            tail = self.log.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"{what}: no answer in {self.TIMEOUT} s (exit {self.process.poll()}); the tools' "
+                                 f"JVM's standard error ends:\n{tail}")
+        answer = json.loads(line)
+        return answer["code"], answer["out"], answer["err"]
+
+    def close(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()  # the end of its commands ends it
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 @pytest.fixture(scope="module")
-def brokers(kafka_brokers):
+def brokers(kafka_brokers, tmp_path_factory):
     """(Kafka's port, this broker's port): this broker with the test Kafka's settings (kafka_jvm.LIKE_KAFKA)."""
     kafka = kafka_brokers(VERSION)
+    logs = tmp_path_factory.mktemp("tools")
     with Broker(kafka_jvm.LIKE_KAFKA) as ours:
         ports = Ports((kafka.port, ours.port))
         ports.log_dirs = (Path(kafka.workdir) / "data", Path(ours.log_dir))
-        yield ports
+        ports.tools = (Tools(logs / "kafka.log"), Tools(logs / "ours.log"))
+        try:
+            yield ports
+        finally:
+            for tools in ports.tools:
+                tools.close()
 
 
-def tool(port, name, *args, code=0):
-    """What Kafka's tool ``name`` prints on standard output against the broker on port; it must exit with code."""
-    java = shutil.which("java") or kafka_jvm.unavailable("java is not installed")
-    command = [java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", kafka_jvm.classpath(VERSION), TOOLS[name],
-               "--bootstrap-server", f"127.0.0.1:{port}", *args]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == code, \
-        f"kafka-{name} {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+def on_both(brokers, main, args_of, code=0):
+    """Kafka's main class run against both brokers at once, with args_of(port): what each printed on standard
+    output (Kafka's, this broker's); each must exit with code."""
+    what = [f"{main.rpartition('.')[2]} {' '.join(args_of(port))}" for port in brokers]
+    for tools, port in zip(brokers.tools, brokers):
+        tools.send(main, *args_of(port))
+    answers, failure = [], None
+    for tools, command in zip(brokers.tools, what):  # every answer read before a failure is raised
+        try:
+            answers.append(tools.receive(command))
+        except AssertionError as e:
+            failure = failure or e
+    if failure:
+        raise failure
+    for command, (exit_code, out, err) in zip(what, answers):
+        assert exit_code == code, f"{command} exited {exit_code}:\n{out}\n{err}"
+    return [out for _, out, _ in answers]
 
 
-def both(brokers, name, *args, normalise=lambda text: text, code=0):
+def both(brokers, name, *args, normalise=lambda text: text, code=0, settle=False):
     """Run a tool against both brokers and assert they print the same (after normalise) and exit with code; what
-    they printed."""
-    kafka, ours = (normalise(tool(port, name, *args, code=code)) for port in brokers)
+    they printed. settle: a command that only reads, run again while the two differ (for 30 s at most), where it
+    follows a change that Kafka's broker takes from its controller a moment after the tool that made it is done."""
+    deadline = time.monotonic() + 30
+    while True:
+        kafka, ours = (normalise(out) for out in on_both(
+            brokers, TOOLS[name], lambda port: ["--bootstrap-server", f"127.0.0.1:{port}", *args], code=code))
+        if kafka == ours or not settle or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert kafka == ours, f"kafka-{name} {' '.join(args)}:\n--- Kafka\n{kafka}\n--- this broker\n{ours}"
     return ours
 
@@ -92,7 +162,9 @@ def produce(port, topic, partition, *values, producer=None):
             ProduceRequest.TopicProduceData(
             name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition,
                                                                             records=builder.build())])])
-        answer = client.call(body, 9).body.responses[0].partition_responses[0]
+        # A topic a tool has just made may not have its leader known to the broker yet (Kafka's takes a moment).
+        answer = asked(client, body, 9, lambda r: r.responses[0].partition_responses[0].error_code not in NOT_YET,
+                       f"Produce to {topic}-{partition}").responses[0].partition_responses[0]
         assert answer.error_code == 0, answer
     finally:
         client.close()
@@ -137,7 +209,7 @@ def test_admin_tools_against_kafka_and_this_broker(brokers, tmp_path):
     both(brokers, "topics", "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
     # Not yet compared: the configs TopicCommand lists (Kafka 4.x keeps min.insync.replicas as a cluster-wide dynamic
     # config once eligible leader replicas are on, and lists it; this broker does not keep it so yet).
-    both(brokers, "topics", "--describe", "--topic", topic,
+    both(brokers, "topics", "--describe", "--topic", topic, settle=True,
          normalise=lambda text: re.sub(r"Configs: [^\t\n]*", "Configs: ...", TOPIC_ID.sub("<id>", text)))
     for port in brokers:
         produce(port, topic, 0, b"a", b"b", b"c")
@@ -149,7 +221,7 @@ def test_admin_tools_against_kafka_and_this_broker(brokers, tmp_path):
     both(brokers, "delete-records", "--offset-json-file", str(plan),
          normalise=lambda text: "\n".join(sorted(text.splitlines())))
     assert both(brokers, "get-offsets", "--topic", topic, "--time", "-2").split() == [f"{topic}:0:2", f"{topic}:1:1"]
-    both(brokers, "log-dirs", "--describe", "--topic-list", topic, normalise=log_dirs_json)
+    both(brokers, "log-dirs", "--describe", "--topic-list", topic, normalise=log_dirs_json, settle=True)
     both(brokers, "leader-election", "--election-type", "preferred", "--topic", topic, "--partition", "0")
     # kafka-consumer-groups: one partition's offsets deleted, then the group described
     group = f"tools-group-{uuid.uuid4().hex[:8]}"
@@ -233,21 +305,22 @@ def test_configs_tool(brokers):
     both(brokers, "configs", "--alter", *on_topic, "--add-config",
          "retention.ms=100000,cleanup.policy=[compact,delete]")
     # min.insync.replicas aside: Kafka 4 sets it cluster-wide once eligible leader replicas are on (KIP-966)
-    both(brokers, "configs", "--describe", "--all", *on_topic,
+    both(brokers, "configs", "--describe", "--all", *on_topic, settle=True,
          normalise=lambda text: re.sub(r"\n *min\.insync\.replicas=.*", "", text))
     both(brokers, "configs", "--alter", *on_topic, "--delete-config", "retention.ms")
     on_broker = ("--entity-type", "brokers", "--entity-name", "1")
     try:
         both(brokers, "configs", "--alter", *on_broker, "--add-config", "log.cleaner.backoff.ms=20000")
-        assert "log.cleaner.backoff.ms=20000" in both(brokers, "configs", "--describe", *on_broker)
+        assert "log.cleaner.backoff.ms=20000" in both(brokers, "configs", "--describe", *on_broker, settle=True)
         both(brokers, "configs", "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
              "num.io.threads=4")
         # every key, as test_broker_differential_configs.py compares them, but those the brokers are given
         # differently or where this broker differs on purpose
         skipped = GIVEN_DIFFERENTLY | set(ON_PURPOSE) | {"log.cleaner.backoff.ms"}
-        every = both(brokers, "configs", "--describe", "--all", *on_broker, normalise=lambda text: "\n".join(
-            line for line in text.splitlines() if line.strip().partition("=")[0] not in skipped
-            and line.strip().partition("=")[0] not in OWN_SETTINGS))
+        every = both(brokers, "configs", "--describe", "--all", *on_broker, settle=True,
+                     normalise=lambda text: "\n".join(
+                         line for line in text.splitlines() if line.strip().partition("=")[0] not in skipped
+                         and line.strip().partition("=")[0] not in OWN_SETTINGS))
         assert "num.io.threads=4 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:num.io.threads=4" in every
         assert len(every.splitlines()) > 300
     finally:
@@ -270,9 +343,10 @@ def test_acls_tool(brokers):
          normalise=lines)
     both(brokers, "acls", "--add", "--deny-principal", "User:mallory", "--operation", "All", "--topic", "tools-acl-",
          "--resource-pattern-type", "prefixed", normalise=lines)
-    listed = both(brokers, "acls", "--list", "--topic", topic, normalise=lines)
+    listed = both(brokers, "acls", "--list", "--topic", topic, normalise=lines, settle=True)
     assert "principal=User:alice" in listed and "operation=WRITE" in listed
-    both(brokers, "acls", "--list", "--topic", topic, "--resource-pattern-type", "match", normalise=lines)
+    both(brokers, "acls", "--list", "--topic", topic, "--resource-pattern-type", "match", normalise=lines,
+         settle=True)
     both(brokers, "acls", "--remove", "--force", "--topic", topic, normalise=lines)
     both(brokers, "acls", "--remove", "--force", "--group", group, normalise=lines)
     both(brokers, "acls", "--remove", "--force", "--topic", "tools-acl-", "--resource-pattern-type", "prefixed",
@@ -309,9 +383,9 @@ def test_configs_tool_for_client_quotas(brokers):
     on_both = (*on_user, "--entity-type", "clients", "--entity-name", client)
     both(brokers, "configs", "--alter", *on_user, "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048")
     both(brokers, "configs", "--alter", *on_both, "--add-config", "request_percentage=50")
-    shown = both(brokers, "configs", "--describe", *on_user)
+    shown = both(brokers, "configs", "--describe", *on_user, settle=True)
     assert "producer_byte_rate=1024.0" in shown
-    both(brokers, "configs", "--describe", *on_both)
+    both(brokers, "configs", "--describe", *on_both, settle=True)
     both(brokers, "configs", "--alter", *on_user, "--delete-config", "producer_byte_rate,consumer_byte_rate")
     both(brokers, "configs", "--alter", *on_both, "--delete-config", "request_percentage")
 
@@ -326,7 +400,7 @@ def test_share_groups_tool(brokers):
         produce(port, topic, 0, b"a", b"b", b"c")
     on_group = ("--entity-type", "groups", "--entity-name", group)
     both(brokers, "configs", "--alter", *on_group, "--add-config", "share.auto.offset.reset=earliest")
-    assert "share.auto.offset.reset=earliest" in both(brokers, "configs", "--describe", *on_group)
+    assert "share.auto.offset.reset=earliest" in both(brokers, "configs", "--describe", *on_group, settle=True)
     both(brokers, "share-groups", "--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute")
     listed = both(brokers, "share-groups", "--list", normalise=lambda text: "\n".join(
         line for line in text.splitlines() if group in line))  # Kafka's lists other tests' groups too
@@ -341,19 +415,24 @@ def test_share_groups_tool(brokers):
     both(brokers, "share-groups", "--delete", "--group", group)
     gone = both(brokers, "share-groups", "--describe", "--group", group)  # the tool says so, and exits 0
     assert "GroupIdNotFoundException" in gone, gone
-    kafka, ours = (share_state_records(port, group) for port in brokers)
+    kafka, ours = share_state_records(brokers, group)
     assert kafka == ours, "ShareGroupStateMessageFormatter:\n--- Kafka\n" + "\n".join(kafka) + \
         "\n--- this broker\n" + "\n".join(ours)
     assert len(ours) >= 2, ours
 
 
-def share_state_records(port, group):
+def share_state_records(brokers, group):
     """kafka-console-consumer on __share_group_state (every partition, from the start) with Kafka's
-    ShareGroupStateMessageFormatter: the records of group's share partitions, in order of partition and offset
-    within each, with what each broker makes up (topic ids, times) put in words."""
-    text = java_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", f"127.0.0.1:{port}",
-                     "--topic", "__share_group_state", "--from-beginning", "--timeout-ms", "6000",
-                     "--formatter", "org.apache.kafka.tools.consumer.group.share.ShareGroupStateMessageFormatter")
+    ShareGroupStateMessageFormatter, on both brokers at once: for each, the records of group's share partitions, in
+    order of partition and offset within each, with what each broker makes up (topic ids, times) put in words."""
+    texts = on_both(brokers, "org.apache.kafka.tools.consumer.ConsoleConsumer", lambda port: [
+        "--bootstrap-server", f"127.0.0.1:{port}", "--topic", "__share_group_state", "--from-beginning",
+        "--timeout-ms", "6000", "--formatter",
+        "org.apache.kafka.tools.consumer.group.share.ShareGroupStateMessageFormatter"])
+    return [share_group_records(text, group) for text in texts]
+
+
+def share_group_records(text, group):
     found = {}
     for record in formatted(text):
         key = record["key"].get("data", {})
@@ -378,19 +457,31 @@ def test_streams_groups_tool(brokers):
     topology = H.Topology(epoch=0, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=[topic])])
     clients = [RawClient(port) for port in brokers]
 
-    def beat(epoch, **fields):
+    def beat(epochs, **fields):
+        """A heartbeat to each broker at once, at the member's epoch there."""
         answers = [c.call(H(group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0,
-                            **fields), 0).body for c in clients]
+                            **fields), 0).body for c, epoch in zip(clients, epochs)]
         assert [a.error_code for a in answers] == [0, 0], answers
         return answers
 
-    joined = beat(0, rebalance_timeout_ms=30000, topology=topology, process_id="process-1", active_tasks=[],
-                  standby_tasks=[], warmup_tasks=[])
+    # Joined on each broker once its coordinator of the group is ready (on a Kafka that has no __consumer_offsets
+    # yet, FindCoordinator makes it; the partition then loads); then the heartbeats go to both at once.
+    for client in clients:
+        asked(client, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4,
+              lambda r: r.coordinators[0].error_code == 0, "FindCoordinator")
+    joined = [asked(client, H(group_id=group, member_id=member, member_epoch=0, endpoint_information_epoch=0,
+                              rebalance_timeout_ms=30000, topology=topology, process_id="process-1",
+                              active_tasks=[], standby_tasks=[], warmup_tasks=[]), 0,
+                    lambda r: r.error_code not in (errors.NOT_COORDINATOR.code,
+                                                   errors.COORDINATOR_LOAD_IN_PROGRESS.code,
+                                                   errors.COORDINATOR_NOT_AVAILABLE.code), "StreamsGroupHeartbeat")
+              for client in clients]
+    assert [a.error_code for a in joined] == [0, 0], joined
     time.sleep(3.2)  # the initial rebalance delay
-    given = beat(joined[0].member_epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+    given = beat([a.member_epoch for a in joined], active_tasks=[], standby_tasks=[], warmup_tasks=[])
     owned = [H.TaskIds(subtopology_id="0", partitions=[0, 1])]
     assert all([(t.subtopology_id, t.partitions) for t in a.active_tasks] == [("0", [0, 1])] for a in given)
-    beat(given[0].member_epoch, active_tasks=owned, standby_tasks=[], warmup_tasks=[])
+    beat([a.member_epoch for a in given], active_tasks=owned, standby_tasks=[], warmup_tasks=[])
     listed = both(brokers, "streams-groups", "--list", normalise=lambda text: "\n".join(
         line for line in text.splitlines() if group in line))
     assert listed == group
@@ -398,7 +489,7 @@ def test_streams_groups_tool(brokers):
     for view in ("--state", "--members", "--offsets"):
         both(brokers, "streams-groups", "--describe", "--group", group, view,
              normalise=lambda text: port.sub("<coordinator>", text))
-    beat(-1)
+    beat([-1, -1])
     for client in clients:
         client.close()
     both(brokers, "streams-groups", "--delete", "--group", group)
@@ -416,14 +507,14 @@ def test_client_metrics_tool(brokers):
         both(brokers, "client-metrics", "--alter", "--name", name, "--metrics",
              "org.apache.kafka.producer.,org.apache.kafka.consumer.", "--interval", "1000", "--match",
              "client_id=tools-nobody-.*,client_software_name=apache-kafka-java")
-        assert both(brokers, "client-metrics", "--list", normalise=ours) == name
-        described = both(brokers, "client-metrics", "--describe", "--name", name)
+        assert both(brokers, "client-metrics", "--list", normalise=ours, settle=True) == name
+        described = both(brokers, "client-metrics", "--describe", "--name", name, settle=True)
         assert "interval.ms=1000" in described and "client_id=tools-nobody-.*" in described, described
         refused = both(brokers, "client-metrics", "--alter", "--name", name, "--interval", "5", code=1)
         assert "interval must be between 100 and 3600000" in refused
     finally:
         both(brokers, "client-metrics", "--delete", "--name", name)
-    assert both(brokers, "client-metrics", "--list", normalise=ours) == ""
+    assert both(brokers, "client-metrics", "--list", normalise=ours, settle=True) == ""
 
 
 # ---- __consumer_offsets: Kafka's internal topic, as Kafka's own tools read it -----------------------------------
@@ -452,13 +543,18 @@ def group_lives(port, topic, classic, modern):
     leaves: what each coordinator writes to __consumer_offsets on the way."""
     from kafkaproto.broker.state.groups.embedded import write_assignment
     from kafkaproto.messages import (ConsumerGroupHeartbeatRequest, CreateTopicsRequest, JoinGroupRequest,
-                                     LeaveGroupRequest, SyncGroupRequest)
+                                     LeaveGroupRequest, MetadataRequest, SyncGroupRequest)
     from test_broker_consumer_groups import subscription
 
     client = RawClient(port)
     try:
         client.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
             name=topic, num_partitions=2, replication_factor=1)], timeout_ms=10000), 7)
+        # Kafka's broker learns of the topic from its controller a moment later: a KIP-848 member that joins
+        # before would be given no partitions.
+        asked(client, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 12,
+              lambda r: r.topics[0].error_code == 0 and all(p.leader_id >= 0 for p in r.topics[0].partitions),
+              f"Metadata of {topic}")
         for group in (classic, modern):
             asked(client, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4,
                   lambda r: r.coordinators[0].error_code == 0, "FindCoordinator")
