@@ -34,6 +34,18 @@ def _escape(code):
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def answered_errors(ex):
+    """The error codes an exchange's response carries: its top-level one, then each partition's (0 left out)."""
+    response = ex.response
+    if response is None:
+        return
+    code = getattr(response, "error_code", None)
+    if code:
+        yield code
+    for _, _, code in ex.partition_errors:
+        yield code
+
+
 class LatencyHistogram:
     """Latencies in buckets 2% apart: percentiles within 2% in constant memory, however many exchanges."""
 
@@ -124,13 +136,8 @@ class Summary:
             self.problem_count += 1
             if len(self.problems) < PROBLEMS_KEPT:
                 self.problems.append((path, ex))
-        response = ex.response
-        if response is not None:
-            code = getattr(response, "error_code", None)
-            if code:
-                self.error_codes[(name, code)] += 1
-            for _, _, code in ex.partition_errors:
-                self.error_codes[(name, code)] += 1
+        for code in answered_errors(ex):
+            self.error_codes[(name, code)] += 1
         if ex.client_id is not None or key is not None:
             client = self.clients.get(ex.client_id)
             if client is None:
@@ -140,7 +147,7 @@ class Summary:
                 software = getattr(ex.request, "client_software_name", None)
                 if software:
                     client["software"].add(f"{software} {ex.request.client_software_version or ''}".strip())
-        request = ex.request
+        request, response = ex.request, ex.response
         if (request is not None and holds_records(type(request))) or \
                 (response is not None and holds_records(type(response))):
             for side, _, topic, topic_id, _, data in records_fields(ex):

@@ -22,7 +22,7 @@ import json
 from collections import Counter, defaultdict
 
 from .. import errors as error_codes
-from ..capture.summary import LatencyHistogram, Summary
+from ..capture.summary import LatencyHistogram, Summary, answered_errors
 
 MAX_BUCKETS = 512
 PERCENTILES = (0.5, 0.9, 0.99)
@@ -76,13 +76,8 @@ class Report:
         piece.requests[name] += 1
         if ex.latency_ns is not None:
             piece.latency[name].add(ex.latency_ns)
-        response = ex.response
-        if response is not None:
-            code = getattr(response, "error_code", None)
-            if code:
-                piece.errors[(name, code)] += 1
-            for _, _, code in ex.partition_errors:
-                piece.errors[(name, code)] += 1
+        for code in answered_errors(ex):
+            piece.errors[(name, code)] += 1
 
     def _slice(self, stamp):
         """The slice a time falls in, made when needed (slices widen, or start earlier, to take it)."""
