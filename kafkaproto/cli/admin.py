@@ -77,15 +77,6 @@ def delete_partitions(client, topic, count, delay_ms):
     return 1 if failed else 0  # the broker said no to some partitions
 
 
-def cluster_topic_names(bootstrap):
-    """{topic id: name} of every topic a live cluster's Metadata lists (AdminError when it cannot be asked): what
-    names the topic IDs of a capture that holds no Metadata answer of its own."""
-    metadata = api("Metadata").request
-    with Client(bootstrap) as client:
-        answer = client.call(metadata(topics=None, allow_auto_topic_creation=False))
-    return {t.topic_id: t.name for t in answer.topics if t.error_code == 0 and t.name}
-
-
 class Client:
     """One blocking PLAINTEXT connection that asks at the highest version both sides know."""
 

@@ -310,10 +310,10 @@ def topic_names(files, bootstrap):
     for path in files or ():
         names.update(TopicNames.load(path))
     if bootstrap:
-        from .admin import AdminError, cluster_topic_names
+        from ..capture.cluster import ClusterError, topic_names_of
         try:
-            names.update(cluster_topic_names(bootstrap))
-        except AdminError as e:
+            names.update(topic_names_of(bootstrap))
+        except ClusterError as e:
             raise ValueError(f"--bootstrap-server: {e}") from None
     return names
 

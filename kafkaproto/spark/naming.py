@@ -83,10 +83,10 @@ def ask_cluster(learned, bootstrap):
     unnamed = learned.unnamed()
     if not bootstrap or not unnamed:
         return learned
-    from ..cli.admin import AdminError, cluster_topic_names
+    from ..capture.cluster import ClusterError, topic_names_of
     try:
-        known = cluster_topic_names(bootstrap)
-    except AdminError as e:
+        known = topic_names_of(bootstrap)
+    except ClusterError as e:
         raise ValueError(f"option bootstrapServers: {e}") from None
     for text in unnamed:
         topic_id = Uuid.from_string(text)
