@@ -22,6 +22,7 @@ from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, D
                                  RequestHeader)
 import kafka_jvm
 import test_broker_go_clients as go_tests
+from cluster_runs import three  # noqa: F401 - a fixture: three brokers, replicated three times
 from test_broker_go_clients import go_clients  # noqa: F401 - a fixture
 from test_broker_handlers import batch
 from test_kafka_broker import RawClient
@@ -304,13 +305,6 @@ def test_leadership_is_kept_across_a_restart(tmp_path):
 
 
 # ---- a cluster served on sockets, with real clients ------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def three(tmp_path_factory):
-    with Broker({"log.dirs": str(tmp_path_factory.mktemp("cluster")), "default.replication.factor": "3",
-                 "min.insync.replicas": "2"}, nodes=3) as running:
-        yield running
-
 
 def test_three_brokers_on_three_ports(three):
     assert sorted(three.nodes) == [1, 2, 3] and len({port for _, port in three.nodes.values()}) == 3
