@@ -530,7 +530,10 @@ def authenticate(raw, token, version=2, mechanism="OAUTHBEARER"):
 
 
 def now_jws(seconds, sub="alice", extra=""):
-    return jws(claims(extra, sub=f'"{sub}"', exp=time.time() + seconds))
+    # exp on a whole millisecond, rounded down: Kafka rounds exp * 1000 to the nearest ms, which would otherwise let
+    # the lifetime it gives exceed `seconds` by one ms.
+    exp_ms = (time.time_ns() + int(seconds * 1e9)) // 1_000_000
+    return jws(claims(extra, sub=f'"{sub}"', exp=f"{exp_ms // 1000}.{exp_ms % 1000:03d}"))
 
 
 def test_tokens_over_sasl_authenticate(oauth_broker):
