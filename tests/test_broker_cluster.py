@@ -14,8 +14,10 @@ from kafkaproto.broker.config import BrokerConfig, Listener
 from kafkaproto.broker.dispatch import Context, Wait, dispatch
 from kafkaproto.broker.state import BrokerState
 from kafkaproto.broker.state.internal_topics import serve_internal
+from kafkaproto.broker.state.java_hashes import string_hash
 from kafkaproto.broker.state.replicas import move_leader, start_node, stop_node
 from kafkaproto.messages import (CreatePartitionsRequest, CreateTopicsRequest, DescribeClusterRequest,
+                                 InitializeShareGroupStateRequest,
                                  DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, InitProducerIdRequest,
                                  JoinGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
                                  OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
@@ -239,9 +241,35 @@ def test_a_stopped_broker_hands_its_partitions_on_and_takes_them_back(cluster):
     assert answer.topics[0].partitions[0].error_code == errors.LEADER_NOT_AVAILABLE.code
 
 
-def test_coordinators_are_the_leaders_of_their_internal_topics(cluster):
+def coordinating(state, internal_topic, key):
+    """The partition of an internal topic that coordinates key, by Kafka's hashing (written out here, not the
+    broker's): Utils.abs(key.hashCode()) % partitions."""
+    partitions = serve_internal(state.cluster, internal_topic).partitions
+    h = string_hash(key)
+    return partitions[(0 if h == -2**31 else abs(h)) % len(partitions)]
+
+
+def test_coordinators_spread_as_kafkas_hashing_spreads_them(cluster):
+    """Kafka's 50 partitions on a cluster; their leaders striped over the brokers; FindCoordinator names, for each
+    of many groups and transactional ids, the leader of the partition Kafka would keep it in."""
+    keys = [f"group-{i}" for i in range(200)]
+    found = call(cluster, FindCoordinatorRequest(key_type=0, coordinator_keys=keys), 4, 2).coordinators
+    offsets = serve_internal(cluster.cluster, "__consumer_offsets").partitions
+    assert len(offsets) == 50 and [p.leader for p in offsets[:4]] == [1, 2, 3, 1]
+    assert sorted(len([p for p in offsets if p.leader == n]) for n in NODES) == [16, 17, 17]
+    assert [(c.key, c.node_id) for c in found] == [(k, coordinating(cluster, "__consumer_offsets", k).leader)
+                                                   for k in keys]
+    assert {c.node_id for c in found} == set(NODES), "groups have coordinators on every broker"
+    found = call(cluster, FindCoordinatorRequest(key_type=1, coordinator_keys=keys), 4, 1).coordinators
+    assert [c.node_id for c in found] == [coordinating(cluster, "__transaction_state", k).leader for k in keys]
+    # Java's hash of this name is Integer.MIN_VALUE, whose Utils.abs is 0
+    assert string_hash("polygenelubricants") == -2**31
+    assert coordinating(cluster, "__consumer_offsets", "polygenelubricants") is offsets[0]
+
+
+def test_a_broker_is_the_coordinator_of_its_keys_only(cluster):
+    offsets = coordinating(cluster, "__consumer_offsets", "g")
     found = call(cluster, FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4, 3).coordinators[0]
-    offsets = cluster.cluster.topics["__consumer_offsets"].partitions[0]
     assert (found.error_code, found.node_id, found.port) == (0, offsets.leader, 9091 + offsets.leader)
     elsewhere = next(n for n in NODES if n != offsets.leader)
     join = JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
@@ -257,20 +285,111 @@ def test_coordinators_are_the_leaders_of_their_internal_topics(cluster):
         ("t", [(0, errors.NOT_COORDINATOR.code), (1, errors.NOT_COORDINATOR.code)])]
     fetched = call(cluster, OffsetFetchRequest(group_id="g", topics=None), 7, offsets.leader)
     assert fetched.topics == [], "a commit refused by another broker is not carried out"
-    described = call(cluster, DescribeGroupsRequest(groups=["g", "h"]), 5, elsewhere)
-    assert [g.error_code for g in described.groups] == [errors.NOT_COORDINATOR.code] * 2
-    assert call(cluster, ListGroupsRequest(), 4, elsewhere).groups == []
+    # a request naming groups of several coordinators: each answered by its own, in its place
+    groups = ["g"] + [next(f"g{i}" for i in range(100) if coordinating(cluster, "__consumer_offsets",
+                                                                        f"g{i}").leader == n) for n in NODES]
+    for node in NODES:
+        described = call(cluster, DescribeGroupsRequest(groups=groups), 5, node)
+        here = [coordinating(cluster, "__consumer_offsets", g).leader == node for g in groups]
+        assert [(g.group_id, g.error_code, g.group_state) for g in described.groups] == [
+            (g, 0, "Empty" if g == "g" else "Dead") if ours else (g, errors.NOT_COORDINATOR.code, "")
+            for g, ours in zip(groups, here)]
+        fetched = call(cluster, OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+            group_id=g, topics=None) for g in groups]), 9, node)
+        assert [(g.group_id, g.error_code) for g in fetched.groups] == [
+            (g, 0 if coordinating(cluster, "__consumer_offsets", g).leader == node else errors.NOT_COORDINATOR.code)
+            for g in groups]
+    # the listing: each broker lists the groups it coordinates
+    listed = {n: sorted(g.group_id for g in call(cluster, ListGroupsRequest(), 4, n).groups) for n in NODES}
+    assert listed[offsets.leader] == ["g"] and all(not listed[n] for n in NODES if n != offsets.leader)
     move_leader(cluster.cluster, offsets, elsewhere)  # the coordinator moves
     found = call(cluster, FindCoordinatorRequest(key="g"), 3, 1)
     assert found.node_id == elsewhere
     assert call(cluster, join, 6, elsewhere).error_code == errors.MEMBER_ID_REQUIRED.code
     transactional = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=10000)
-    txn_node = serve_internal(cluster.cluster, "__transaction_state").partitions[0].leader
+    txn_node = coordinating(cluster, "__transaction_state", "t").leader
     not_there = next(n for n in NODES if n != txn_node)
     assert call(cluster, transactional, 4, not_there).error_code == errors.NOT_COORDINATOR.code
     assert call(cluster, transactional, 4, txn_node).error_code == 0
     idempotent = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=10000)
     assert call(cluster, idempotent, 4, not_there).error_code == 0  # any broker gives an idempotent producer its id
+
+
+def cluster_state(tmp_path, **settings):
+    state = BrokerState(BrokerConfig({"log.dirs": str(tmp_path), "kafkaproto.nodes": "3", **settings}))
+    state.advertised = [Listener("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT")]
+    return state
+
+
+def commit(state, group, offset):
+    node = coordinating(state, "__consumer_offsets", group).leader
+    body = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])])
+    assert call(state, body, 8, node).topics[0].partitions[0].error_code == 0
+
+
+def test_each_group_is_kept_in_its_own_partition_across_restarts(tmp_path):
+    """Each group's records go to the directory of its partition; they are read back from there, and the topic
+    keeps its 50 partitions whatever the setting says once it was made. A data directory made by a broker alone
+    (one partition) keeps its one partition on a cluster, every group coordinated by its leader."""
+    groups = [f"kept-{i}" for i in range(8)]
+    state = cluster_state(tmp_path)
+    try:
+        create(state, "t", 1, 3)
+        for i, group in enumerate(groups):
+            commit(state, group, 10 + i)
+        where = {g: coordinating(state, "__consumer_offsets", g).index for g in groups}
+    finally:
+        state.close()
+    assert len(set(where.values())) > 1, "the groups landed in several partitions"
+    for group, index in where.items():  # the records are in that partition's log and no other
+        holding = [p.name for p in sorted(tmp_path.glob("__consumer_offsets-*"))
+                   if group.encode() in b"".join(f.read_bytes() for f in p.glob("*.log"))]
+        assert holding == [f"__consumer_offsets-{index}"]
+    again = cluster_state(tmp_path, **{"offsets.topic.num.partitions": "7"})
+    try:
+        assert len(serve_internal(again.cluster, "__consumer_offsets").partitions) == 50
+        for i, group in enumerate(groups):
+            node = coordinating(again, "__consumer_offsets", group).leader
+            fetched = call(again, OffsetFetchRequest(group_id=group, topics=None), 7, node)
+            assert [(t.name, [p.committed_offset for p in t.partitions]) for t in fetched.topics] == [("t", [10 + i])]
+    finally:
+        again.close()
+    alone_dir = tmp_path / "alone"
+    alone = BrokerState(BrokerConfig({"log.dirs": str(alone_dir)}))
+    try:
+        create(alone, "t", 1, 1)
+        commit(alone, "g", 5)
+    finally:
+        alone.close()
+    grown = cluster_state(alone_dir)
+    try:
+        offsets = serve_internal(grown.cluster, "__consumer_offsets").partitions
+        assert len(offsets) == 1
+        found = call(grown, FindCoordinatorRequest(key_type=0, coordinator_keys=groups), 4).coordinators
+        assert {c.node_id for c in found} == {offsets[0].leader}
+    finally:
+        grown.close()
+
+
+def test_share_states_are_kept_by_the_coordinator_of_each_share_partition(cluster):
+    """A share-state request naming share partitions of several coordinators is served by a broker for those it
+    coordinates, NOT_COORDINATOR for the others."""
+    topic = create(cluster, "shared", 6, 3)
+    keys = [f"g:{topic.topic_id}:{i}" for i in range(6)]
+    coordinators = [c.node_id for c in call(cluster, FindCoordinatorRequest(key_type=2, coordinator_keys=keys), 6,
+                                            1).coordinators]
+    assert coordinators == [coordinating(cluster, "__share_group_state", k).leader for k in keys]
+    assert len(set(coordinators)) > 1
+    body = InitializeShareGroupStateRequest(group_id="g", topics=[InitializeShareGroupStateRequest.InitializeStateData(
+        topic_id=topic.topic_id, partitions=[InitializeShareGroupStateRequest.PartitionData(
+            partition=i, state_epoch=1, start_offset=0) for i in range(6)])])
+    for node in NODES:
+        answer = call(cluster, body, 0, node)
+        assert sorted((p.partition, p.error_code) for t in answer.results for p in t.partitions) == [
+            (i, 0 if coordinators[i] == node else errors.NOT_COORDINATOR.code) for i in range(6)]
+    assert sorted(k[2] for k in cluster.shares.partitions) == list(range(6)), "each initialized once, where it lives"
 
 
 def test_leadership_is_kept_across_a_restart(tmp_path):
@@ -382,9 +501,7 @@ def test_an_idempotent_producer_and_a_group_through_leader_and_coordinator_moves
         read.append(message.value())
         consumer.commit(message, asynchronous=False)
         if len(read) == len(acknowledged) // 2 and not moved:
-            coordinator = three._on_loop(lambda: serve_internal(
-                three._state.cluster, "__consumer_offsets").partitions[0].leader)
-            three.move_coordinator("group", coordinator % 3 + 1)
+            three.move_coordinator("group", three.coordinator("group", topic) % 3 + 1, topic)
             moved = True
     consumer.close()
     assert moved and sorted(read, key=int) == sorted(acknowledged, key=int), "each acknowledged record once"

@@ -85,7 +85,7 @@ class Moves:
 
     def after_read(self):
         self.coordinators.append(coordinator_of(self.broker, self.group))
-        self.broker.move_coordinator("group", other_node(self.coordinators[0]))
+        self.broker.move_coordinator("group", other_node(self.coordinators[0]), self.group)
         self.coordinators.append(coordinator_of(self.broker, self.group))
 
 

@@ -60,7 +60,7 @@ class Moves:
     def after_read(self):
         self.coordinators.append(coordinator_of(self.broker, self.group))
         self.marks.append(len(self.committed_at))
-        self.broker.move_coordinator("group", other_node(self.coordinators[0]))
+        self.broker.move_coordinator("group", other_node(self.coordinators[0]), self.group)
         self.coordinators.append(coordinator_of(self.broker, self.group))
 
 

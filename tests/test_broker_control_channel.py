@@ -83,10 +83,17 @@ def test_a_leader_moved_over_the_channel_fences_the_old_one(cluster, channel):
 
 
 def test_coordinators_move(cluster, channel):
-    for kind in ("group", "transaction"):
-        current = channel.ask("coordinator", kind=kind)["node"]
-        assert channel.ask("move-coordinator", kind=kind, node=current % 3 + 1) == {"node": current % 3 + 1}
-        assert cluster.coordinator(kind) == current % 3 + 1
+    for kind, key, other in (("group", "g", "h"), ("transaction", "t", "u")):
+        current = channel.ask("coordinator", kind=kind, key=key)["node"]
+        before = channel.ask("coordinator", kind=kind, key=other)["node"]
+        assert channel.ask("move-coordinator", kind=kind, key=key, node=current % 3 + 1) == {"node": current % 3 + 1}
+        assert cluster.coordinator(kind, key) == current % 3 + 1
+        assert cluster.coordinator(kind, other) == before, "a key in another partition stays where it was"
+    with pytest.raises(Refused, match=r"^__consumer_offsets has 50 partitions, each coordinating its own keys: name "
+                                      r"the key \(a group id\)$"):
+        channel.ask("coordinator", kind="group")
+    with pytest.raises(Refused, match="is not a share partition's key"):
+        channel.ask("coordinator", kind="share", key="no-colons")
 
 
 def test_a_stopped_broker_closes_and_comes_back(cluster, channel):

@@ -55,7 +55,7 @@ def restarted(path, state, *members):
 
 
 def log_size(state):
-    return state.groups.offsets.log.size_bytes
+    return state.groups.offsets.logs.logs[0].size_bytes
 
 
 def classic_describe(state, group="g"):

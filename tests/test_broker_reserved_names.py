@@ -195,7 +195,7 @@ def test_a_topic_of_such_a_name_in_an_older_metadata_log_is_not_served(tmp_path,
         assert "holds a topic named __consumer_offsets" in caplog.text
         assert set(state.cluster.topics) == {"t", "__consumer_offsets"} and topic_id not in state.cluster.by_id
         assert metadata(state, ["__consumer_offsets"], auto=False) == [("__consumer_offsets", "NONE", True, 1)]
-        assert state.cluster.topics["__consumer_offsets"].partitions[0].log is state.groups.offsets.log
+        assert state.cluster.topics["__consumer_offsets"].partitions[0].log is state.groups.offsets.logs.logs[0]
         assert produce(state, batch(b"x"), topic="__consumer_offsets").error_code == \
             errors.INVALID_TOPIC_EXCEPTION.code
         assert state.groups.committed("g")[("t", 0)][0] == 1
@@ -210,7 +210,7 @@ def test_records_that_are_not_the_broker_s_in_its_offsets_and_transaction_logs_a
     Produce appended there): the broker starts, and reads its own records around them."""
     state = make_state(tmp_path)
     state.groups.commit("g", [(("t", 0), (5, 0, "", 0))])
-    for plog in (state.groups.offsets.log, state.transactions.log):
+    for plog in (state.groups.offsets.logs.logs[0], state.transactions.logs.logs[0]):
         data = records.RecordBatchBuilder()
         data.append(None, b"not json", timestamp=0)
         data.append(b"\xff", b"[1]", timestamp=0)
@@ -291,7 +291,7 @@ def test_consumer_offsets_is_kafkas_internal_topic_once_a_group_is_found(tmp_pat
             resource_type=2, resource_name="__consumer_offsets", configs=[AlterConfigsRequest.AlterableConfig(
                 name="retention.ms", value="1000")])]), 2).responses[0].error_code == errors.INVALID_REQUEST.code
         topic_id = topic.topic_id
-        assert state.groups.offsets.log.log_end_offset == 1
+        assert state.groups.offsets.logs.logs[0].log_end_offset == 1
         # A group that consumes it (a lag monitor, say) commits and fetches its offsets as for any topic.
         committed = call(state, OffsetCommitRequest(
             group_id="lag", generation_id_or_member_epoch=-1, member_id="", topics=[
@@ -328,7 +328,7 @@ def test_transaction_state_is_kafkas_internal_topic_once_a_transactional_id_is_f
         assert found.coordinators[0].error_code == 0
         assert metadata(state, ["__transaction_state"], auto=False) == [("__transaction_state", "NONE", True, 1)]
         topic = state.cluster.topics["__transaction_state"]
-        assert topic.partitions[0].log is state.transactions.log
+        assert topic.partitions[0].log is state.transactions.logs.logs[0]
         assert call(state, InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000),
                     4).error_code == 0
         read = records.read_records(fetch(state, topic="__transaction_state").responses[0].partitions[0].records)

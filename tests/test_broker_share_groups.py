@@ -226,7 +226,7 @@ def test_each_broker_of_a_cluster_keeps_its_own_share_sessions(tmp_path):
                         index=index, records=builder.build())])]), 9).body
                 assert answer.responses[0].partition_responses[0].error_code == 0
             set_group_config(cluster.port, group, share_auto_offset_reset="earliest")
-            joined = clients[cluster.coordinator("group")].call(ShareGroupHeartbeatRequest(
+            joined = clients[cluster.coordinator("group", group)].call(ShareGroupHeartbeatRequest(
                 group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=["spread"]), 1).body
             assert joined.error_code == 0
 

@@ -76,7 +76,7 @@ def share_log(states):
     from kafkaproto.coordinator_records import decode_share_key, decode_share_value
     from kafkaproto.records import iter_batches
     out = []
-    for segment in states.log.segments:
+    for segment in states.logs.logs[0].segments:
         for batch in iter_batches(segment.read(0, segment.size)):
             for record in batch:
                 if bytes(record.key).startswith(b"["):
@@ -219,9 +219,9 @@ def test_the_state_log_is_written_afresh(tmp_path):
         for index in (0, 1):
             states.get("g", topic, index).merge(-1, [(offset, offset, ARCHIVED, 1)])
         states.save(("g", topic, 0), ("g", topic, 1))
-    assert len(states.log.segments) == 1 and states.written < 12_000  # written afresh once on the way
+    assert len(states.logs.logs[0].segments) == 1 and states.written < 12_000  # written afresh once on the way
     states._rewrite()
-    assert len(states.log.segments) == 1 and [kind for kind, _, _ in share_log(states)] == [SHARE_SNAPSHOT] * 2
+    assert len(states.logs.logs[0].segments) == 1 and [kind for kind, _, _ in share_log(states)] == [SHARE_SNAPSHOT] * 2
     states.close()
     again = ShareStates(str(tmp_path))
     assert {k[2]: p.start for k, p in again.partitions.items()} == {0: 6005, 1: 6005}

@@ -346,7 +346,7 @@ def log_values(state):
     from kafkaproto.coordinator_records import decode_transaction_key, decode_transaction_value
     from kafkaproto.broker.state.transactions import STATES
     out = []
-    for segment in state.transactions.log.segments:
+    for segment in state.transactions.logs.logs[0].segments:
         for b in records.iter_batches(segment.read(0, segment.size)):
             for r in b:
                 if bytes(r.key[:2]) != b"\x00\x00":  # a record of the older JSON layout
@@ -454,12 +454,12 @@ def test_a_log_in_the_older_json_format_loads_and_is_written_again_once(tmp_path
                                                                                         (4, 2))
         assert call(state, OffsetFetchRequest(group_id="g", topics=None), 7).topics[0].partitions[0].to_dict()[
             "committed_offset"] == 21
-        written = state.transactions.log.log_end_offset
+        written = state.transactions.logs.logs[0].log_end_offset
     finally:
         state.close()
     state = make_state(tmp_path)
     try:
-        assert state.transactions.log.log_end_offset == written
+        assert state.transactions.logs.logs[0].log_end_offset == written
         assert state.transactions.by_id["old"].state == "CompleteCommit"
     finally:
         state.close()

@@ -6,11 +6,14 @@ import itertools
 
 from ..uuid import Uuid
 from .faults import Fault
-from .state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
+from .state.coordinator_logs import (OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC, parse_share_key,
+                                     partition_for)
 from .state.internal_topics import serve_internal
 from .state.replicas import move_leader
 
 COORDINATOR_TOPICS = {"group": OFFSETS_TOPIC, "transaction": TRANSACTIONS_TOPIC, "share": SHARE_STATE_TOPIC}
+KEYS = {"group": "a group id", "transaction": "a transactional id",
+        "share": "a share partition's group:topic id:partition"}
 
 
 class ClusterControls:
@@ -41,19 +44,32 @@ class ClusterControls:
         return [{"id": node, "host": host, "port": port, "running": nodes.is_alive(node)}
                 for node, (host, port) in self.server.node_endpoints.items()]
 
-    def coordinator(self, kind):
-        """The broker coordinating every group ("group"), transactional id ("transaction") or share partition
-        ("share"): the leader of its internal topic's one partition."""
-        return serve_internal(self.state.cluster, _coordinator_topic(kind)).partitions[0].leader
+    def coordinator(self, kind, key=None):
+        """The broker coordinating a group ("group"), transactional id ("transaction") or share partition ("share",
+        key ``group:topic id:partition``): the leader of the partition of the internal topic Kafka's hashing picks
+        for key. Without a key, the topic's only partition's."""
+        return self.coordinator_partition(kind, key).leader
 
     def move_leader(self, topic, index, node):
         move_leader(self.state.cluster, self.partition(topic, index), self._node(node))
         self.server._wake_all()
 
-    def move_coordinator(self, kind, node):
-        move_leader(self.state.cluster, serve_internal(self.state.cluster, _coordinator_topic(kind)).partitions[0],
-                    self._node(node))
+    def move_coordinator(self, kind, node, key=None):
+        """Move key's coordinator to node: the leader of its internal topic's partition moves, and with it the
+        coordinator of every other key in that partition."""
+        move_leader(self.state.cluster, self.coordinator_partition(kind, key), self._node(node))
         self.server._wake_all()
+
+    def coordinator_partition(self, kind, key):
+        topic = serve_internal(self.state.cluster, _coordinator_topic(kind))
+        if key is None:
+            if len(topic.partitions) > 1:
+                raise ValueError(f"{topic.name} has {len(topic.partitions)} partitions, each coordinating its own "
+                                 f"keys: name the key ({KEYS[kind]})")
+            return topic.partitions[0]
+        if kind == "share":
+            key = parse_share_key(key)
+        return topic.partitions[partition_for(key, len(topic.partitions))]
 
     async def stop_node(self, node):
         await self.server.stop_node(self._node(node))

@@ -149,22 +149,9 @@ def _check_ip_overrides(text):
     parse_ip_overrides(text)
 
 
-def _check_offsets_partitions(value):
-    if value != 1:
-        raise Invalid("this broker keeps every group's records in one log, so __consumer_offsets has one partition",
-                      kafka=False)
-
-
-def _check_transaction_partitions(value):
-    if value != 1:
-        raise Invalid("this broker keeps every transactional id's records in one log, so __transaction_state has one "
-                      "partition", kafka=False)
-
-
-def _check_share_state_partitions(value):
-    if value != 1:
-        raise Invalid("this broker keeps every share partition's state in one log, so __share_group_state has one "
-                      "partition", kafka=False)
+def _internal_partitions(value):
+    if value > 1000:
+        raise Invalid("at most 1000 here, where each partition is a directory of logs opened at start", kafka=False)
 
 
 def _no_delegation_tokens(value):
@@ -195,6 +182,10 @@ DIFFERENCES = {}
 # Kafka 4's least log.segment.bytes and segment.bytes (1 MiB). Smaller segments, for tests, are had as Kafka's own
 # tests have them: a topic's internal.segment.bytes (see segment_size).
 MIN_SEGMENT_BYTES = 1 << 20
+
+INTERNAL_PARTITIONS = ("offsets.topic.num.partitions", "transaction.state.log.num.partitions",
+                       "share.coordinator.state.topic.num.partitions")
+KAFKA_INTERNAL_PARTITIONS = 50  # their default on Kafka, and here on a cluster of several brokers
 
 SETTINGS = {
     "node.id": Setting("int", 1, doc="this broker's id; also the controller's and every coordinator's",
@@ -334,22 +325,22 @@ SETTINGS = {
         "(disabled)"),
     "offsets.retention.minutes": Setting("int", 10080, at_least=1),
     "offsets.retention.check.interval.ms": Setting("long", 600000, at_least=1),
-    "offsets.topic.num.partitions": Setting("int", 1, at_least=1, check=_check_offsets_partitions, doc="the "
-                                            "partitions of __consumer_offsets: 1, where Kafka's default is 50 (Kafka "
-                                            "spreads groups over partitions to spread them over brokers; this "
-                                            "broker keeps every group's records in one log)"),
-    "transaction.state.log.num.partitions": Setting(
-        "int", 1, at_least=1, check=_check_transaction_partitions, doc="the partitions of __transaction_state: 1, "
-        "where Kafka's default is 50 (Kafka spreads transactional ids over partitions to spread them over brokers; "
-        "this broker keeps every transactional id's records in one log)"),
+    # The partitions of the coordinators' internal topics, each key (group id, transactional id, share partition)
+    # in the one Kafka's hashing picks, coordinated by its leader: Kafka's 50 on a cluster of several brokers, so
+    # that coordinators spread over them as on Kafka; 1 on a broker alone, where they cannot (INTERNAL_PARTITIONS).
+    # Once a topic is made, its own count holds (state/coordinator_logs.py).
+    "offsets.topic.num.partitions": Setting("int", 1, at_least=1, check=_internal_partitions, doc=(
+        "the partitions of __consumer_offsets: 1 on one broker, Kafka's 50 on several")),
+    "transaction.state.log.num.partitions": Setting("int", 1, at_least=1, check=_internal_partitions, doc=(
+        "the partitions of __transaction_state: 1 on one broker, Kafka's 50 on several")),
     # Replicas of the internal topics, over as many brokers as run when one is made (Kafka refuses to make one
     # with fewer): the brokers a coordinator fails over to (state/replicas.py).
     "offsets.topic.replication.factor": Setting("short", 3, at_least=1),
     "transaction.state.log.replication.factor": Setting("short", 3, at_least=1),
     "share.coordinator.state.topic.replication.factor": Setting("short", 3, at_least=1),
     "share.coordinator.state.topic.num.partitions": Setting(
-        "int", 1, at_least=1, check=_check_share_state_partitions, doc="the partitions of __share_group_state: 1, "
-        "where Kafka's default is 50 (this broker keeps every share partition's state in one log)"),
+        "int", 1, at_least=1, check=_internal_partitions, doc=(
+            "the partitions of __share_group_state: 1 on one broker, Kafka's 50 on several")),
     "share.coordinator.snapshot.update.records.per.snapshot": Setting(
         "int", 500, at_least=0, at_most=500, doc="how many updates of a share partition's state are written to "
         "__share_group_state between two snapshots of it"),
@@ -581,6 +572,10 @@ class BrokerConfig:
             guesses = {k: difflib.get_close_matches(k, SETTINGS, n=1, cutoff=0.9) for k in unused}
             log.log(logging.WARNING if any(guesses.values()) else logging.INFO, "%s: not used by this broker: %s",
                     where, ", ".join(k + (f" (did you mean {guesses[k][0]}?)" if guesses[k] else "") for k in unused))
+        if self.values["kafkaproto.nodes"] > 1:
+            for key in INTERNAL_PARTITIONS:
+                if key not in values:
+                    self.values[key] = KAFKA_INTERNAL_PARTITIONS
         self.extra = {k: values[k] for k in unknown}
         self.given = set(values)  # keys set in the file or by overrides (STATIC_BROKER_CONFIG)
         self.dynamic = {}  # dynamic settings changed while running (set_dynamic), over values

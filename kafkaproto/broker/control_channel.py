@@ -117,13 +117,13 @@ async def _move_leader(controls, request):
 
 
 async def _coordinator(controls, request):
-    return {"node": controls.coordinator(_field(request, "kind", str))}
+    return {"node": controls.coordinator(_field(request, "kind", str), _field(request, "key", str, False))}
 
 
 async def _move_coordinator(controls, request):
-    kind = _field(request, "kind", str)
-    controls.move_coordinator(kind, _field(request, "node", int))
-    return {"node": controls.coordinator(kind)}
+    kind, key = _field(request, "kind", str), _field(request, "key", str, False)
+    controls.move_coordinator(kind, _field(request, "node", int), key)
+    return {"node": controls.coordinator(kind, key)}
 
 
 async def _stop_node(controls, request):
@@ -172,8 +172,8 @@ OPS = {
     "nodes": (_nodes, ()),
     "leader": (_leader, ("topic", "topic_id", "partition")),
     "move-leader": (_move_leader, ("topic", "topic_id", "partition", "node")),
-    "coordinator": (_coordinator, ("kind",)),
-    "move-coordinator": (_move_coordinator, ("kind", "node")),
+    "coordinator": (_coordinator, ("kind", "key")),
+    "move-coordinator": (_move_coordinator, ("kind", "node", "key")),
     "stop-node": (_stop_node, ("node",)),
     "start-node": (_start_node, ("node",)),
     "add-fault": (_add_fault, ("error", "api_keys", "node", "topic", "topic_id", "partition", "budget",

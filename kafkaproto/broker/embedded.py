@@ -230,8 +230,8 @@ class Broker:
         controls, f = self._server.controls, fields
         calls = {"leader": lambda: controls.describe(f["topic"], f["partition"]),
                  "move-leader": lambda: controls.move_leader(f["topic"], f["partition"], f["node"]),
-                 "coordinator": lambda: {"node": controls.coordinator(f["kind"])},
-                 "move-coordinator": lambda: controls.move_coordinator(f["kind"], f["node"]),
+                 "coordinator": lambda: {"node": controls.coordinator(f["kind"], f.get("key"))},
+                 "move-coordinator": lambda: controls.move_coordinator(f["kind"], f["node"], f.get("key")),
                  "stop-node": lambda: controls.stop_node(f["node"]),
                  "start-node": lambda: controls.start_node(f["node"])}
         return self._on_loop(calls[op])
@@ -246,15 +246,16 @@ class Broker:
         is not a replica becomes one. Clients that ask the old leader get NOT_LEADER_OR_FOLLOWER."""
         self._ask("move-leader", topic=topic, partition=partition, node=node)
 
-    def coordinator(self, kind):
-        """The broker coordinating every group ("group"), transactional id ("transaction") or share partition
-        ("share")."""
-        return self._ask("coordinator", kind=kind)["node"]
+    def coordinator(self, kind, key=None):
+        """The broker coordinating a group ("group", key its id), a transactional id ("transaction") or a share
+        partition ("share", key ``group:topic id:partition``). The key may be left out when the internal topic has
+        one partition (offsets.topic.num.partitions and its peers; a broker alone)."""
+        return self._ask("coordinator", kind=kind, key=key)["node"]
 
-    def move_coordinator(self, kind, node):
-        """Move every group's ("group"), transactional id's ("transaction") or share partition's ("share")
-        coordinator to node: the leader of its internal topic's one partition moves there."""
-        self._ask("move-coordinator", kind=kind, node=node)
+    def move_coordinator(self, kind, node, key=None):
+        """Move key's coordinator to node, as coordinator() names it: the leader of the internal topic's partition
+        Kafka's hashing picks for key moves there, and with it every key of that partition."""
+        self._ask("move-coordinator", kind=kind, node=node, key=key)
 
     def stop_node(self, node):
         """Stop a broker of the cluster as if its process died: its listeners close with its connections, and

@@ -36,12 +36,17 @@ def add_arguments(parser):
         p.add_argument("partition", type=int)
         if name == "move-leader":
             p.add_argument("node", type=int)
-    sub.add_parser("coordinator", help="the broker coordinating groups, transactions or share partitions"
-                   ).add_argument("kind", choices=KINDS)
-    p = sub.add_parser("move-coordinator", help="move the coordinator of every group, transactional id or share "
-                                                "partition to a broker")
+    key_help = ("the group id, transactional id or share partition (group:topic id:partition) whose coordinator "
+                "is meant; needed when the internal topic has several partitions")
+    p = sub.add_parser("coordinator", help="the broker coordinating a group, transactional id or share partition")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("--key", help=key_help)
+    p = sub.add_parser("move-coordinator", help="move the coordinator of a group, transactional id or share "
+                                                "partition (and of the others in its internal topic's partition) to "
+                                                "a broker")
     p.add_argument("kind", choices=KINDS)
     p.add_argument("node", type=int)
+    p.add_argument("--key", help=key_help)
     for name, what in (("stop-node", "stop a broker as if its process died"),
                        ("start-node", "start a stopped broker again")):
         sub.add_parser(name, help=what).add_argument("node", type=int)
@@ -74,7 +79,7 @@ def _fields(args):
                   "budget": args.budget, "delay_ms": args.delay_ms}
         if args.api_keys:
             fields["api_keys"] = [int(k) if k.isdigit() else k for k in args.api_keys]
-    for name in ("node", "kind", "id"):
+    for name in ("node", "kind", "id", "key"):
         if command != "add-fault" and getattr(args, name, None) is not None:
             fields[name] = getattr(args, name)
     return fields

@@ -1,5 +1,6 @@
-"""FindCoordinator: the broker leading the coordinator's internal topic (routing.py) coordinates every group,
-every transactional id or every share partition; in a cluster of one, this broker.
+"""FindCoordinator: a group, transactional id or share partition is coordinated by the broker leading the partition
+of the coordinator's internal topic that Kafka's hashing picks for it (routing.py); in a cluster of one, this
+broker.
 
 v0-3 ask for one key; v4+ for a list of them, answered one by one. With an authorizer, a key the client may
 not DESCRIBE is GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED. A share partition (key type 2, from v6, when
@@ -20,7 +21,7 @@ from ..dispatch import handles
 from ...uuid import Uuid
 from ..routing import coordinator
 from ..state import acls
-from ..state.cluster import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
+from ..state.coordinator_logs import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC, parse_share_key
 from ..state.features import share_groups_enabled
 from ..state.replicas import NO_LEADER
 
@@ -65,7 +66,8 @@ def find_coordinator(ctx, request):
         """(error, node id, host, port) for a key."""
         error = refusal(key)
         if error is None:
-            node = coordinator(state, INTERNAL[kind])  # made now, as Kafka makes it for the first key found
+            # the topic made now, as Kafka makes it for the first key found
+            node = coordinator(state, INTERNAL[kind], parse_share_key(key) if kind == SHARE else key)
             if node != NO_LEADER:
                 return (errors.NONE, node, *state.endpoint_for(ctx.listener_name, node))
             error = errors.COORDINATOR_NOT_AVAILABLE

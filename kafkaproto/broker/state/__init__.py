@@ -85,7 +85,8 @@ class BrokerState:
         self.groups = GroupCoordinator(config, self.cluster, config.log_dir, self.files)
         self.fetch_sessions = FetchSessions(config["max.incremental.fetch.session.cache.slots"])
         self.shares = self.groups.share_states = ShareStates(
-            config.log_dir, self.files, config["share.coordinator.snapshot.update.records.per.snapshot"])
+            config.log_dir, self.files, config["share.coordinator.snapshot.update.records.per.snapshot"],
+            config["share.coordinator.state.topic.num.partitions"])
         self.share_sessions = ShareSessions(lambda: config["group.share.max.share.sessions"])
         self.telemetry = ClientTelemetry(self.cluster, lambda: config["telemetry.max.bytes"],
                                          lambda: config["kafkaproto.client.telemetry.enable"])
@@ -98,9 +99,9 @@ class BrokerState:
                     self._replay(partition)
         self.cluster.on_partition_log = self._log_opened
         self.groups.offsets.on_append = self._offsets_appended
-        attach_internal_log(self.cluster, OFFSETS_TOPIC, self.groups.offsets.log)
-        attach_internal_log(self.cluster, TRANSACTIONS_TOPIC, self.transactions.log)
-        attach_internal_log(self.cluster, SHARE_STATE_TOPIC, self.shares.log)
+        attach_internal_log(self.cluster, OFFSETS_TOPIC, self.groups.offsets.logs)
+        attach_internal_log(self.cluster, TRANSACTIONS_TOPIC, self.transactions.logs)
+        attach_internal_log(self.cluster, SHARE_STATE_TOPIC, self.shares.logs)
         self.shares.on_append = self._share_states_appended
         self.transactions.on_append = self._transactions_appended
         self.transactions.finish_interrupted()
@@ -111,24 +112,24 @@ class BrokerState:
         partition.producers = PartitionProducers()
         partition.transactions = PartitionTransactions()
 
-    def _offsets_appended(self, batches):
+    def _offsets_appended(self, index, batches):
         """The group coordinator wrote to its log: __consumer_offsets exists from its first record on (in Kafka
         it exists before any), and the fetches waiting on it wake."""
-        partition = serve_internal(self.cluster, OFFSETS_TOPIC).partitions[0]
+        partition = serve_internal(self.cluster, OFFSETS_TOPIC).partitions[index]
         for batch in batches:
             partition.producers.appended(batch, -1)
             partition.transactions.observe(batch, None)
 
-    def _transactions_appended(self, batches):
+    def _transactions_appended(self, index, batches):
         """The transaction coordinator wrote to its log: __transaction_state exists from its first record on, as
         __consumer_offsets does (_offsets_appended)."""
-        partition = serve_internal(self.cluster, TRANSACTIONS_TOPIC).partitions[0]
+        partition = serve_internal(self.cluster, TRANSACTIONS_TOPIC).partitions[index]
         for batch in batches:
             partition.producers.appended(batch, -1)
 
-    def _share_states_appended(self, batches):
+    def _share_states_appended(self, index, batches):
         """The share coordinator wrote to its log: __share_group_state exists from its first record on."""
-        partition = serve_internal(self.cluster, SHARE_STATE_TOPIC).partitions[0]
+        partition = serve_internal(self.cluster, SHARE_STATE_TOPIC).partitions[index]
         for batch in batches:
             partition.producers.appended(batch, -1)
 

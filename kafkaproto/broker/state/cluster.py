@@ -17,8 +17,9 @@ topic the metadata log deleted is deleted, as the deletion would have.
 
 The broker's own logs live beside the partitions, where Kafka keeps them and its
 tools look for them: ``__cluster_metadata-0`` (the metadata log, real KRaft
-records that Kafka's dump tools read), ``__consumer_offsets-0`` and
-``__transaction_state-0``. A topic of one of those names would have that log as
+records that Kafka's dump tools read), and the coordinators' logs,
+``__consumer_offsets-N``, ``__transaction_state-N`` and ``__share_group_state-N``
+(coordinator_logs.py). A topic of one of those names would have that log as
 its partition directory, so no topic may have one: they are refused as Kafka
 refuses them (``__cluster_metadata`` is INVALID_REQUEST; the other two exist
 already, TOPIC_ALREADY_EXISTS, and names that differ from them only by ``.``
@@ -57,27 +58,20 @@ from .acls import Acl, Acls
 from .clock import clock_ms
 from .features import FEATURES
 from .quotas import Quotas
-from .groups.offsets import OFFSETS_DIR
 from .data_dir import (DirectoryLock, MetadataLog, holds_no_records, looks_like_partition, read_partition_metadata,
                        records_size, write_partition_metadata, write_synced)
+from .coordinator_logs import OFFSETS_TOPIC, PARTITION_DIR, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC
 from .replicas import NO_CHANGE, Nodes, apply_change, change_record
 from .log import LogError, OpenFiles, PartitionLog, parse_batches, sync_directory
-from .shares import STATE_DIR as SHARE_STATE_DIR
-from .transactions import STATE_DIR
 
 log = logging.getLogger("kafkaproto.broker")
 
 # The broker's own logs, which no topic may be named after (their directories are these topics' partition 0).
 METADATA_TOPIC = "__cluster_metadata"
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTIONS_TOPIC = "__transaction_state"
-SHARE_STATE_TOPIC = "__share_group_state"
 # Kafka's internal topics: to clients they always exist
 INTERNAL_TOPICS = (OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC)
 RESERVED_TOPICS = (METADATA_TOPIC,) + INTERNAL_TOPICS
 METADATA_DIR = f"{METADATA_TOPIC}-0"
-assert (OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR) == (f"{OFFSETS_TOPIC}-0", f"{TRANSACTIONS_TOPIC}-0",
-                                                     f"{SHARE_STATE_TOPIC}-0")
 TOPIC_RESOURCE = 2  # ConfigRecord resource types (Kafka's ConfigResource.Type)
 GROUP_RESOURCE = 32
 CLIENT_METRICS_RESOURCE = 16
@@ -377,7 +371,7 @@ class Cluster:
                 known[partition_dir_name(topic.name, partition.index)] = partition
         for name in sorted(os.listdir(self.log_dir)):
             path = os.path.join(self.log_dir, name)
-            if not os.path.isdir(path) or name in (METADATA_DIR, OFFSETS_DIR, STATE_DIR, SHARE_STATE_DIR):
+            if not os.path.isdir(path) or name == METADATA_DIR or PARTITION_DIR.fullmatch(name):
                 continue  # the broker's own logs are never partitions
             if name.endswith("-delete"):
                 self.pending_deletes.append((clock_ms() + self.config.segment_delete_delay_ms, path))

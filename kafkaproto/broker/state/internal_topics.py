@@ -1,18 +1,19 @@
 """The coordinators' logs, served as Kafka's internal topics.
 
-``__consumer_offsets-0`` holds Kafka's own group coordinator records, and is
+``__consumer_offsets-N`` hold Kafka's own group coordinator records, each
+group's in the partition Kafka's hashing picks (coordinator_logs.py), and are
 served as Kafka's internal topic ``__consumer_offsets`` once it exists: made,
 as Kafka's coordinator makes it, when a group is first found (or written to),
-with one partition, the coordinator's log, and the configs Kafka gives it. It
-is kept out of the metadata log (its id is in its directory's
-partition.metadata, as Kafka keeps a partition's), clients may read it but not
-write, delete, grow or reconfigure it, and neither retention nor compaction
-touches it. ``__transaction_state-0`` holds Kafka's own transaction log records
-and is served as ``__transaction_state`` the same way, made when a
-transactional id is first found (or written to); ``__share_group_state-0``
-holds Kafka's share coordinator records and is served as
-``__share_group_state``, made when a share partition's coordinator is first
-found or its state first written.
+with the configs Kafka gives it; the leader of a group's partition is its
+coordinator. It is kept out of the metadata log (its id is in its
+directories' partition.metadata, as Kafka keeps a partition's), clients may
+read it but not write, delete, grow or reconfigure it, and neither retention
+nor compaction touches it. ``__transaction_state-N`` hold Kafka's own
+transaction log records and are served as ``__transaction_state`` the same
+way, made when a transactional id is first found (or written to);
+``__share_group_state-N`` hold Kafka's share coordinator records and are
+served as ``__share_group_state``, made when a share partition's coordinator
+is first found or its state first written.
 
 Why apart from cluster.py: these topics are not the metadata log's. Their logs
 belong to the coordinators (groups/offsets.py, transactions.py, shares.py),
@@ -51,18 +52,19 @@ INTERNAL_REPLICATION = {OFFSETS_TOPIC: "offsets.topic.replication.factor",
                         SHARE_STATE_TOPIC: "share.coordinator.state.topic.replication.factor"}
 
 
-def attach_internal_log(cluster, name, partition_log):
-    """A coordinator's log (groups/offsets.py, transactions.py, shares.py), served as Kafka's internal topic of
-    that name once the topic exists: made by serve_internal, or now when the log holds records or was served
-    before (its directory keeps the topic's id in partition.metadata, as Kafka's partition directories do)."""
-    cluster.internal_logs[name] = partition_log
-    if _was_served(partition_log):
+def attach_internal_log(cluster, name, logs):
+    """A coordinator's logs (CoordinatorLogs of groups/offsets.py, transactions.py, shares.py), served as Kafka's
+    internal topic of that name once the topic exists: made by serve_internal, or now when a log holds records or
+    was served before (its directory keeps the topic's id in partition.metadata, as Kafka's partition directories
+    do)."""
+    cluster.internal_logs[name] = logs
+    if any(_was_served(partition_log) for partition_log in logs):
         serve_internal(cluster, name)
 
 
 def serve_internal(cluster, name):
     """The internal topic, made now if it is not yet, as Kafka's coordinators make theirs for the first group,
-    transactional id or share partition they are asked to find: one partition, the coordinator's log
+    transactional id or share partition they are asked to find: a partition for each of the coordinator's logs
     (offsets.topic.num.partitions and its like), with the configs Kafka gives it. Kept out of the metadata log:
     its id is in the log directory's partition.metadata, and a topic of that name an older version let a
     client record there stays unserved. None before attach_internal_log."""
@@ -74,10 +76,9 @@ def serve_internal(cluster, name):
     return topic
 
 
-def _serve_internal(cluster, name, partition_log, configs, what):
-    directory = partition_log.directory
+def _serve_internal(cluster, name, logs, configs, what):
     try:
-        topic_id = read_partition_metadata(directory)
+        topic_id = read_partition_metadata(logs.logs[0].directory)
     except ValueError as e:
         log.error("%s; %s gets a new topic id", e, name)
         topic_id = None
@@ -86,23 +87,38 @@ def _serve_internal(cluster, name, partition_log, configs, what):
         topic_id = Uuid.random()
         while topic_id in cluster.by_id or topic_id in cluster.refused_ids or topic_id in cluster.removed_ids:
             topic_id = Uuid.random()
-        write_partition_metadata(directory, topic_id)
     topic = Topic(name, topic_id)
     topic.configs = configs
-    factor = min(cluster.config[INTERNAL_REPLICATION[name]], len(cluster.nodes.alive)) or 1
-    partition = Partition(topic, 0, cluster.nodes.alive[:factor] or [cluster.node_id])
-    topic.partitions.append(partition)
+    alive = cluster.nodes.alive or [cluster.node_id]
+    factor = min(cluster.config[INTERNAL_REPLICATION[name]], len(alive))
     changes = cluster.internal_changes.pop(topic_id, ())
-    if changes:  # led where it was before a restart, unless by no broker, or one no longer in the cluster
-        for change in changes:
-            apply_change(partition, change)
-        if partition.leader not in cluster.nodes.ids or not set(partition.replicas) <= set(cluster.nodes.ids):
-            partition = topic.partitions[0] = Partition(topic, 0, cluster.nodes.alive[:factor] or [cluster.node_id])
+    for index in range(len(logs)):
+        # striped over the running brokers, so that the leaders, and the coordinators with them, spread
+        replicas = [alive[(index + i) % len(alive)] for i in range(factor)]
+        partition = Partition(topic, index, replicas)
+        own = [change for change in changes if change.partition_id == index]
+        if own:  # led where it was before a restart, unless by no broker, or one no longer in the cluster
+            for change in own:
+                apply_change(partition, change)
+            if partition.leader not in cluster.nodes.ids or not set(partition.replicas) <= set(cluster.nodes.ids):
+                partition = Partition(topic, index, replicas)
+        topic.partitions.append(partition)
     cluster.topics[name] = cluster.by_id[topic_id] = topic
-    partition_log.segment_bytes = segment_size(cluster.topic_config(topic))
-    cluster.attach_log(partition, partition_log)
-    log.info("%s (id %s) is served: %s, one partition", name, topic_id, what)
+    segment_bytes = segment_size(cluster.topic_config(topic))
+    for partition, partition_log in zip(topic.partitions, logs):
+        if _topic_id_of(partition_log) != topic_id:
+            write_partition_metadata(partition_log.directory, topic_id)
+        partition_log.segment_bytes = segment_bytes
+        cluster.attach_log(partition, partition_log)
+    log.info("%s (id %s) is served: %s, %d partition(s)", name, topic_id, what, len(logs))
     return topic
+
+
+def _topic_id_of(partition_log):
+    try:
+        return read_partition_metadata(partition_log.directory)
+    except ValueError:
+        return None
 
 
 def _was_served(partition_log):

@@ -29,7 +29,6 @@ closing, releases what the member holds.
 """
 
 import logging
-import os
 import re
 import time
 
@@ -39,10 +38,11 @@ from ...coordinator_records import (SHARE_SNAPSHOT, SHARE_UPDATE, ShareSnapshotV
 from ...exceptions import DecodeError
 from ...records import RecordBatchBuilder, iter_batches
 from .groups import legacy
-from .log import PartitionLog, parse_batches
+from .coordinator_logs import SHARE_STATE_TOPIC, CoordinatorLogs, share_key
+from .log import parse_batches
 
 log = logging.getLogger("kafkaproto.broker")
-STATE_DIR = "__share_group_state-0"
+STATE_DIR = "__share_group_state-0"  # the one partition of a single broker's
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 DONE = (ACKNOWLEDGED, ARCHIVED)
@@ -344,19 +344,22 @@ def _ranges(got, batch_size):
 
 
 class ShareStates:
-    """Every share partition of every share group, kept in the share coordinator's log (log_dir/__share_group_state-0)
-    in Kafka's records: a partition's first write, and every snapshot_every-th after it, is a snapshot of its whole
+    """Every share partition of every share group, kept in the share coordinator's logs
+    (log_dir/__share_group_state-N, each share partition in the one Kafka's hashing picks: coordinator_logs.py) in
+    Kafka's records: a partition's first write, and every snapshot_every-th after it, is a snapshot of its whole
     state; the others are updates holding what changed. A partition deleted is a tombstone of its snapshot key."""
 
-    def __init__(self, log_dir, files=None, snapshot_every=500):
+    def __init__(self, log_dir, files=None, snapshot_every=500, partitions=1):
         self.partitions = {}  # (group id, topic id, partition) -> SharePartition
         self.snapshot_every = snapshot_every
         self.written = 0  # records written since the log was last written afresh
-        self.on_append = None  # called with the batches of each write (the broker serves the log)
+        self.on_append = None  # called with (partition index, the batches of each write): the broker serves the logs
         self._kept = {}  # key -> [snapshot epoch, created ms, updates since the snapshot, last written]
-        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
+        self.logs = CoordinatorLogs(log_dir, SHARE_STATE_TOPIC, partitions, files)
         in_json = set()
-        for segment in self.log.segments:
+        segments = [(partition_log.directory, segment) for partition_log in self.logs
+                    for segment in partition_log.segments]
+        for directory, segment in segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
                     try:
@@ -375,7 +378,7 @@ class ShareStates:
                             self.partitions[key] = partition
                     except (DecodeError, TypeError, ValueError, KeyError) as e:
                         log.error("%s: the record at offset %d is not a share partition's state (%s); skipped",
-                                  self.log.directory, record.offset, e)
+                                  directory, record.offset, e)
         for partition in self.partitions.values():
             partition.loaded()
         for key in in_json & self.partitions.keys():  # shown as it is: what was shown before is not kept
@@ -414,6 +417,13 @@ class ShareStates:
         if self.written > 4 * len(self.partitions) + 10_000:
             self._rewrite()
             return
+        by_index = {}
+        for key in keys:
+            by_index.setdefault(self.logs.index_of(share_key(*key)), []).append(key)
+        for log_index, in_partition in by_index.items():
+            self._write_to(log_index, in_partition, snapshot, leader_epoch)
+
+    def _write_to(self, log_index, keys, snapshot, leader_epoch):
         builder = RecordBatchBuilder()
         now = int(time.time() * 1000)
         for key in keys:
@@ -451,19 +461,21 @@ class ShareStates:
         self.written += len(builder)
         data = builder.build()
         batches = parse_batches(data)
-        self.log.append(data, batches)
+        self.logs.logs[log_index].append(data, batches)
         if self.on_append is not None:
-            self.on_append(batches)
+            self.on_append(log_index, batches)
 
     def _rewrite(self):
-        """A new segment holding a snapshot of every share partition; the older segments go."""
-        self.log.roll()
+        """A new segment in each log holding a snapshot of each of its share partitions; the older segments go."""
+        for partition_log in self.logs:
+            partition_log.roll()
         self.written = 0
         keys = list(self.partitions)
         for at in range(0, len(keys), 1000):
             self._write(keys[at:at + 1000], snapshot=True)
-        self.log.flush()
-        self.log.delete_segments_before(len(self.log.segments) - 1)  # a crash before this: both are read, in order
+        for partition_log in self.logs:  # a crash before this: both are read, in order
+            partition_log.flush()
+            partition_log.delete_segments_before(len(partition_log.segments) - 1)
 
     def save(self, *keys, leader_epoch=0):
         """Write what the share coordinator is shown of these partitions, where it changed."""
@@ -530,7 +542,7 @@ class ShareStates:
         return bool(changed)
 
     def close(self):
-        self.log.close()
+        self.logs.close()
 
 
 class ShareSession:

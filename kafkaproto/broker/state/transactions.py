@@ -24,7 +24,6 @@ read_committed fetches must be told about.
 
 import json
 import logging
-import os
 import time
 
 from ... import errors
@@ -33,7 +32,8 @@ from ...coordinator_records import (TransactionLogValue, decode_transaction_key,
 from ...exceptions import DecodeError
 from ...records import RecordBatchBuilder, iter_batches
 from .clock import clock_ms
-from .log import PartitionLog, parse_batches
+from .coordinator_logs import TRANSACTIONS_TOPIC, CoordinatorLogs
+from .log import parse_batches
 
 log = logging.getLogger("kafkaproto.broker")
 EMPTY, ONGOING = "Empty", "Ongoing"
@@ -46,7 +46,7 @@ STATES = (EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLE
           "PrepareEpochFence")
 # Kafka's TransactionState ids, the TransactionStatus of the log's values.
 STATE_IDS = {name: code for code, name in enumerate(STATES)}
-STATE_DIR = "__transaction_state-0"
+STATE_DIR = "__transaction_state-0"  # the one partition of a single broker's (transaction.state.log.num.partitions)
 # The partition of __consumer_offsets (it has one) that Kafka lists among a transaction's partitions once a group
 # has joined it.
 OFFSETS_PARTITION = ("__consumer_offsets", 0)
@@ -223,12 +223,15 @@ class TransactionCoordinator:
         self.by_id = {}
         self._markers, self._commit_offsets = markers, commit_offsets
         self._allocate_producer_id = allocate_producer_id
-        self.on_append = None  # called with the batches of each record written (the broker serves the log)
-        # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
-        # says: this log is small beside the partitions, and read whole here anyway.
-        self.log = PartitionLog(os.path.join(log_dir, STATE_DIR), files=files, recover=True)
+        # called with (partition index, the batches of each record written to it): the broker serves the logs
+        self.on_append = None
+        # each transactional id's records in the partition Kafka's hashing picks (coordinator_logs.py)
+        self.logs = CoordinatorLogs(log_dir, TRANSACTIONS_TOPIC, config["transaction.state.log.num.partitions"],
+                                    files)
         in_json = set()  # transactional ids whose latest record is in the older JSON layout
-        for segment in self.log.segments:
+        segments = [(partition_log.directory, segment) for partition_log in self.logs
+                    for segment in partition_log.segments]
+        for directory, segment in segments:
             for batch in iter_batches(segment.read(0, segment.size)):
                 for record in batch:
                     try:
@@ -248,7 +251,7 @@ class TransactionCoordinator:
                             self.by_id[tid] = txn
                     except (DecodeError, AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
                         log.error("%s: the record at offset %d is not a transaction's state (%s); skipped",
-                                  self.log.directory, record.offset, e)
+                                  directory, record.offset, e)
         for tid in sorted(in_json & self.by_id.keys()):  # written again in Kafka's format, which wins from here on
             self.save(self.by_id[tid])
 
@@ -266,9 +269,10 @@ class TransactionCoordinator:
                        encode_transaction_value(txn.log_value(now_ms)), timestamp=now_ms)
         data = builder.build()
         batches = parse_batches(data)
-        self.log.append(data, batches)
+        index = self.logs.index_of(txn.transactional_id)
+        self.logs.logs[index].append(data, batches)
         if self.on_append is not None:
-            self.on_append(batches)
+            self.on_append(index, batches)
 
     # ---- the requests ------------------------------------------------------------------------------------------
 
@@ -462,4 +466,4 @@ class TransactionCoordinator:
         return bool(expired)
 
     def close(self):
-        self.log.close()
+        self.logs.close()

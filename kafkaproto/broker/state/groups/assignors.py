@@ -14,6 +14,8 @@ it is not sticky.
 
 from typing import NamedTuple
 
+from ..java_hashes import string_hash, uuid_hash
+
 
 class MemberSpec(NamedTuple):
     instance_id: object  # str or None
@@ -26,26 +28,6 @@ class AssignorError(Exception):
 
 
 # --- Java's hash iteration order -------------------------------------------------------------------------------
-
-def _int32(value):
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def string_hash(text):
-    """java.lang.String.hashCode, over UTF-16 code units."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return _int32(h)
-
-
-def uuid_hash(uuid):
-    """org.apache.kafka.common.Uuid.hashCode: the halves of msb ^ lsb, xored."""
-    x = uuid.most_significant_bits ^ uuid.least_significant_bits
-    return _int32((x >> 32) ^ x)
-
 
 def _capacity(count, copied):
     """The table size of a java.util.HashMap holding count keys: inserted one by one, or copied from a collection

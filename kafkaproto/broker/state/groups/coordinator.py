@@ -79,7 +79,7 @@ class GroupCoordinator:
         self.streams = StreamsRules(self.groups, cluster, config)
         # group id -> {record key: (what the record's time times, that wall-clock time)}: see stored.records_of
         self._stamps = {}
-        self.offsets = OffsetStore(log_dir, files)
+        self.offsets = OffsetStore(log_dir, files, config["offsets.topic.num.partitions"])
         now = clock_ms() if now is None else now
         legacy_groups = set(self.offsets.legacy_groups())
         rewrite = []  # the groups an earlier version wrote that loaded: written again in Kafka's records below
@@ -92,7 +92,7 @@ class GroupCoordinator:
                     group, stamps = load(group_id, records, config, now, cluster)
             except (KeyError, TypeError, ValueError) as e:  # not a layout this broker reads: the members join again
                 log.error("%s: the metadata of group %r cannot be read (%r); its members will join again",
-                          self.offsets.log.directory, group_id, e)
+                          self.offsets.directory, group_id, e)
                 continue
             if group is not None:
                 self.groups[group_id] = group
@@ -112,7 +112,7 @@ class GroupCoordinator:
             self.save(group_id)
         if rewritten or rewrite:
             log.info("%s: %d offsets and %d groups written in an earlier version's layout were written again as "
-                     "Kafka's records", self.offsets.log.directory, rewritten, len(rewrite))
+                     "Kafka's records", self.offsets.directory, rewritten, len(rewrite))
 
     # ---- finding groups ------------------------------------------------------------------------------------------
 

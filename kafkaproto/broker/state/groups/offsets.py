@@ -1,6 +1,9 @@
 """Committed offsets, whatever kind of group commits them, and the groups' own records (stored.py): Kafka's
 ``__consumer_offsets`` records in their own log, replayed at start-up.
 
+Each group's records go to the partition of ``__consumer_offsets`` Kafka's hashing picks for its id
+(coordinator_logs.py), one log each.
+
 An offset is Kafka's OffsetCommit record: the key (record type 1) names the group, topic and partition, the value
 (version 4, as Kafka 4.3 writes it) holds the offset, its leader epoch, metadata, commit time and, for an
 OffsetCommit (not a transaction's), the topic's id; a tombstone removes it. Records of the layout an
@@ -17,34 +20,36 @@ from ....coordinator_records import (OffsetCommitKey, OffsetCommitValue, Unknown
 from ....exceptions import DecodeError
 from ....records import RecordBatchBuilder, iter_batches
 from ....uuid import Uuid
-from ..log import PartitionLog, parse_batches
+from ..coordinator_logs import OFFSETS_TOPIC, CoordinatorLogs
+from ..log import parse_batches
 from . import legacy
 from .stored import OFFSET_RECORDS, record_key, split_key, tombstones
 
 log = logging.getLogger("kafkaproto.broker")
-OFFSETS_DIR = "__consumer_offsets-0"
+OFFSETS_DIR = "__consumer_offsets-0"  # the one partition of a single broker's (offsets.topic.num.partitions)
 
 
 class OffsetStore:
     """group id -> {(topic, partition): (offset, leader epoch, metadata, commit time ms)}, and group id ->
     {(record type, sub): value} of the groups' records, kept in log_dir."""
 
-    def __init__(self, log_dir, files=None):
+    def __init__(self, log_dir, files=None, partitions=1):
         self.by_group = {}
         self.group_records = {}  # group id -> {(record type, member id or pattern or None): value} (stored.py)
         self.legacy_offsets = set()  # (group, topic, partition) of offsets last written in that layout
-        self.on_append = None  # called with the batches each write appended (the internal topic's partition)
-        # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
-        # says: this log is small beside the partitions, and read whole here anyway.
-        self.log = PartitionLog(os.path.join(log_dir, OFFSETS_DIR), files=files, recover=True)
-        for segment in self.log.segments:
-            for batch in iter_batches(segment.read(0, segment.size)):
-                if batch.is_control:
-                    continue
-                for record in batch:
-                    self._replay(record)
+        # called with (partition index, the batches each write appended to that partition of the internal topic)
+        self.on_append = None
+        self.logs = CoordinatorLogs(log_dir, OFFSETS_TOPIC, partitions, files)
+        self.directory = os.path.join(log_dir, OFFSETS_TOPIC + "-*")  # how messages name the logs
+        for partition_log in self.logs:
+            for segment in partition_log.segments:
+                for batch in iter_batches(segment.read(0, segment.size)):
+                    if batch.is_control:
+                        continue
+                    for record in batch:
+                        self._replay(record, partition_log.directory)
 
-    def _replay(self, record):
+    def _replay(self, record, directory):
         try:
             if record.key is None:
                 raise ValueError("the record has no key")
@@ -60,10 +65,10 @@ class OffsetStore:
         except UnknownRecordType as e:
             # As Kafka's loader: a kind a newer version writes (or one retired) is skipped.
             log.warning("%s: the record at offset %d is of group coordinator record type %d, which this broker "
-                        "does not know; skipped", self.log.directory, record.offset, e.record_type)
+                        "does not know; skipped", directory, record.offset, e.record_type)
         except (DecodeError, TypeError, ValueError, KeyError) as e:  # not a coordinator's (an older one let clients)
             log.error("%s: the record at offset %d is not a group coordinator record (%s); skipped",
-                      self.log.directory, record.offset, e)
+                      directory, record.offset, e)
 
     def _replay_legacy(self, kind, *rest):
         if kind == "offset":
@@ -98,24 +103,28 @@ class OffsetStore:
         if not records:
             del self.group_records[group_id]
 
-    def _append(self, pairs):
-        """Append records [(encoded key, encoded value or None)] in one batch."""
-        if not pairs:
-            return
-        builder = RecordBatchBuilder(base_sequence=0)  # as Kafka's coordinator builds its batches
+    def _append(self, records):
+        """Append records [(group id, encoded key, encoded value or None)]: one batch in each partition they go to,
+        in their order."""
+        by_partition = {}
+        for group_id, key, value in records:
+            by_partition.setdefault(self.logs.index_of(group_id), []).append((key, value))
         now = int(time.time() * 1000)
-        for key, value in pairs:
-            builder.append(key, value, timestamp=now)
-        data = builder.build()
-        batches = parse_batches(data)
-        self.log.append(data, batches)
-        if self.on_append is not None:
-            self.on_append(batches)
+        for index, pairs in by_partition.items():
+            builder = RecordBatchBuilder(base_sequence=0)  # as Kafka's coordinator builds its batches
+            for key, value in pairs:
+                builder.append(key, value, timestamp=now)
+            data = builder.build()
+            batches = parse_batches(data)
+            self.logs.logs[index].append(data, batches)
+            if self.on_append is not None:
+                self.on_append(index, batches)
 
     def _write_offsets(self, entries, topic_ids=None):
         """Offsets [((group, topic, partition), value or None)]: appended, then applied."""
         topic_ids = topic_ids or {}
-        self._append([(_offset_key(key), None if value is None else _offset_value(value, topic_ids.get(key[1])))
+        self._append([(key[0], _offset_key(key),
+                       None if value is None else _offset_value(value, topic_ids.get(key[1])))
                       for key, value in entries])
         for key, value in entries:
             self._set_offset(key, value)
@@ -149,7 +158,7 @@ class OffsetStore:
     def write_group_records(self, group_id, entries):
         """Append a group's records [((record type, sub), encoded value or None)] (stored.changes) in one batch,
         and apply them."""
-        self._append([(_group_key(group_id, key), value) for key, value in entries])
+        self._append([(group_id, _group_key(group_id, key), value) for key, value in entries])
         for key, value in entries:
             self._set_group_record(group_id, key, value)
 
@@ -157,8 +166,8 @@ class OffsetStore:
         """Tombstones for the group's offsets and its records, in one batch."""
         offsets = [(group_id, t, p) for (t, p) in list(self.by_group.get(group_id, {}))]
         records = tombstones(self.group_records.get(group_id, {}))
-        self._append([(_offset_key(key), None) for key in offsets]
-                     + [(_group_key(group_id, key), None) for key in records])
+        self._append([(group_id, _offset_key(key), None) for key in offsets]
+                     + [(group_id, _group_key(group_id, key), None) for key in records])
         for key in offsets:
             self._set_offset(key, None)
         for key in records:
@@ -178,7 +187,7 @@ class OffsetStore:
         return len(entries)
 
     def close(self):
-        self.log.close()
+        self.logs.close()
 
 
 def _offset(value, record_type):
