@@ -50,10 +50,11 @@ class Broker:
         """(leader node id, leader epoch) of a partition; -1 when none runs."""
     def move_leader(self, topic: str | Uuid, partition: int, node: int) -> None:
         """Make node lead the partition (a new leader epoch)."""
-    def coordinator(self, kind: str) -> int:
-        """The broker coordinating every "group", "transaction" or "share" partition."""
-    def move_coordinator(self, kind: str, node: int) -> None:
-        """Move the "group", "transaction" or "share" coordinator to node."""
+    def coordinator(self, kind: str, key: str | None = None) -> int:
+        """The broker coordinating key: a group id ("group"), a transactional id ("transaction") or a share
+        partition's ``group:topic id:partition`` ("share"); no key when the internal topic has one partition."""
+    def move_coordinator(self, kind: str, node: int, key: str | None = None) -> None:
+        """Move key's coordinator, and every key of its internal topic's partition, to node."""
     def stop_node(self, node: int) -> None:
         """Stop a broker of the cluster as if its process died."""
     def start_node(self, node: int) -> None:
