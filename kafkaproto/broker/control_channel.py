@@ -10,7 +10,9 @@ should be a loopback address: whoever reaches it can stop brokers. The broker lo
 
 Each line asks one thing (``op``, with its fields); each answer is ``{"ok": true, ...}`` or ``{"ok": false,
 "error": "..."}``, in the order asked. The ops (OPS below): nodes; leader, move-leader (topic or topic_id,
-partition, node); coordinator, move-coordinator (kind: group, transaction or share; node); stop-node, start-node
+partition, node); coordinator, move-coordinator (kind: group, transaction or share; key: the group id,
+transactional id or share partition's group:topic id:partition, needed when the internal topic has several
+partitions; node); stop-node, start-node
 (node); add-fault (error: a name such as NOT_LEADER_OR_FOLLOWER or a code; optional api_keys (names such as
 "Produce", or numbers), node, topic or topic_id, partition, budget, delay_ms; faults.py says what each means),
 answered with the fault's id; faults (those in force, with how often each fired); fault (id); remove-fault (id);
