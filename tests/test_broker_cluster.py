@@ -334,6 +334,7 @@ def test_each_group_is_kept_in_its_own_partition_across_restarts(tmp_path):
     keeps its 50 partitions whatever the setting says once it was made. A data directory made by a broker alone
     (one partition) keeps its one partition on a cluster, every group coordinated by its leader."""
     groups = [f"kept-{i}" for i in range(8)]
+    cluster_state(tmp_path, **{"offsets.topic.num.partitions": "70"}).close()  # made, never served: not kept
     state = cluster_state(tmp_path)
     try:
         create(state, "t", 1, 3)

@@ -54,8 +54,9 @@ class CoordinatorLogs:
         names = os.listdir(log_dir) if os.path.isdir(log_dir) else ()
         found = sorted(int(m.group(1)) for m in map(pattern.fullmatch, names)
                        if m and os.path.isdir(os.path.join(log_dir, m.group(0))))
-        if any(_was_served(os.path.join(log_dir, f"{topic}-{i}")) for i in found):
-            count = found[-1] + 1  # the topic's own count
+        served = [i for i in found if _was_served(os.path.join(log_dir, f"{topic}-{i}"))]
+        if served:  # the topic's own count (each of its partitions' directories keeps its id once it is served)
+            count = served[-1] + 1
         # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker
         # says: these logs are small beside the partitions, and read whole anyway.
         self.logs = [PartitionLog(os.path.join(log_dir, f"{topic}-{i}"), files=files, recover=True)
