@@ -3,6 +3,7 @@ stopped, failed mid-batch and restarted from its checkpoint giving every exchang
 reader's (option ring) over the same files."""
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from test_spark import spark  # noqa: E402, F401 - the session
 
 pytestmark = [pytest.mark.xdist_group("spark"), pytest.mark.above_the_codecs]
 
-T0 = 1_800_000_000 * 10**9
+# A day ahead of the clock: no file here goes idle (option idle), so the newest is the one being written.
+T0 = (time.time_ns() // 10**9 + 86_400) * 10**9
 
 
 def ring_files():

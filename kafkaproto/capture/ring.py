@@ -17,8 +17,14 @@ one it was sent in is not paired (its answer reads as an answer to a request the
 holds where finding the first frame of a connection already under way takes longer than the lookback), and a
 connection's number and ``joined`` flag count from the first file read. Each file is read 1 + lookback times. Packet
 numbers count within the file each packet is in, as Wireshark numbers them when it opens that file.
+
+A file still being written can be read in pieces (a stream that does not wait for the next file): ``upto`` reads its
+first bytes only and reports nothing still open at their end; a later reader of the same window with ``after`` set
+to those bytes gives what ends after them, and what was still open. The pieces give what one read of the whole
+file gives, each exchange once.
 """
 
+import io
 import os
 
 from .exchanges import CAPTURE_ERROR, GAP
@@ -67,6 +73,68 @@ def windows(files, lookback=DEFAULT_LOOKBACK):
     return out
 
 
+class _Upto(io.RawIOBase):
+    """The first ``limit`` bytes of a file: the part of a file still being written that one piece reads."""
+
+    def __init__(self, stream, limit):
+        super().__init__()
+        self._stream = stream
+        self._left = limit
+
+    @property
+    def reached(self):
+        return self._left <= 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[:self._left]
+        n = self._stream.readinto(view) if hasattr(self._stream, "readinto") else None
+        if n is None:
+            data = self._stream.read(len(view))
+            n = len(data)
+            view[:n] = data
+        self._left -= n
+        return n
+
+    def close(self):
+        try:
+            self._stream.close()
+        finally:
+            super().close()
+
+
+def _cut_by_limit(error, upto):
+    """Whether a read of a file's first bytes stopped because a packet runs on past them (not damage)."""
+    return upto is not None and upto.reached and isinstance(error, CaptureFormatError) \
+        and error.reason.startswith("truncated")
+
+
+def _reported_before(error, after):
+    """Damage within the bytes an earlier piece read: that piece reported it (a packet cut short there was not
+    damage to it, only the end of its bytes)."""
+    return isinstance(error, CaptureFormatError) and error.offset is not None and error.offset < after \
+        and not error.reason.startswith("truncated")
+
+
+def whole_packets(opener, name, size):
+    """How many packets a read of the first ``size`` bytes of a file gives: those whole in them, up to any damage
+    (which the read of the file itself meets and reports)."""
+    count = 0
+    stream = io.BufferedReader(_Upto(opener(name), size))
+    try:
+        for _ in read_packets(stream, name):
+            count += 1
+    except CaptureFormatError:
+        pass
+    finally:
+        stream.close()
+    return count
+
+
 class RingReader:
     """The exchanges ending in the last of ``files``; the ones before it are its lookback, oldest first.
 
@@ -77,17 +145,27 @@ class RingReader:
     began in a file before the window, and the bytes skipped to find its first frame are not news). opener: opens
     a file's name as a binary file object (default: open). The other arguments are read_capture's.
     ``notes``: lookback files that could not be read (to their end), and why.
+
+    A piece of a file still being written: ``upto``, read only the last file's first ``upto`` bytes (a packet
+    cut there is the next piece's) and report nothing still open at their end, since the file goes on; ``after``,
+    the bytes of the last file earlier pieces read: what ended within them was theirs to report (the window is
+    read from its start all the same, so that every connection is where it was).
     """
 
     def __init__(self, files, *, final=False, oldest_leaves=True, starts_ring=False, opener=None, ports=None,
-                 partition=None, decode=True, names=None, **limits):
+                 partition=None, decode=True, names=None, after=0, upto=None, **limits):
         if not files:
             raise ValueError("RingReader needs at least the file to read")
+        if upto is not None and (final or upto < after):
+            raise ValueError(f"a piece up to byte {upto} cannot be final or end before byte {after}")
         self.files = list(files)
         self.final = final
         self.oldest_leaves = oldest_leaves
         self.starts_ring = starts_ring
         self.opener = opener or (lambda name: open(name, "rb"))
+        self.after = after
+        self.upto = upto
+        self._delivered = 0  # packets of the last file that earlier pieces read (whole within ``after`` bytes)
         self.notes = []
         self.counts = []  # packets in each file of the window, as far as read
         self._boundary = None  # packets before the file itself, once it is reached
@@ -106,11 +184,16 @@ class RingReader:
             for i, name in enumerate(self.files):
                 if i == 1:
                     self._under_way = self.reader.exchanges.count
+                limited = None
                 if i == last:
+                    if self.after:
+                        self._delivered = whole_packets(self.opener, name, self.after)
                     self._boundary = sum(self.counts)
                 count = 0
                 try:
                     stream = self.opener(name)
+                    if i == last and self.upto is not None:
+                        stream = io.BufferedReader(limited := _Upto(stream, self.upto))
                 except OSError as e:
                     if i == last:
                         raise
@@ -122,9 +205,12 @@ class RingReader:
                         count += 1
                         yield packet
                 except (CaptureFormatError, OSError) as e:
-                    if i == last:
+                    if i != last:
+                        self.notes.append(str(e))
+                    elif _cut_by_limit(e, limited):
+                        pass  # the rest of the packet is the next piece's
+                    elif not _reported_before(e, self.after):
                         raise  # the reader reports the file's own damage as a capture error exchange
-                    self.notes.append(str(e))
                 finally:
                     stream.close()
                     self.counts.append(count)
@@ -142,8 +228,10 @@ class RingReader:
                     and ex.connection < self._under_way:
                 continue  # the window began inside the connection: its first frame boundary was looked for
             if not self._ended:
-                if self._boundary is None or reader.stats.packets <= self._boundary:
-                    continue  # ended in the lookback: that file's reader gives it
+                if self._boundary is None or reader.stats.packets <= self._boundary + self._delivered:
+                    continue  # ended in the lookback (that file's reader gives it) or in an earlier piece
+            elif self.upto is not None:
+                continue  # open at the end of a piece: the file goes on, and a later piece sees how
             elif not self.final:
                 # Open at the end of the file: the next file's reader sees how it goes on, unless it began in
                 # the window's oldest file, which no later window holds.

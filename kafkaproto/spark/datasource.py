@@ -30,7 +30,10 @@ Options:
             their requests (default 2; 0 reads every file alone)
     maxFilesPerTrigger, startingPosition  in a stream: files per micro-batch at most (default: all there are);
             earliest (default: the files already there, then new ones) or latest (only files finished after
-            the query starts)
+            the query starts; those already there are read for their topic names alone)
+    idle    in a stream: seconds a file must go without growing to be read though no newer file has come
+            (default 60), so that the last file of a capture that stopped is read; a file read so that grows
+            again has the rest read later, each exchange once (see kafkaproto.spark.stream)
 
 ``spark.readStream.format("kafka-pcap").load("ring/")`` reads a folder a capture tool writes a ring into, as a
 stream: see kafkaproto.spark.stream.

@@ -59,9 +59,10 @@ def _packets(files, notes):
             stream.close()
 
 
-def gather(files, options, given=None, in_ring=False, learned=None):
+def gather(files, options, given=None, in_ring=False, learned=None, decode=SCANNED):
     """A ReadNames of the files (CaptureFiles; in ring order when in_ring, read then as one capture). ``given``:
-    pairs to start from (a {topic id: name} mapping); ``learned``: a ReadNames to add to instead."""
+    pairs to start from (a {topic id: name} mapping); ``learned``: a ReadNames to add to instead. decode=NAMING
+    learns the pairs alone, not the IDs in use (for files whose rows are not read)."""
     found = learned if learned is not None else ReadNames(given)
     readable = [f for f in files if f.error is None]
     notes = []
@@ -69,7 +70,7 @@ def gather(files, options, given=None, in_ring=False, learned=None):
     for group in groups:
         if not group:
             continue
-        reader = CaptureReader(None, ports=options.ports, name=group[-1].name, decode=SCANNED, names=found.names,
+        reader = CaptureReader(None, ports=options.ports, name=group[-1].name, decode=decode, names=found.names,
                                packets=_packets(group, notes))
         found.read(reader)
     for note in notes:

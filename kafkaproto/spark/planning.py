@@ -18,6 +18,7 @@ from . import schema as _schema
 NAME = "kafka-pcap"  # the source's name in spark.read.format
 SPLIT_BYTES = 64 << 20  # one split per this much capture
 MAX_AUTO_SPLITS = 32  # every split reads the whole file: past this, reading costs more than decoding saves
+DEFAULT_IDLE_SECONDS = 60.0  # a stream reads the newest file of a ring once it has not grown for this long
 
 _TRUE = ("true", "1", "yes")
 _FALSE = ("false", "0", "no")
@@ -59,6 +60,7 @@ class ReadOptions:
         self.starting = str(options.get("startingposition") or "earliest").strip().lower()
         if self.starting not in ("earliest", "latest"):
             raise ValueError(f"option startingPosition must be earliest or latest, not {self.starting!r}")
+        self.idle = _seconds("idle", options.get("idle"), DEFAULT_IDLE_SECONDS)
         registry.load_extensions(self.extensions)  # here at planning too, so that a missing one fails the query
         self.paths = _paths(options)
 
@@ -115,6 +117,18 @@ def _positive(name, text):
     return value
 
 
+def _seconds(name, text, default):
+    if text is None or not str(text).strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"option {name} must be a number of seconds, 0 or more, not {text!r}")
+    return value
+
+
 def _count(name, text):
     try:
         value = int(text)
@@ -152,6 +166,13 @@ class CaptureFile:
         self.error = error
         self.mtime_ns = mtime_ns  # when it was last written, where the filesystem says
         self.unmatched = unmatched  # a glob that matched nothing (yet: a stream waits for files)
+        self.gone = False  # deleted between being listed and being looked at
+        # A stream reads a file still being written in pieces (kafkaproto.capture.ring.RingReader): ``after``,
+        # the bytes earlier micro-batches read; ``open``, the file goes on past ``size``, and ``head`` (see
+        # head_of) tells it from a file written anew under the same name.
+        self.after = 0
+        self.open = False
+        self.head = None
 
     def __repr__(self):
         return f"CaptureFile({self.name!r}, size={self.size}, error={self.error!r})"
@@ -208,6 +229,7 @@ def _expand_local(path):
             stat = os.stat(name)
         except OSError as e:
             out.append(CaptureFile(name, error=f"cannot read {name}: {e.strerror or e}"))
+            out[-1].gone = isinstance(e, FileNotFoundError)  # listed, then deleted (a ring rotating)
             continue
         out.append(CaptureFile(name, ("local", name), stat.st_size, mtime_ns=stat.st_mtime_ns))
     return out
@@ -277,6 +299,37 @@ def _fsspec_mtime(info):
         if hasattr(value, "timestamp"):
             return int(value.timestamp() * 10**9)
     return None
+
+
+HEAD_BYTES = 4096  # a file's first bytes, to know it again after it grew: its header and first packets
+
+
+def head_of(file, length=None):
+    """[length, sha1 hex] of a file's first ``length`` bytes (default: up to HEAD_BYTES of its size): a file
+    grown since has the same head, one a ring wrote anew (first packets of another time) another. None when it
+    cannot be read."""
+    import hashlib
+
+    if length is None:
+        length = min(file.size or 0, HEAD_BYTES)
+    try:
+        with open_capture(file.location) as stream:
+            data = b""
+            while len(data) < length:
+                chunk = stream.read(length - len(data))
+                if not chunk:
+                    break
+                data += chunk
+    except Exception:  # any filesystem's error: gone, or no longer readable
+        return None
+    if len(data) < length:
+        return None
+    return [length, hashlib.sha1(data).hexdigest()]
+
+
+def same_head(file, head):
+    """Whether the file begins as it did when ``head`` (head_of) was taken."""
+    return head is not None and head_of(file, head[0]) == list(head)
 
 
 def open_capture(location):

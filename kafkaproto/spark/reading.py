@@ -7,7 +7,7 @@ from .. import capture
 from ..capture import ring, tables
 from ..capture.names import NAMING
 from . import schema as _schema
-from .planning import open_capture
+from .planning import open_capture, same_head
 
 
 def _damaged(message):
@@ -28,8 +28,7 @@ def _guarded(split, options):
     partition = (split.index, split.count) if split.count > 1 else None
     try:
         source = open_capture(file.location) if split.ring is None else None
-        if split.ring is not None and file.location[0] == "local" and file.mtime_ns is not None \
-                and os.stat(file.location[1]).st_mtime_ns != file.mtime_ns:
+        if split.ring is not None and _written_again(file):
             raise OSError("written again since the stream planned it (a ring gone round): not read")
     except Exception as e:  # any filesystem's error: permission, gone since listing, no credentials
         if report:
@@ -49,9 +48,12 @@ def _guarded(split, options):
             reader = capture.read_capture(source, ports=options.ports, name=file.name, partition=partition,
                                           decode=decode, names=names)
         else:
-            reader = ring.RingReader([f.name for f in window], final=final, oldest_leaves=oldest_leaves,
-                                     starts_ring=starts_ring, opener=lambda name: open_capture(locations[name]),
-                                     ports=options.ports, partition=partition, decode=decode, names=names)
+            # A piece of a file still being written (a stream): its planned bytes, after those read before.
+            upto = file.size if file.open else None
+            reader = ring.RingReader([f.name for f in window], final=final and upto is None,
+                                     oldest_leaves=oldest_leaves, starts_ring=starts_ring,
+                                     opener=lambda name: open_capture(locations[name]), ports=options.ports,
+                                     partition=partition, decode=decode, names=names, after=file.after, upto=upto)
         for ex in reader:
             if ex.status == capture.CAPTURE_ERROR and ex.connection is None and not report:
                 continue
@@ -62,6 +64,17 @@ def _guarded(split, options):
     finally:
         if source is not None:
             source.close()
+
+
+def _written_again(file):
+    """Whether a local file planned at its modification time is another file now: written anew by the ring. A
+    file planned while it was still being written may have grown since (its head is the same)."""
+    if file.location[0] != "local" or file.mtime_ns is None:
+        return False
+    stat = os.stat(file.location[1])
+    if stat.st_mtime_ns == file.mtime_ns:
+        return False
+    return not (file.open and stat.st_size >= (file.size or 0) and same_head(file, file.head))
 
 
 def read_split(split, options, arrow_schema):
