@@ -237,7 +237,8 @@ def start_tcpdump(port, out):
     exe = shutil.which("tcpdump")
     if exe is None:
         return None, "tcpdump is not installed"
-    dump = subprocess.Popen([exe, "-i", "lo", "-s", "0", "-U", "-w", str(out), f"tcp port {port}"],
+    # --immediate-mode: packets reach the file as they come, not in blocks up to a second late that a stop loses
+    dump = subprocess.Popen([exe, "-i", "lo", "-s", "0", "-U", "--immediate-mode", "-w", str(out), f"tcp port {port}"],
                             stderr=subprocess.PIPE, text=True)
     first = dump.stderr.readline()
     if "listening on" not in first:  # e.g. no permission to capture
