@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Broker benchmark: Apache Kafka's own perf tools against Apache Kafka 4.3.1 and against kafkaproto's broker.
 
-    python benchmarks/broker.py [--quick] [--repeats N] [--clients N] [--only TEXT ...] [--json PATH]
+    python benchmarks/broker.py [--quick] [--repeats N] [--clients N] [--loop-ab] [--only TEXT ...] [--json PATH]
     python benchmarks/broker.py --json benchmarks/broker-results.json          # the recorded run
 
 Both brokers run on this machine in the same run with the same settings (one node, 127.0.0.1, a fresh data
@@ -46,6 +46,10 @@ larger one).
 CPU per GB: for every case, each broker's CPU seconds (user and system, from /proc) while producing and while
 consuming, per GB of record payload written or read (records x record size, times the consumers): the headroom
 a case bound by its client does not show in throughput.
+
+Event loop: kafkaproto's broker serves on uvloop's loop when it is installed (pip install '.[uvloop]'), else on
+asyncio's. --loop-ab runs a second kafkaproto broker on asyncio's loop beside one on uvloop's, every case on
+both in the same sitting, and prints uvloop's throughput and broker CPU over asyncio's.
 
 Targets (each case judged where the broker, not its client, is the limit): in the loaded cases, produce and
 consume above Kafka's by more than the spread of the repeats' own ratios; in the single-client cases, at least
@@ -179,16 +183,18 @@ def start_kafka(work):
                   work / "kafka.log")
 
 
-def start_kafkaproto(work):
+def start_kafkaproto(work, loop="auto"):
     port = kafka_jvm.free_port()
     cmd = [sys.executable, "-m", "kafkaproto.broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+           "--override", f"kafkaproto.event.loop={loop}",
            "--override", f"log.dirs={work / 'kafkaproto-data'}", "--override", "group.initial.rebalance.delay.ms=0",
            "--override", "auto.create.topics.enable=false", "--override", "log.segment.delete.delay.ms=0"]
     impl = subprocess.run([sys.executable, "-c", "import kafkaproto._impl as i; print(i.IMPL)"], cwd=work,
                           capture_output=True, text=True, check=True).stdout.strip()
     if impl != "compiled":
         raise SystemExit(f"the installed kafkaproto runs its {impl} codecs; install it compiled (pip install .)")
-    return Broker("kafkaproto", cmd, port, work / "kafkaproto.log")
+    return Broker(f"kafkaproto ({loop} event loop)" if loop != "auto" else "kafkaproto", cmd, port,
+                  work / "kafkaproto.log")
 
 
 def start_sink(work):
@@ -472,6 +478,9 @@ def main():
                         help="run only the cases whose label holds TEXT (\"6p 1024B\", \"lz4\"; repeatable: any)")
     parser.add_argument("--clients", type=int, default=2, help="producers and consumers at once in the loaded "
                         "6-partition cases (default 2)")
+    parser.add_argument("--loop-ab", action="store_true", help="A/B of the broker's event loop in one sitting: "
+                        "kafkaproto on uvloop (pip install '.[uvloop]') and a second one on asyncio's, each case "
+                        "run on both")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--markdown", metavar="JSON", help="print the table of a saved run, and run nothing")
     args = parser.parse_args()
@@ -483,21 +492,24 @@ def main():
     (work / "kafka").mkdir()
     (work / "ours").mkdir()
     (work / "sink").mkdir()
+    (work / "asyncio").mkdir()
     # Ours first: a JVM keeps both cores busy for seconds after it first answers, which would time it, not us.
-    ours = start_kafkaproto(work / "ours")
-    sink = None
+    ours = start_kafkaproto(work / "ours", "uvloop" if args.loop_ab else "auto")
+    sink = on_asyncio = None
     try:
+        if args.loop_ab:
+            on_asyncio = start_kafkaproto(work / "asyncio", "asyncio")
         sink = start_sink(work / "sink")
         kafka = start_kafka(work / "kafka")
     except BaseException:
-        ours.stop()
-        if sink is not None:
-            sink.stop()
+        for broker in (ours, on_asyncio, sink):
+            if broker is not None:
+                broker.stop()
         raise
     results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:
-        for broker in (kafka, ours, sink):
+        for broker in (kafka, ours, sink) + ((on_asyncio,) if on_asyncio else ()):
             for compression in ("none", "lz4"):
                 topic = f"warm-up-{uuid.uuid4().hex[:10]}"
                 broker.create_topic(topic, 6)
@@ -508,12 +520,13 @@ def main():
         for case in cases(args.quick, args.clients):
             if args.only and not any(text in label(case) for text in args.only):
                 continue
-            runs = {"kafka": [], "kafkaproto": [], "sink": []}
+            runs = {"kafka": [], "kafkaproto": [], "sink": [], "asyncio": []}
             for repeat in range(args.repeats):
                 # Which broker goes first turns over, so that none always meets the disk or the CPU as another
                 # one left it. The sink takes part in the cases of one producer.
                 order = [("kafka", kafka), ("kafkaproto", ours)] + ([] if case.get("many") or case["clients"] > 1
                                                                     else [("sink", sink)])
+                order += [("asyncio", on_asyncio)] if on_asyncio else []
                 shift = repeat % len(order)
                 for key, broker in order[shift:] + order[:shift]:
                     if case.get("many"):
@@ -533,6 +546,12 @@ def main():
                 values = runs[key]
                 row[key] = {part: {metric: statistics.median(v[part][metric] for v in values)
                                    for metric in values[0][part]} for part in ("produce", "consume")}
+            if runs["asyncio"]:  # uvloop's gain: kafkaproto on uvloop over kafkaproto on asyncio's loop
+                row["uvloop_gain"] = {part: statistics.median(u[part]["mb_s"] / a[part]["mb_s"] for u, a in zip(
+                    runs["kafkaproto"], runs["asyncio"])) for part in ("produce", "consume")}
+                row["uvloop_cpu"] = {part: statistics.median(
+                    u[part]["broker_cpu_s"] / max(a[part]["broker_cpu_s"], 1e-9) for u, a in zip(
+                        runs["kafkaproto"], runs["asyncio"])) for part in ("produce", "consume")}
             if runs["sink"]:
                 row["producer_ceiling_mb_s"] = statistics.median(v["produce"]["mb_s"] for v in runs["sink"])
             for key in ("kafka", "kafkaproto"):  # CPU seconds per GB moved: the headroom a client-bound case hides
@@ -558,12 +577,18 @@ def main():
                   f"broker CPU s/GB {cpu(k)} vs {cpu(o)} ({cpu_ratio(row, 'produce'):.2f}x, "
                   f"{cpu_ratio(row, 'consume'):.2f}x)  rss {k['produce']['rss_kb'] / 1024:.0f} vs "
                   f"{o['produce']['rss_kb'] / 1024:.0f} MB{ceiling(row)}", flush=True)
+            if "uvloop_gain" in row:
+                gain, cpu_used = row["uvloop_gain"], row["uvloop_cpu"]
+                print(f"{'':<28} uvloop / asyncio: produce {gain['produce']:.2f}x, consume {gain['consume']:.2f}x; "
+                      f"broker CPU {cpu_used['produce']:.2f}x, {cpu_used['consume']:.2f}x", flush=True)
         results["peak_rss_mb"] = {"kafka": kafka.memory_kb("VmHWM") / 1024,
                                   "kafkaproto": ours.memory_kb("VmHWM") / 1024}
     finally:
         kafka.stop()
         ours.stop()
         sink.stop()
+        if on_asyncio is not None:
+            on_asyncio.stop()
     results["targets"] = targets(results)
     print(f"peak RSS: Apache Kafka {results['peak_rss_mb']['kafka']:.0f} MB, kafkaproto "
           f"{results['peak_rss_mb']['kafkaproto']:.0f} MB")

@@ -754,3 +754,23 @@ def test_kafka_answers_the_same_about_segment_sizes(kafka_brokers):
         assert internal_segment_answers(wire) == EXPECTED_INTERNAL_ANSWERS
     finally:
         wire.close()
+
+
+# ---- the event loop -------------------------------------------------------------------------------------------
+
+def test_the_event_loop_is_chosen_by_a_setting(tmp_path):
+    from kafkaproto.broker.embedded import _event_loop_policy
+    assert _event_loop_policy("asyncio") is None  # asyncio's own, whatever is installed
+    done = broker_command("--override", "kafkaproto.event.loop=gevent", cwd=tmp_path)
+    assert done.returncode == 2 and "kafkaproto.event.loop=gevent" in done.stderr and "uvloop" in done.stderr
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        assert _event_loop_policy("auto") is None
+        done = broker_command("--override", "kafkaproto.event.loop=uvloop", "--override",
+                              f"log.dirs={tmp_path / 'data'}", cwd=tmp_path)
+        assert (done.returncode, done.stderr.splitlines()[-1]) == (
+            2, "kafkaproto broker: kafkaproto.event.loop=uvloop: uvloop is not installed (pip install "
+               "'kafkaproto[uvloop]')")
+    else:
+        assert type(_event_loop_policy("auto")).__module__.startswith("uvloop")

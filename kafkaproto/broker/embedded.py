@@ -75,10 +75,17 @@ async def _call(function, *args):
     return await result if inspect.isawaitable(result) else result
 
 
-def _event_loop_policy():
+def _event_loop_policy(choice="auto"):
+    """The event loop the command line serves on (kafkaproto.event.loop): uvloop's when it is installed, unless
+    asyncio's is asked for; ConfigError when uvloop is asked for and missing."""
+    if choice == "asyncio":
+        return None
     try:
         import uvloop
     except ImportError:
+        if choice == "uvloop":
+            raise ConfigError("kafkaproto.event.loop=uvloop: uvloop is not installed (pip install "
+                              "'kafkaproto[uvloop]')") from None
         return None
     return uvloop.EventLoopPolicy()
 
@@ -359,7 +366,11 @@ def run(args):
     except ConfigError as e:
         print(f"kafkaproto broker: {e}", file=sys.stderr)
         return 2
-    policy = _event_loop_policy()
+    try:
+        policy = _event_loop_policy(config["kafkaproto.event.loop"])
+    except ConfigError as e:
+        print(f"kafkaproto broker: {e}", file=sys.stderr)
+        return 2
     if policy is not None:
         asyncio.set_event_loop_policy(policy)
 
