@@ -1,6 +1,7 @@
 """The listeners a broker runs, read from its settings and its dynamic configs, and the checks Kafka 4.3 makes
 before it changes them while running (its DynamicListenerConfig, and each TLS listener's SslFactory). No sockets
-here: server.py opens and closes what this module says, at start and after each change of this broker's configs.
+here: server.py opens and closes what this module says, at start and after each change of this broker's configs
+(on every broker of a cluster served by one process: nodes_served.py).
 
 The settings in effect are this broker's dynamic configs over every broker's, over the file's and the defaults;
 for one listener, ``listener.name.<listener>.<key>`` (dynamic or not) goes before ``<key>``. So a restart runs

@@ -29,7 +29,8 @@ tries again, with one warning when that starts and one line when it accepts agai
 After a change of this broker's dynamic configs (reconfigure), the listeners are
 opened and closed as listeners.py says (a closed one's connections with it), a
 TLS listener's next connections get its new key store and trust store, and new
-connections meet the new max.connections.per.ip.overrides (admission.py).
+connections meet the new max.connections.per.ip.overrides (admission.py); on a
+cluster served by this process, on every broker of it (nodes_served.py).
 """
 
 import asyncio
@@ -49,11 +50,11 @@ from .config import ConfigError, Listener
 from .dispatch import ANSWER_API_VERSIONS_V0, Close, Context, Wait, dispatch, load_handlers, unserved
 from .handlers import api_versions
 from .listeners import Settings, Setup, unknown_mechanisms
+from .nodes_served import NodesServed, shut
 from .security import MECHANISMS, AuthenticationError, Session
 from .settings import Invalid
 from .state import CHANGED, WAKE_ALL
 from .state.clock import clock_ms
-from .state.replicas import start_node, stop_node
 from .state.data_dir import remove_directories
 from .stream import RequestQueue, Stream
 from .waiting import Waiting
@@ -113,7 +114,7 @@ class _Open:
         self.node = node  # the broker of the cluster it is a listener of (state/replicas.py)
         self.listening = []  # (listening socket, the task accepting on it)
         self.streams = set()
-        self.closed = False
+        self.closed = False  # removed, or its broker stopped (nodes_served.shut): it takes no more connections
 
     @property
     def listener(self):
@@ -137,15 +138,16 @@ def _setting(config, key):
             return default
 
 
-class Server:
-    """Serves a BrokerState on the configured listeners, on the running event loop."""
+class Server(NodesServed):
+    """Serves a BrokerState on the configured listeners, on the running event loop (and the other brokers of its
+    cluster: NodesServed)."""
 
     def __init__(self, state):
         load_handlers()
         self.state = state
         self.config = state.config
         self._open_listeners = {}  # name -> _Open, in the order opened (the first broker's)
-        self._node_listeners = {}  # node id -> [_Open] of the cluster's other brokers (kafkaproto.nodes)
+        self._init_nodes()  # the cluster's other brokers (kafkaproto.nodes)
         self._opening = set()  # names of listeners being opened while running
         # stream -> when it last read (loop time), or None while it answers a request: the housekeeping closes
         # those idle past connections.max.idle.ms (a timer per read would cost a task per read)
@@ -195,16 +197,16 @@ class Server:
             log.error("the metadata log's listeners are not used: %s", e)
             listeners = self.config.listeners
         for listener in listeners:
-            await self._open_listener(settings.setup(listener))
+            self._open_listeners[listener.name] = await self._open_listener(settings.setup(listener))
         self._advertise(settings)
         await self._open_other_nodes()
         self.state.network = self
         self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
     async def _open_listener(self, setup, node=None, port=None):
-        """Listen where setup says (at port, for another broker of the cluster than the first), with its TLS context
-        (ConfigError when it cannot be made) and SASL mechanisms; ListenError when the address cannot be listened
-        on."""
+        """An _Open listening where setup says (at port, for another broker of the cluster than the first), with its
+        TLS context (ConfigError when it cannot be made) and SASL mechanisms; ListenError when the address cannot be
+        listened on."""
         listener = setup.listener
         try:
             context = setup.context()
@@ -227,72 +229,9 @@ class Server:
             raise ListenError(Listener(listener.name, listener.host, port, listener.protocol), e) from None
         running = _Open(setup, context, Listener(listener.name, listener.host, sockets[0].getsockname()[1],
                                                  listener.protocol), self.state.node_id if node is None else node)
-        self._accepting(running, sockets)
-        if node is None or node == self.state.node_id:
-            self._open_listeners[listener.name] = running
-        return running
-
-    def _accepting(self, running, sockets):
         loop = asyncio.get_running_loop()
         running.listening = [(sock, loop.create_task(self._accept(sock, running))) for sock in sockets]
-
-    # ---- the cluster's other brokers, and brokers stopped and started by a test --------------------------------
-
-    async def _open_other_nodes(self):
-        """The listeners of the cluster's other brokers (kafkaproto.nodes): each of the first broker's, at its
-        port + i for the i-th broker after it (any free one for port 0), advertised likewise."""
-        nodes = self.state.cluster.nodes.ids[1:]
-        first = list(self._open_listeners.values())
-        for i, node in enumerate(nodes, 1):
-            opened = self._node_listeners[node] = []
-            for running in first:
-                configured = running.setup.listener.port
-                opened.append(await self._open_listener(running.setup, node, configured + i if configured else 0))
-            by_name = {o.bound.name: o.bound for o in opened}
-            self.state.advertised_by_node[node] = [
-                Listener(a.name, a.host, by_name[a.name].port if a.name in by_name and (
-                    not self.config.advertised or by_name[a.name].port == a.port) else a.port + i, a.protocol)
-                for a in self.state.advertised]
-
-    def _of_node(self, node):
-        if node == self.state.node_id:
-            return list(self._open_listeners.values())
-        return self._node_listeners.get(node, [])
-
-    async def stop_node(self, node):
-        """Stop a broker of the cluster, as if its process died: its listeners stop accepting, its connections
-        close, and its partitions' leaders move to the other replicas of their ISR (state/replicas.py)."""
-        changed = stop_node(self.state.cluster, node)  # first: it raises for a broker not running
-        for running in self._of_node(node):
-            listening, running.listening = running.listening, []
-            for _, task in listening:
-                task.cancel()
-            # each socket closed once its accept has let go of it (so no other socket's descriptor is unwatched)
-            await asyncio.gather(*(task for _, task in listening), return_exceptions=True)
-            for sock, _ in listening:
-                sock.close()
-            for stream in list(running.streams):
-                stream.close()
-        log.info("broker %d stopped; %d partitions changed leader or ISR", node, len(changed))
-        self._wake_all()
-
-    async def start_node(self, node):
-        """Start a stopped broker again, on the addresses it had: it rejoins the ISR of its partitions."""
-        if node not in self.state.cluster.nodes.stopped:
-            raise ValueError(f"broker {node} is not stopped")
-        for running in self._of_node(node):
-            if not running.listening:
-                sockets = await _listen(running.bound.host, running.bound.port,
-                                        self.config["socket.receive.buffer.bytes"])
-                self._accepting(running, sockets)
-        changed = start_node(self.state.cluster, node)
-        log.info("broker %d started again; %d partitions changed leader or ISR", node, len(changed))
-        self._wake_all()
-
-    @property
-    def node_endpoints(self):
-        """{node id: (host, port)} of each broker's first listener, as advertised."""
-        return {node: self.state.endpoint_for(None, node) for node in self.state.cluster.nodes.ids}
+        return running
 
     def _advertise(self, settings):
         """What clients are told to use (state.advertised): advertised.listeners (read only at start), else every
@@ -330,50 +269,54 @@ class Server:
         wanted = {listener.name for listener in listeners}
         for name in [name for name in self._open_listeners if name not in wanted]:
             self._close_listener(name)
+            self._close_on_nodes(name)
         for running in self._open_listeners.values():
             stores = settings.stores(running.listener)
             if stores is not None and stores != running.setup.stores:
                 self._new_stores(running, stores)
+                self._share_stores(running.listener.name)
         for listener in listeners:
             if listener.name not in self._open_listeners and listener.name not in self._opening:
                 self._opening.add(listener.name)
                 self._spawn(self._open_added(settings.setup(listener)))
         self._advertise(settings)
+        self._advertise_nodes()
 
     async def _open_added(self, setup):
-        """Open a listener named while running; one that cannot be opened is logged (the config stays)."""
-        name = setup.name
-        try:
-            running = await self._open_listener(setup)
-        except (ConfigError, OSError) as e:
-            log.error("listener %s (%s) is not opened: %s", name, setup.listener, e)
-            return
-        finally:
-            self._opening.discard(name)
-        settings = self._settings()
-        try:
-            still = name in {listener.name for listener in settings.listeners()}
-        except Invalid:
-            still = False
-        if self._closing or not still:  # closed again, or the broker stopped, while it was being opened
-            self._close_listener(name)
-            return
-        log.info("listener %s opened on %s:%d", name, running.bound.host, running.bound.port)
-        self._advertise(settings)
+        """Open a listener named while running, on every running broker of the cluster; one that cannot be opened
+        is logged (the config stays)."""
+        async with self._node_changes:  # not while a broker of the cluster stops or starts
+            name = setup.name
+            try:
+                running = await self._open_listener(setup)
+            except (ConfigError, OSError) as e:
+                log.error("listener %s (%s) is not opened: %s", name, setup.listener, e)
+                return
+            finally:
+                self._opening.discard(name)
+            self._open_listeners[name] = running
+            try:
+                still = name in {listener.name for listener in self._settings().listeners()}
+            except Invalid:
+                still = False
+            if self._closing or not still:  # closed again, or the broker stopped, while it was being opened
+                self._close_listener(name)
+                return
+            if not self.state.cluster.nodes.is_alive(self.state.node_id):
+                shut(running)  # a test stopped the first broker: it listens there (that port) when started
+            log.info("listener %s opened on %s:%d", name, running.bound.host, running.bound.port)
+            await self._follow_on_nodes()
+            self._advertise(self._settings())
+            self._advertise_nodes()
 
     def _close_listener(self, name):
         """Stop accepting on a listener and close its connections, as Kafka does with a listener removed."""
         running = self._open_listeners.pop(name, None)
         if running is None:
             return
-        running.closed = True
-        for sock, task in running.listening:
-            task.cancel()
-            # closed once its accept has let go of it (so no other socket's descriptor is unwatched)
-            task.add_done_callback(lambda _, sock=sock: sock.close())
-        for stream in list(running.streams):
-            stream.close()
-        log.info("listener %s closed, with its %d connections", name, len(running.streams))
+        connections = len(running.streams)
+        shut(running)
+        log.info("listener %s closed, with its %d connections", name, connections)
 
     def _new_stores(self, running, stores):
         """A TLS listener's new key store and trust store: a new context for its next connections (the open ones
@@ -519,15 +462,8 @@ class Server:
     async def stop(self):
         self.state.network = None
         self._closing = True  # a listener still being opened closes once it is
-        listening = [pair for running in [*self._open_listeners.values(),
-                                          *(o for opened in self._node_listeners.values() for o in opened)]
-                     for pair in running.listening]
-        for _, task in listening:
-            task.cancel()
-        # Each socket is closed once its accept has let go of it (so no other socket's descriptor is unwatched).
-        await asyncio.gather(*(task for _, task in listening), return_exceptions=True)
-        for sock, _ in listening:
-            sock.close()
+        await asyncio.gather(*(task for running in [*self._open_listeners.values(), *self._other_listeners()]
+                               for task in shut(running)), return_exceptions=True)
         self._admission.release_held()
         if self._housekeeping is not None:
             self._housekeeping.cancel()
