@@ -47,9 +47,9 @@ CPU per GB: for every case, each broker's CPU seconds (user and system, from /pr
 consuming, per GB of record payload written or read (records x record size, times the consumers): the headroom
 a case bound by its client does not show in throughput.
 
-Event loop: kafkaproto's broker serves on uvloop's loop when it is installed (pip install '.[uvloop]'), else on
-asyncio's. --loop-ab runs a second kafkaproto broker on asyncio's loop beside one on uvloop's, every case on
-both in the same sitting, and prints uvloop's throughput and broker CPU over asyncio's.
+Event loop: kafkaproto's broker serves on asyncio's loop. --loop-ab runs a second kafkaproto broker on uvloop's
+(pip install '.[uvloop]') beside it, every case on both in the same sitting, and prints uvloop's throughput and
+broker CPU over asyncio's.
 
 Targets (each case judged where the broker, not its client, is the limit): in the loaded cases, produce and
 consume above Kafka's by more than the spread of the repeats' own ratios; in the single-client cases, at least
@@ -183,7 +183,7 @@ def start_kafka(work):
                   work / "kafka.log")
 
 
-def start_kafkaproto(work, loop="auto"):
+def start_kafkaproto(work, loop="asyncio"):
     port = kafka_jvm.free_port()
     cmd = [sys.executable, "-m", "kafkaproto.broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
            "--override", f"kafkaproto.event.loop={loop}",
@@ -193,7 +193,7 @@ def start_kafkaproto(work, loop="auto"):
                           capture_output=True, text=True, check=True).stdout.strip()
     if impl != "compiled":
         raise SystemExit(f"the installed kafkaproto runs its {impl} codecs; install it compiled (pip install .)")
-    return Broker(f"kafkaproto ({loop} event loop)" if loop != "auto" else "kafkaproto", cmd, port,
+    return Broker(f"kafkaproto ({loop} event loop)" if loop != "asyncio" else "kafkaproto", cmd, port,
                   work / "kafkaproto.log")
 
 
@@ -492,24 +492,24 @@ def main():
     (work / "kafka").mkdir()
     (work / "ours").mkdir()
     (work / "sink").mkdir()
-    (work / "asyncio").mkdir()
+    (work / "uvloop").mkdir()
     # Ours first: a JVM keeps both cores busy for seconds after it first answers, which would time it, not us.
-    ours = start_kafkaproto(work / "ours", "uvloop" if args.loop_ab else "auto")
-    sink = on_asyncio = None
+    ours = start_kafkaproto(work / "ours")
+    sink = on_uvloop = None
     try:
         if args.loop_ab:
-            on_asyncio = start_kafkaproto(work / "asyncio", "asyncio")
+            on_uvloop = start_kafkaproto(work / "uvloop", "uvloop")
         sink = start_sink(work / "sink")
         kafka = start_kafka(work / "kafka")
     except BaseException:
-        for broker in (ours, on_asyncio, sink):
+        for broker in (ours, on_uvloop, sink):
             if broker is not None:
                 broker.stop()
         raise
     results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:
-        for broker in (kafka, ours, sink) + ((on_asyncio,) if on_asyncio else ()):
+        for broker in (kafka, ours, sink) + ((on_uvloop,) if on_uvloop else ()):
             for compression in ("none", "lz4"):
                 topic = f"warm-up-{uuid.uuid4().hex[:10]}"
                 broker.create_topic(topic, 6)
@@ -520,13 +520,13 @@ def main():
         for case in cases(args.quick, args.clients):
             if args.only and not any(text in label(case) for text in args.only):
                 continue
-            runs = {"kafka": [], "kafkaproto": [], "sink": [], "asyncio": []}
+            runs = {"kafka": [], "kafkaproto": [], "sink": [], "uvloop": []}
             for repeat in range(args.repeats):
                 # Which broker goes first turns over, so that none always meets the disk or the CPU as another
                 # one left it. The sink takes part in the cases of one producer.
                 order = [("kafka", kafka), ("kafkaproto", ours)] + ([] if case.get("many") or case["clients"] > 1
                                                                     else [("sink", sink)])
-                order += [("asyncio", on_asyncio)] if on_asyncio else []
+                order += [("uvloop", on_uvloop)] if on_uvloop else []
                 shift = repeat % len(order)
                 for key, broker in order[shift:] + order[:shift]:
                     if case.get("many"):
@@ -546,12 +546,12 @@ def main():
                 values = runs[key]
                 row[key] = {part: {metric: statistics.median(v[part][metric] for v in values)
                                    for metric in values[0][part]} for part in ("produce", "consume")}
-            if runs["asyncio"]:  # uvloop's gain: kafkaproto on uvloop over kafkaproto on asyncio's loop
+            if runs["uvloop"]:  # kafkaproto on uvloop over kafkaproto on asyncio's loop, repeat by repeat
                 row["uvloop_gain"] = {part: statistics.median(u[part]["mb_s"] / a[part]["mb_s"] for u, a in zip(
-                    runs["kafkaproto"], runs["asyncio"])) for part in ("produce", "consume")}
+                    runs["uvloop"], runs["kafkaproto"])) for part in ("produce", "consume")}
                 row["uvloop_cpu"] = {part: statistics.median(
                     u[part]["broker_cpu_s"] / max(a[part]["broker_cpu_s"], 1e-9) for u, a in zip(
-                        runs["kafkaproto"], runs["asyncio"])) for part in ("produce", "consume")}
+                        runs["uvloop"], runs["kafkaproto"])) for part in ("produce", "consume")}
             if runs["sink"]:
                 row["producer_ceiling_mb_s"] = statistics.median(v["produce"]["mb_s"] for v in runs["sink"])
             for key in ("kafka", "kafkaproto"):  # CPU seconds per GB moved: the headroom a client-bound case hides
@@ -587,8 +587,8 @@ def main():
         kafka.stop()
         ours.stop()
         sink.stop()
-        if on_asyncio is not None:
-            on_asyncio.stop()
+        if on_uvloop is not None:
+            on_uvloop.stop()
     results["targets"] = targets(results)
     print(f"peak RSS: Apache Kafka {results['peak_rss_mb']['kafka']:.0f} MB, kafkaproto "
           f"{results['peak_rss_mb']['kafkaproto']:.0f} MB")

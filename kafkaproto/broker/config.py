@@ -348,9 +348,11 @@ SETTINGS = {
     "transactional.id.expiration.ms": Setting("int", 604800000, at_least=1),
     "log.segment.delete.delay.ms": Setting("long", 60000, "file.delete.delay.ms", at_least=0),
     "delete.topic.enable": Setting("boolean", True),
-    "kafkaproto.event.loop": Setting("string", "auto", one_of=("auto", "asyncio", "uvloop"), doc="the event loop "
-                                     "`kafkaproto broker` serves on: uvloop's when it is installed (auto), or "
-                                     "asyncio's, or uvloop's (refusing to start without it)"),
+    # asyncio's by default: on uvloop's, which has no sendfile of its own, a Fetch's records are copied through
+    # Python and the broker spends about twice the CPU per GB consumed (BENCHMARKS.md, the event loop A/B)
+    "kafkaproto.event.loop": Setting("string", "asyncio", one_of=("asyncio", "uvloop"), doc="the event loop "
+                                     "`kafkaproto broker` serves on: asyncio's, or uvloop's (pip install "
+                                     "'kafkaproto[uvloop]')"),
     "kafkaproto.extensions": Setting("list", "", doc="kafkaproto extensions to load at start-up, comma-separated"),
     # Client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry are answered either way, as Kafka
     # answers them; Kafka lists them in ApiVersions only when a telemetry receiver plugin is configured.

@@ -75,18 +75,16 @@ async def _call(function, *args):
     return await result if inspect.isawaitable(result) else result
 
 
-def _event_loop_policy(choice="auto"):
-    """The event loop the command line serves on (kafkaproto.event.loop): uvloop's when it is installed, unless
-    asyncio's is asked for; ConfigError when uvloop is asked for and missing."""
+def _event_loop_policy(choice):
+    """The event loop policy the command line serves on (kafkaproto.event.loop): None for asyncio's own;
+    ConfigError when uvloop is asked for and missing."""
     if choice == "asyncio":
         return None
     try:
         import uvloop
     except ImportError:
-        if choice == "uvloop":
-            raise ConfigError("kafkaproto.event.loop=uvloop: uvloop is not installed (pip install "
-                              "'kafkaproto[uvloop]')") from None
-        return None
+        raise ConfigError("kafkaproto.event.loop=uvloop: uvloop is not installed (pip install "
+                          "'kafkaproto[uvloop]')") from None
     return uvloop.EventLoopPolicy()
 
 
