@@ -48,6 +48,10 @@ def extensions(modules):
             Extension("kafkaproto.records._clz4", ["kafkaproto/records/_clz4.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.capture._cpcap", ["kafkaproto/capture/_cpcap.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.capture._cpackets", ["kafkaproto/capture/_cpackets.pyx"],
+                      extra_compile_args=FLAGS),
+            Extension("kafkaproto.capture._crecordrows", ["kafkaproto/capture/_crecordrows.pyx"],
+                      extra_compile_args=FLAGS),
+            Extension("kafkaproto.capture._carrowcols", ["kafkaproto/capture/_carrowcols.pyx"],
                       extra_compile_args=FLAGS)]
     exts += [Extension(f"kafkaproto._generated.{m}", [f"{GENERATED.as_posix()}/{m}.pyx"], extra_compile_args=FLAGS)
              for m in modules]

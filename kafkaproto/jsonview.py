@@ -1,7 +1,8 @@
 """Decoded messages as plain JSON values: what the CLI prints and captures export.
 
-    from kafkaproto.jsonview import to_json
+    from kafkaproto.jsonview import to_json, to_json_text
     json.dumps(to_json(message))
+    to_json_text(message)          # json.dumps(to_json(message), separators=(",", ":")), written directly
 
 Fields keep their snake_case names; bytes become base64 strings, topic IDs their
 Kafka base64 form (as Kafka's tools print them), and ``records`` fields the
@@ -13,9 +14,10 @@ and the error). With ``decode_records=False`` records stay base64 bytes too, and
 from __future__ import annotations
 
 import base64
+import json
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, TypeVar
 
-from . import records as _records
 from .exceptions import RecordsError
 from .uuid import Uuid
 
@@ -30,6 +32,108 @@ def to_json(msg: Any, decode_records: bool = True) -> dict[str, Any]:
     if msg.unknown_tagged_fields:
         out["unknown_tagged_fields"] = {str(tag): _b64(data) for tag, data in msg.unknown_tagged_fields.items()}
     return out
+
+
+def to_json_text(msg: Any, decode_records: bool = True, ensure_ascii: bool = True) -> str:
+    """json.dumps(to_json(msg, decode_records), ensure_ascii=ensure_ascii, separators=(",", ":")), the same text
+    written without building the dicts first: a records field's batches go from their bytes to text in compiled
+    code where it is built (kafkaproto.capture._crecordrows), which spares a dict and two base64 strings per
+    record."""
+    return "".join(json_parts(msg, [], decode_records, ensure_ascii))
+
+
+def json_parts(msg: Any, parts: list[str], decode_records: bool = True, ensure_ascii: bool = True) -> list[str]:
+    """parts, with the pieces of to_json_text(msg, ...) appended (for a caller joining more text around them)."""
+    _struct_text(msg, decode_records, _TEXT[ensure_ascii], parts)
+    return parts
+
+
+def records_text(data: bytes | bytearray | memoryview, ensure_ascii: bool = True) -> str:
+    """json.dumps(records_json(data), ensure_ascii=ensure_ascii, separators=(",", ":"))."""
+    if _compiled_records_json is None:
+        _load_compiled()
+    if _compiled_records_json:
+        text = _compiled_records_json(data, ensure_ascii)
+        if text is not None:  # None: not plain magic-2 batches that all read; records_json says what they hold
+            return text
+    return _TEXT[ensure_ascii].dumps(records_json(data))
+
+
+class _Text:
+    """How one JSON value is written: as json.dumps writes it, with or without ensure_ascii."""
+
+    def __init__(self, ensure_ascii):
+        self.ensure_ascii = ensure_ascii
+        self.dumps = json.JSONEncoder(ensure_ascii=ensure_ascii, separators=(",", ":")).encode
+        self.string = encode_basestring_ascii if ensure_ascii else encode_basestring
+        self.keys = {}  # a field's name -> its key, '"name":'
+
+    def value(self, value):
+        kind = type(value)
+        if kind is str:
+            return self.string(value)
+        if kind is int:
+            return int.__repr__(value)
+        if value is None:
+            return "null"
+        if kind is bool:
+            return "true" if value else "false"
+        return self.dumps(value)
+
+
+_TEXT = {True: _Text(True), False: _Text(False)}
+
+
+def _struct_text(msg, decode_records, text, parts):
+    keys = text.keys
+    parts.append("{")
+    comma = False
+    for f in type(msg)._fields:
+        key = keys.get(f.attr)
+        if key is None:
+            key = keys[f.attr] = text.string(f.attr) + ":"
+        if comma:
+            parts.append(",")
+        comma = True
+        parts.append(key)
+        value = getattr(msg, f.attr)
+        if value is None:
+            parts.append("null")
+        elif f.struct is not None:
+            if f.array:
+                parts.append("[")
+                for i, item in enumerate(value):
+                    if i:
+                        parts.append(",")
+                    if item is None:
+                        parts.append("null")
+                    else:
+                        _struct_text(item, decode_records, text, parts)
+                parts.append("]")
+            else:
+                _struct_text(value, decode_records, text, parts)
+        elif f.kind == "records" and decode_records and not f.array:
+            parts.append(records_text(value, text.ensure_ascii))
+        elif f.array:
+            parts.append(text.dumps(_value(f, value, decode_records)))
+        else:
+            parts.append(text.value(_item(f, value, decode_records)))
+    if msg.unknown_tagged_fields:
+        parts.append(("," if comma else "") + text.string("unknown_tagged_fields") + ":")
+        parts.append(text.dumps({str(tag): _b64(data) for tag, data in msg.unknown_tagged_fields.items()}))
+    parts.append("}")
+
+
+_compiled_records_json = None  # the compiled records_text, or False where it is not there; looked up on first use
+
+
+def _load_compiled():
+    global _compiled_records_json
+    from ._impl import COMPILED
+    _compiled_records_json = False
+    if COMPILED:
+        # Imported here, not above: the capture package imports this module.
+        from .capture._crecordrows import records_json as _compiled_records_json
 
 
 def _value(f, value, decode_records):
@@ -60,6 +164,8 @@ def _b64(data):
 
 def records_json(data: bytes | bytearray | memoryview) -> list[dict[str, Any]] | dict[str, Any]:
     """The batches in a records field, each with its header fields and its records."""
+    from . import records as _records  # here: the codec's import (tens of ms) is not every command's
+
     out = []
     try:
         for batch in _records.iter_batches(data, allow_partial=True):

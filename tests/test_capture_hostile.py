@@ -865,3 +865,25 @@ def test_the_report_shows_any_name_exactly_and_runs_none(tmp_path):
     assert shown["clients"] == [[PAGE_CLIENT, 3 + 2 * len(PAGE_TOPICS)]]
     topics_chart, clients_chart = ticks
     assert sorted(topics_chart) == sorted(PAGE_TOPICS) and clients_chart == [PAGE_CLIENT]
+
+
+@pytest.mark.parametrize("tsresol, offset_s, at", [(0, 0, 92), (9, 2**62, 104)], ids=["seconds-ticks", "offset"])
+def test_a_packet_stamped_past_64_bit_nanoseconds_is_a_capture_error(tmp_path, tsresol, offset_s, at):
+    """pcapng's ticks (a second each with if_tsresol 0) and if_tsoffset can stamp a packet beyond what 64-bit
+    nanoseconds hold: the reader stops there with an error naming the block, and every output says so."""
+    from kafkaproto.capture.link import LINKTYPE_ETHERNET
+
+    tcp = Tcp()
+    segs = tcp.handshake() + metadata_round(tcp, 1) + tcp.close()
+    data = cf.section_header() + cf.interface_description(LINKTYPE_ETHERNET, tsresol, tsoffset=offset_s) + b"".join(
+        cf.enhanced_packet(0, 2**62 + i, wire_frame(seg)[0]) for i, seg in enumerate(segs))
+    path = tmp_path / "far.pcapng"
+    path.write_bytes(data)
+    (error,) = read_capture(path)
+    assert error.status == CAPTURE_ERROR and error.error.startswith(
+        f"{path}: packet block at byte {at} is stamped ") and "outside the years 1677 to 2262" in error.error
+    for args in ([], ["--format", "jsonl"], ["--format", "csv"], ["--records", "--format", "jsonl"],
+                 ["--format", "parquet", "--output", tmp_path / "far.parquet"], ["--report", tmp_path / "far.html"]):
+        done = subprocess.run([sys.executable, "-m", "kafkaproto", "capture", path, *args], capture_output=True,
+                              text=True, cwd=tmp_path)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr)

@@ -224,3 +224,34 @@ def test_the_latency_histogram_is_within_two_percent():
         exact = values[int(q * len(values)) - 1]
         assert abs(hist.percentile(q) - exact) <= 0.02 * exact
     assert hist.percentile(1.0) <= hist.max == values[-1]
+
+
+def test_records_stamped_beyond_the_calendar_are_written(tmp_path):
+    """A record may carry a timestamp up to 2**63-1 ms: one past the year 9999 is written as the number of
+    milliseconds, the others as ISO 8601 (and -1, none, as null), in JSON lines and CSV alike."""
+    from kafkaproto import encode_request, encode_response
+    from kafkaproto.messages import ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader
+    from kafkaproto.records import RecordBatchBuilder
+    from test_capture import Tcp, pcap_bytes
+
+    stamps = [2**63 - 1, 1_700_000_000_123, -1]
+    builder = RecordBatchBuilder()
+    for i, stamp in enumerate(stamps):
+        builder.append(b"k%d" % i, b"v", timestamp=stamp)
+    request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
+    header = RequestHeader(request_api_key=ApiKey.PRODUCE, request_api_version=9, correlation_id=1, client_id="p")
+    tcp = Tcp()
+    segs = tcp.handshake() + tcp.send(True, encode_request(header, request, 9))
+    segs += tcp.send(False, encode_response(ResponseHeader(correlation_id=1), ProduceResponse(), 9)) + tcp.close()
+    path = tmp_path / "far.pcap"
+    path.write_bytes(pcap_bytes(segs))
+    expected = [2**63 - 1, "2023-11-14T22:13:20.123000", None]
+    lines = kafkaproto(path, "--records", "--format", "jsonl", cwd=tmp_path)
+    assert lines.returncode == 0, lines.stderr
+    assert [json.loads(line)["timestamp"] for line in lines.stdout.splitlines()] == expected
+    table = kafkaproto(path, "--records", "--format", "csv", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    import csv
+    assert [row["timestamp"] for row in csv.DictReader(io.StringIO(table.stdout))] == [
+        str(2**63 - 1), "2023-11-14T22:13:20.123000", ""]

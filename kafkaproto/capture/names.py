@@ -20,7 +20,6 @@ import json
 import os
 from collections import deque
 
-from .. import records as _records
 from ..exceptions import KafkaProtoError
 from ..fields import topic_pairs, unnamed_in
 from ..messages import ApiKey
@@ -103,6 +102,8 @@ class TopicNames:
 
     def read_metadata_records(self, data):
         """Take in the TopicRecords of KRaft metadata record batches (bytes); what does not read is skipped."""
+        from .. import records as _records  # here: the codec's import (tens of ms) is not every command's
+
         try:
             for batch in _records.iter_batches(data or b"", allow_partial=True):
                 if batch.is_control:

@@ -458,8 +458,11 @@ def _pcapng_packets(data):
                     if interface >= len(interfaces):
                         raise _unknown_interface(data, base + pos, interface, interfaces)
                     link_type, _, multiplier, divisor, offset_ns = interfaces[interface]
-                    yield new(packet, (((high << 32) | low) * multiplier // divisor + offset_ns, link_type,
-                                       buf[pos + 28:pos + 28 + caplen], wire_length, base + pos, interface))
+                    time_ns = ((high << 32) | low) * multiplier // divisor + offset_ns
+                    if not _NS_MIN <= time_ns <= _NS_MAX:
+                        raise _time_out_of_range(data, base + pos, time_ns)
+                    yield new(packet, (time_ns, link_type, buf[pos + 28:pos + 28 + caplen], wire_length, base + pos,
+                                       interface))
                 elif block_type == _INTERFACE_DESCRIPTION:
                     interfaces.append(_interface(data, layout, buf, pos, length))
                 elif block_type == _SECTION_HEADER:
@@ -488,8 +491,11 @@ def _pcapng_packets(data):
                     if interface >= len(interfaces):
                         raise _unknown_interface(data, base + pos, interface, interfaces)
                     link_type, _, multiplier, divisor, offset_ns = interfaces[interface]
-                    yield new(packet, (((high << 32) | low) * multiplier // divisor + offset_ns, link_type,
-                                       buf[pos + 28:pos + 28 + caplen], wire_length, base + pos, interface))
+                    time_ns = ((high << 32) | low) * multiplier // divisor + offset_ns
+                    if not _NS_MIN <= time_ns <= _NS_MAX:
+                        raise _time_out_of_range(data, base + pos, time_ns)
+                    yield new(packet, (time_ns, link_type, buf[pos + 28:pos + 28 + caplen], wire_length, base + pos,
+                                       interface))
                 pos += length
             data.pos = pos
             have = data.fill(need)
@@ -537,6 +543,15 @@ def _interface(data, layout, buf, pos, length):
             offset_ns = layout.i64.unpack_from(buf, value)[0] * 1_000_000_000
         at = value + ((size + 3) & ~3)
     return _Interface(link_type, snaplen, multiplier, divisor, offset_ns)
+
+
+# A packet's time in nanoseconds since the epoch must fit 64 bits (the years 1677 to 2262), as rows keep it
+_NS_MIN, _NS_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _time_out_of_range(data, offset, time_ns):
+    return data.error(f"packet block at byte {offset} is stamped {time_ns // 1_000_000_000} s from the epoch, "
+                      f"outside the years 1677 to 2262 that 64-bit nanoseconds hold", offset)
 
 
 def _short_block(data, kind, offset, length, minimum):

@@ -13,13 +13,19 @@ streams through in bounded memory. Needs pyarrow (the extra ``arrow``).
 import json
 
 from .. import records as _records
+from .._impl import COMPILED
 from .._optional import require
-from ..jsonview import from_json, to_json
+from ..jsonview import from_json, to_json_text
 from ..messages import RequestHeader, ResponseHeader
 from ..registry import api
 from ..uuid import Uuid
 from .exchanges import CAPTURE_ERROR, Exchange
-from .transactions import aborted_array, records_fields_with_aborted
+from . import _arrowcols
+from .transactions import aborted_array, outcomes, records_fields_with_aborted
+
+if COMPILED:
+    from ._carrowcols import repeated
+    from ._crecordrows import RecordRows
 
 EXCHANGE_FIELDS = (
     # (name, Arrow type, what it holds)
@@ -153,9 +159,9 @@ def exchange_row(ex, file=None, bodies=True):
     if bodies:
         decode = bodies != "exact"
         if ex.request is not None:
-            row["request"] = json.dumps(to_json(ex.request, decode), separators=(",", ":"))
+            row["request"] = to_json_text(ex.request, decode)
         if ex.response is not None:
-            row["response"] = json.dumps(to_json(ex.response, decode), separators=(",", ":"))
+            row["response"] = to_json_text(ex.response, decode)
     return row
 
 
@@ -200,10 +206,10 @@ def exchange_batches(exchanges, file=None, size=4096, bodies=True):
     for ex in exchanges:
         rows.append(exchange_row(ex, file, bodies))
         if len(rows) >= size:
-            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+            yield _arrowcols.batch(pa, rows, schema)
             rows = []
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        yield _arrowcols.batch(pa, rows, schema)
 
 
 def exchanges_table(exchanges, file=None, bodies=True):
@@ -212,39 +218,51 @@ def exchanges_table(exchanges, file=None, bodies=True):
 
 
 def record_batches(exchanges, file=None, validate=True, rows=65536):
-    """pyarrow RecordBatches of the record schema, of up to about ``rows`` rows each: the record columns built in
-    compiled code by kafkaproto.records.to_arrow, the fields' records gathered so that a field of one record does
-    not cost a batch of its own."""
+    """pyarrow RecordBatches of the record schema, of up to about ``rows`` rows each: the records fields' rows
+    gathered so that a field of one record does not cost a batch of its own. Compiled, the rows of every field
+    that reads cleanly go straight from its bytes into the batch's columns (capture._crecordrows); the others,
+    and all of them in pure Python, are read by kafkaproto.records.to_arrow."""
     pa = _pyarrow()
     schema = record_schema()
-    gathered = _Gathered(schema)
+    gathered = _Compiled(schema) if COMPILED else _Gathered(schema)
     for ex in exchanges:
         if ex.status == CAPTURE_ERROR:  # the file's damage leaves a trace here too
             yield from gathered.flush()
-            yield pa.RecordBatch.from_pylist([{"file": file, "error": f"capture error: {ex.error}"}], schema=schema)
+            yield _arrowcols.batch(pa, [{"file": file, "error": f"capture error: {ex.error}"}], schema)
             continue
         for (side, time_ns, topic, topic_id, partition, data), aborted in records_fields_with_aborted(ex):
             context = (file, ex.connection, ex.api_key, ex.api_name, side, time_ns, topic,
                        None if topic_id is None else str(topic_id), partition)
-            try:
-                table = _records.to_arrow(data, validate=validate, allow_partial=True)
-            except _records.RecordsError as e:
-                yield from gathered.flush()
-                row = dict(zip(_CONTEXT, context), error=str(e))
-                yield pa.RecordBatch.from_pylist([row], schema=schema)
-                continue
-            if table.num_rows:
-                gathered.add(context, table, aborted_array(table, aborted))
-                if gathered.rows >= rows:
+            if not gathered.took(context, data, validate, aborted):
+                try:
+                    table = _records.to_arrow(data, validate=validate, allow_partial=True)
+                except _records.RecordsError as e:
                     yield from gathered.flush()
+                    row = dict(zip(_CONTEXT, context), error=str(e))
+                    yield _arrowcols.batch(pa, [row], schema)
+                    continue
+                if table.num_rows:
+                    gathered.add(context, table, aborted_array(table, aborted))
+            if gathered.rows >= rows or gathered.ready:
+                yield from gathered.flush()
     yield from gathered.flush()
 
 
 _CONTEXT = tuple(name for name, _, _ in RECORD_CONTEXT if name != "error")  # the order record_batches gives them
 
 
+def _context_columns(pa, schema, contexts, which):
+    """{name: column} of the context columns, a value per field repeated over the field's rows (which: the index
+    of each row's field in contexts)."""
+    values = dict(zip(_CONTEXT, zip(*contexts)))
+    return {name: _arrowcols.column(pa, schema.field(name).type, list(values[name])).take(which)
+            for name in _CONTEXT}
+
+
 class _Gathered:
     """Records fields' tables and where each came from, until they make one batch."""
+
+    ready = ()  # batches made and not yet given (none here: see _Compiled)
 
     def __init__(self, schema):
         self.schema = schema
@@ -253,6 +271,9 @@ class _Gathered:
         self.outcomes = []  # one "aborted" array per table
         self.rows = 0
 
+    def took(self, context, data, validate, aborted):
+        return False  # every field is read by records.to_arrow, and given to add
+
     def add(self, context, table, aborted):
         self.tables.append(table)
         self.contexts.append(context)
@@ -260,31 +281,90 @@ class _Gathered:
         self.rows += table.num_rows
 
     def flush(self):
-        if not self.rows:
-            return
+        if self.rows:
+            yield self.batch()
+
+    def batch(self):
         pa = _pyarrow()
         records = pa.concat_tables(self.tables).combine_chunks()
-        # Each context column: one value per field, repeated over the field's rows by a take.
         which = []
         for i, table in enumerate(self.tables):
             which.extend([i] * table.num_rows)
-        which = pa.array(which, type=pa.int32())
-        context = dict(zip(_CONTEXT, zip(*self.contexts)))
+        context = _context_columns(pa, self.schema, self.contexts, _arrowcols.column(pa, pa.int32(), which))
         columns = []
         for field in self.schema:
             if field.name in context:
-                columns.append(pa.array(context[field.name], type=field.type).take(which))
+                columns.append(context[field.name])
             elif field.name == "error":
                 columns.append(pa.nulls(self.rows, type=field.type))
             elif field.name == "aborted":
                 columns.append(pa.concat_arrays(self.outcomes))
             else:
                 columns.append(records.column(field.name).combine_chunks())
-        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
         self.tables, self.contexts, self.outcomes, self.rows = [], [], [], 0
-        yield batch
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+class _Compiled:
+    """Records fields' rows gathered in compiled column buffers (RecordRows), and where each field came from. A
+    field the general path reads (given to add) makes a batch of its own, after those of the fields before it."""
+
+    def __init__(self, schema):
+        self.schema = schema
+        self.columns = RecordRows(_pyarrow(), _records.arrow_schema(), outcomes)
+        self.names = [f.name for f in _records.arrow_schema()]
+        self.contexts = []  # one per field with rows in columns
+        self.ready = []
+
+    @property
+    def rows(self):
+        return self.columns.rows
+
+    def took(self, context, data, validate, aborted):
+        """Whether the field's rows are in (False: the general path is to read it, and give it to add)."""
+        added = self.columns.add(data, validate, aborted)
+        if added == -2:  # the rows gathered leave no room for the field's in an Arrow column (2 GiB)
+            self.ready.append(self.batch())
+            added = self.columns.add(data, validate, aborted)
+        if added > 0:
+            self.contexts.append(context)
+        return added >= 0
+
+    def add(self, context, table, aborted):
+        if self.columns.rows:
+            self.ready.append(self.batch())
+        general = _Gathered(self.schema)
+        general.add(context, table, aborted)
+        self.ready.append(general.batch())
+
+    def flush(self):
+        if self.columns.rows:
+            self.ready.append(self.batch())
+        ready, self.ready = self.ready, []
+        yield from ready
+
+    def batch(self):
+        pa = _pyarrow()
+        rows = self.columns.rows
+        records, counts, aborted = self.columns.build()
+        columns = dict(zip(self.names, records), aborted=aborted, error=pa.nulls(rows, type=pa.string()))
+        for name, values in zip(_CONTEXT, zip(*self.contexts)):
+            columns[name] = repeated(pa, self.schema.field(name).type, values, counts)
+        self.contexts = []
+        return pa.RecordBatch.from_arrays([columns[f.name] for f in self.schema], schema=self.schema)
 
 
 def records_table(exchanges, file=None, validate=True):
     pa = _pyarrow()
     return pa.Table.from_batches(list(record_batches(exchanges, file, validate)), schema=record_schema())
+
+
+def compiled_record_lines(batch):
+    """The JSON lines of a batch of the record schema (json.dumps of each row, times in ISO 8601 and bytes in
+    base64, as the command line writes them), written in compiled code; None where that code does not take the
+    batch, or is not built."""
+    if not COMPILED:
+        return None
+    pa = _pyarrow()
+    from ._carrowcols import record_lines
+    return record_lines(pa, batch)

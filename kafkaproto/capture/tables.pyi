@@ -36,3 +36,6 @@ def record_batches(exchanges: Iterable[Exchange], file: str | None = None, valid
     """pyarrow RecordBatches of the record schema, of up to about ``rows`` rows each."""
 def records_table(exchanges: Iterable[Exchange], file: str | None = None, validate: bool = True) -> Any:
     """A pyarrow.Table of the record schema, one row per record."""
+def compiled_record_lines(batch: Any) -> str | None:
+    """The JSON lines of a batch of the record schema written in compiled code; None where that code does not take
+    the batch, or is not built."""

@@ -22,11 +22,11 @@ False); another control record of a transactional batch (none that Kafka writes)
 from collections import deque
 
 from ..messages import ApiKey
-from ..records import ControlType
 from .exchanges import records_fields
 
-ABORT = int(ControlType.ABORT)
-COMMIT = int(ControlType.COMMIT)
+# records.ControlType's ABORT and COMMIT, written out: importing the record codec takes tens of ms, and the
+# capture summary, which imports this module, reads no records.
+ABORT, COMMIT = 0, 1
 READ_COMMITTED = 1  # a FetchRequest's isolation_level
 
 

@@ -30,9 +30,9 @@ import time
 from collections import deque
 
 from .. import errors
-from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture, tables
+from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture
 from ..capture.summary import Summary, escape_controls
-from ..jsonview import to_json
+from ..jsonview import json_parts, to_json
 from ..registry import api
 from ..uuid import Uuid
 
@@ -275,11 +275,11 @@ def _capture_tool(interface, ports, duration):
 def _tool_failure(reader):
     """What went wrong with the capture tool behind reader, when it ended by itself with an error: None if it did
     not (no tool, still running, done, or stopped by a signal: --duration, Ctrl-C, or _end)."""
-    import subprocess
-
     tool = getattr(reader, "tool", None)
     if tool is None:
         return None
+    import subprocess  # here, not above: every run asks, and most read files
+
     try:
         code = tool.wait(5)
     except subprocess.TimeoutExpired:
@@ -459,11 +459,12 @@ class _Rows:
             self.write(path, ex)
 
     def rows(self, path, ex):
+        # The row modules are imported where rows are made: the summary needs neither them nor the record codec.
+        from ..capture import tables
+
         if self.records:
             for batch in tables.record_batches([ex], file=path):
-                for row in batch.to_pylist():
-                    row["time"] = _iso(ex.request_time_ns if row["side"] == "request" else ex.response_time_ns)
-                    yield {k: _json_value(v) for k, v in row.items()}
+                yield from _record_rows(ex, batch)
             return
         row = tables.exchange_row(ex, path, bodies=not self.json_bodies)
         row["request_time"], row["response_time"] = _iso(ex.request_time_ns), _iso(ex.response_time_ns)
@@ -473,6 +474,64 @@ class _Rows:
         yield row
 
 
+def exchange_line(ex, path):
+    """An exchange's JSON line: json.dumps of the row _Rows gives (bodies as JSON), without building the bodies'
+    dicts (jsonview.to_json_text writes them)."""
+    from ..capture import tables
+
+    row = tables.exchange_row(ex, path, bodies=False)
+    row["request_time"], row["response_time"] = _iso(ex.request_time_ns), _iso(ex.response_time_ns)
+    del row["request"], row["response"]  # the row's last two columns: written after the others
+    parts = [json.dumps(row, ensure_ascii=False, separators=(",", ":"))[:-1]]
+    for key, body in ((',"request":', ex.request), (',"response":', ex.response)):
+        parts.append(key)
+        if body is None:
+            parts.append("null")
+        else:
+            json_parts(body, parts, ensure_ascii=False)
+    parts.append("}")
+    return "".join(parts)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _record_time(ms):
+    """A record's timestamp (ms since the epoch) in ISO 8601, or the number itself outside the years Python's
+    datetime holds (1 to 9999): a record may carry any 64-bit timestamp."""
+    if ms is None:
+        return None
+    try:
+        return (_EPOCH + datetime.timedelta(milliseconds=ms)).isoformat()
+    except OverflowError:
+        return ms
+
+
+def _record_rows(ex, batch):
+    """The rows of a batch of the record schema as plain dicts (times in ISO 8601, bytes in base64)."""
+    import pyarrow as pa
+
+    at = batch.schema.get_field_index("timestamp")
+    stamps = batch.column(at).cast(pa.int64()).to_pylist()  # as numbers: to_pylist's datetimes end at year 9999
+    for row, stamp in zip(batch.drop_columns(["timestamp"]).to_pylist(), stamps):
+        row["time"] = _iso(ex.request_time_ns if row["side"] == "request" else ex.response_time_ns)
+        row = {k: _json_value(v) for k, v in row.items()}
+        row["timestamp"] = _record_time(stamp)
+        yield {name: row[name] for name in batch.schema.names}
+
+
+def record_lines(ex, batch):
+    """The JSON lines of a batch of the record schema: json.dumps of each of its _record_rows, written in compiled
+    code where it is built, for the batches it takes (tables.compiled_record_lines)."""
+    from ..capture import tables
+
+    text = tables.compiled_record_lines(batch)
+    if text is not None:
+        return text
+    return "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+                   for row in _record_rows(ex, batch))
+
+
 class _JsonLines(_Rows):
     def __init__(self, path, out, records):
         super().__init__(records, json_bodies=True)
@@ -480,8 +539,14 @@ class _JsonLines(_Rows):
         self.owned = out is None
 
     def write(self, path, ex):
-        for row in self.rows(path, ex):
-            self.out.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+        if not self.records:
+            self.out.write(exchange_line(ex, path))
+            self.out.write("\n")
+            return
+        from ..capture import tables
+
+        for batch in tables.record_batches([ex], file=path):
+            self.out.write(record_lines(ex, batch))
 
     def close(self):
         if self.owned:
@@ -490,6 +555,8 @@ class _JsonLines(_Rows):
 
 class _Csv(_Rows):
     def __init__(self, path, out, records):
+        from ..capture import tables
+
         super().__init__(records, json_bodies=False)
         self.out = out or open(path, "w", encoding="utf-8", newline="")
         self.owned = out is None
@@ -512,16 +579,27 @@ class _Parquet:
 
     ROWS = 65536
 
+    # Columns whose every value differs: a dictionary of them never pays, and trying one keeps the column's pages
+    # in memory until it gives up (about twice the bodies' size, on a capture of large Fetch answers).
+    UNIQUE = ("request", "response")
+
     def __init__(self, path, out, records):
         import pyarrow.parquet as pq
+
+        from ..capture import tables
+
         self.records = records
         self.schema = tables.record_schema() if records else tables.exchange_schema()
-        self.writer = pq.ParquetWriter(path, self.schema)
+        dictionary = True if records else [column for field in self.schema if field.name not in self.UNIQUE
+                                           for column in _leaf_columns(field.name, field.type)]
+        self.writer = pq.ParquetWriter(path, self.schema, use_dictionary=dictionary)
         self.batches, self.rows = [], 0  # rows not yet written
 
     def write_all(self, items):
         """Streams: each exchange is let go once its rows are built (holding thousands of decoded bodies would
         only give the cyclic garbage collector more to walk)."""
+        from ..capture import tables
+
         for path, group in itertools.groupby(items, key=operator.itemgetter(0)):
             exs = (ex for _, ex in group)
             batches = tables.record_batches(exs, file=path) if self.records else tables.exchange_batches(exs, path)
@@ -540,6 +618,16 @@ class _Parquet:
     def close(self):
         self._write()
         self.writer.close()
+
+
+def _leaf_columns(name, typ):
+    """The Parquet columns (their paths) an Arrow field of that name and type is written to."""
+    import pyarrow as pa
+    if pa.types.is_list(typ):
+        return _leaf_columns(f"{name}.list.element", typ.value_type)
+    if pa.types.is_struct(typ):
+        return [column for field in typ for column in _leaf_columns(f"{name}.{field.name}", field.type)]
+    return [name]
 
 
 _WRITERS = {"jsonl": _JsonLines, "csv": _Csv, "parquet": _Parquet}

@@ -15,6 +15,8 @@ from libc.string cimport memcmp, memcpy, memset
 
 
 from kafkaproto._core cimport gc_pause, gc_resume
+from kafkaproto.records._cbuffers cimport (Bits, Buf, grow, put_bit, put_i16, put_i32, put_i64, reserve,
+                                          sequence_of)
 from kafkaproto.records._clz4 cimport unlz4_from
 
 import time
@@ -803,64 +805,6 @@ cdef list walk_records(const unsigned char* buf, Py_ssize_t pos, Py_ssize_t end,
 
 # ---- Arrow -----------------------------------------------------------------
 
-cdef struct Buf:
-    char* data
-    Py_ssize_t len
-    Py_ssize_t cap
-
-
-cdef int buf_grow(Buf* b, Py_ssize_t need) except -1:
-    cdef Py_ssize_t cap = b.cap * 2 if b.cap else 4096
-    while cap < b.len + need:
-        cap *= 2
-    cdef char* p = <char*>realloc(b.data, cap)
-    if p == NULL:
-        raise MemoryError()
-    b.data = p
-    b.cap = cap
-    return 0
-
-
-cdef inline char* buf_reserve(Buf* b, Py_ssize_t n) except NULL:
-    if b.cap - b.len < n or b.data == NULL:
-        buf_grow(b, n)
-    cdef char* p = b.data + b.len
-    b.len += n
-    return p
-
-
-cdef inline int put_i64(Buf* b, int64_t v) except -1:
-    memcpy(buf_reserve(b, 8), &v, 8)
-    return 0
-
-
-cdef inline int put_i32(Buf* b, int32_t v) except -1:
-    memcpy(buf_reserve(b, 4), &v, 4)
-    return 0
-
-
-cdef inline int put_i16(Buf* b, int16_t v) except -1:
-    memcpy(buf_reserve(b, 2), &v, 2)
-    return 0
-
-
-cdef struct Bits:
-    Buf buf
-    Py_ssize_t n
-    Py_ssize_t nulls
-
-
-cdef inline int put_bit(Bits* b, bint v) except -1:
-    if b.n % 8 == 0:
-        buf_reserve(&b.buf, 1)[0] = 0
-    if v:
-        b.buf.data[b.n >> 3] |= <char>(1 << (b.n & 7))
-    else:
-        b.nulls += 1
-    b.n += 1
-    return 0
-
-
 cdef struct BinCol:
     Buf offsets   # int32, one more than the rows
     Buf data
@@ -876,7 +820,7 @@ cdef inline int bin_put(BinCol* c, const void* p, Py_ssize_t n, bint valid) exce
     if valid:
         if c.data.len + n > INT32_MAX:
             raise RecordsError("more than 2 GiB of keys, values or headers for one Arrow column", 0)
-        memcpy(buf_reserve(&c.data, n), p, n)
+        memcpy(reserve(&c.data, n), p, n)
     put_bit(&c.valid, valid)
     put_i32(&c.offsets, <int32_t>c.data.len)
     return 0
@@ -937,14 +881,6 @@ cdef struct BatchInfo:
     int64_t base_offset
     bint transactional
     bint control
-
-
-cdef inline int32_t sequence_of(int32_t base, int64_t delta) noexcept:
-    if base < 0:
-        return -1
-    if base <= INT32_MAX - delta:
-        return <int32_t>(base + delta)
-    return <int32_t>(delta - (INT32_MAX - base) - 1)
 
 
 cdef int put_row(Columns* c, BatchInfo* b, int64_t offset, int64_t timestamp) except -1:
@@ -1118,9 +1054,9 @@ cdef object build_table(pa, Columns* c):
 
 cdef inline int put_uvarint(Buf* b, uint64_t u) except -1:
     while u >= 0x80:
-        buf_reserve(b, 1)[0] = <char>((u & 0x7F) | 0x80)
+        reserve(b, 1)[0] = <char>((u & 0x7F) | 0x80)
         u >>= 7
-    buf_reserve(b, 1)[0] = <char>u
+    reserve(b, 1)[0] = <char>u
     return 0
 
 
@@ -1136,17 +1072,17 @@ cdef int put_blob(Buf* b, object value) except -1:
     cdef Py_buffer view
     cdef Py_ssize_t n
     if value is None:
-        buf_reserve(b, 1)[0] = 1  # zigzag(-1)
+        reserve(b, 1)[0] = 1  # zigzag(-1)
         return 0
     if type(value) is bytes:
         n = PyBytes_GET_SIZE(value)
         put_varint(b, <int32_t>n)
-        memcpy(buf_reserve(b, n), PyBytes_AS_STRING(value), n)
+        memcpy(reserve(b, n), PyBytes_AS_STRING(value), n)
         return 0
     PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
     try:
         put_varint(b, <int32_t>view.len)
-        memcpy(buf_reserve(b, view.len), view.buf, view.len)
+        memcpy(reserve(b, view.len), view.buf, view.len)
     finally:
         PyBuffer_Release(&view)
     return 0
@@ -1225,7 +1161,7 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t n
         cdef const char* name
         r.len = 0
-        buf_reserve(r, 1)[0] = 0  # attributes
+        reserve(r, 1)[0] = 0  # attributes
         base = self.base_timestamp if self.count else (ts if self.delete_horizon_ms is None
                                                        else self.delete_horizon_ms)
         put_varlong(r, <int64_t>(<uint64_t>ts - <uint64_t><int64_t>base))
@@ -1239,7 +1175,7 @@ cdef class RecordBatchBuilder:
                 encode_header(pair)  # raises the TypeError
             name = PyUnicode_AsUTF8AndSize(hkey, &n)
             put_varint(r, <int32_t>n)
-            memcpy(buf_reserve(r, n), name, n)
+            memcpy(reserve(r, n), name, n)
             if not (hvalue is None or type(hvalue) is bytes):
                 check_blob(hvalue, "header value")
             put_blob(r, hvalue)
@@ -1250,7 +1186,7 @@ cdef class RecordBatchBuilder:
         elif ts > self.max_timestamp:
             self.max_timestamp = ts
         put_varint(&self.body, <int32_t>r.len)
-        memcpy(buf_reserve(&self.body, r.len), r.data, r.len)
+        memcpy(reserve(&self.body, r.len), r.data, r.len)
         return 0
 
     def append_end_txn_marker(self, commit, coordinator_epoch=0, timestamp=None):
