@@ -13,12 +13,9 @@ transactional id found makes ``__transaction_state`` likewise, and the first sha
 ``__share_group_state``.
 """
 
-import re
-
 from ... import errors
 from ...messages import ApiKey, FindCoordinatorResponse
 from ..dispatch import handles
-from ...uuid import Uuid
 from ..routing import coordinator
 from ..state import acls
 from ..state.coordinator_logs import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TRANSACTIONS_TOPIC, parse_share_key
@@ -27,18 +24,13 @@ from ..state.replicas import NO_LEADER
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 INTERNAL = {GROUP: OFFSETS_TOPIC, TRANSACTION: TRANSACTIONS_TOPIC, SHARE: SHARE_STATE_TOPIC}
-_INT32 = re.compile(r"[+-]?[0-9]+")  # as Java's Integer.parseInt reads a number
 
 
 def _share_key_error(key):
-    """Why a share partition's key is not ``group:topic id:partition`` (the group may hold colons), or None."""
-    group_id, _, rest = key.rpartition(":")
-    group_id, _, topic_id = group_id.rpartition(":")
+    """INVALID_REQUEST when a share partition's key is not ``group:topic id:partition``, else None."""
     try:
-        Uuid.from_string(topic_id)
+        parse_share_key(key)
     except ValueError:
-        return errors.INVALID_REQUEST
-    if not group_id or not _INT32.fullmatch(rest) or not -2**31 <= int(rest) < 2**31:
         return errors.INVALID_REQUEST
     return None
 

@@ -7,6 +7,7 @@ is the setting's (offsets.topic.num.partitions and its peers) until the topic is
 the topic's own, as Kafka reads it from the topic once it exists, so a changed setting moves no key.
 """
 
+import functools
 import os
 import re
 
@@ -25,6 +26,13 @@ PARTITION_DIR = re.compile(r"(__consumer_offsets|__transaction_state|__share_gro
 
 def partition_for(key, partitions):
     """The partition Kafka's coordinators keep key in: Utils.abs (0 for Integer.MIN_VALUE) of its hash, modulo."""
+    if partitions == 1:  # a broker alone: no hash to work out for each commit and request
+        return 0
+    return _partition_for(key, partitions)
+
+
+@functools.lru_cache(maxsize=4096)  # the hash is a Python loop over the key; the same keys come again and again
+def _partition_for(key, partitions):
     h = string_hash(key)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
@@ -34,12 +42,15 @@ def share_key(group_id, topic_id, partition):
     return f"{group_id}:{topic_id}:{partition}"
 
 
+_INT32 = re.compile(r"[+-]?[0-9]+")  # as Java's Integer.parseInt reads a number
+
+
 def parse_share_key(text):
-    """``group:topic id:partition`` (the group may hold colons) as Kafka reads it and writes it again to hash it
-    (SharePartitionKey); ValueError when it is not of that form."""
+    """``group:topic id:partition`` (the group may hold colons) as Kafka reads it (SharePartitionKey, the partition
+    by Integer.parseInt) and writes it again to hash it; ValueError when it is not of that form."""
     group_id, _, partition = text.rpartition(":")
     group_id, _, topic_id = group_id.rpartition(":")
-    if not group_id:
+    if not group_id or not _INT32.fullmatch(partition) or not -2**31 <= int(partition) < 2**31:
         raise ValueError(f"{text!r} is not a share partition's key (group:topic id:partition)")
     return share_key(group_id, Uuid.from_string(topic_id), int(partition))
 
@@ -55,6 +66,7 @@ class CoordinatorLogs:
         found = sorted(int(m.group(1)) for m in map(pattern.fullmatch, names)
                        if m and os.path.isdir(os.path.join(log_dir, m.group(0))))
         served = [i for i in found if _was_served(os.path.join(log_dir, f"{topic}-{i}"))]
+        self.served = bool(served)  # whether the topic was served before: it is again, from the start
         if served:  # the topic's own count (each of its partitions' directories keeps its id once it is served)
             count = served[-1] + 1
         # Recovered at every start (a torn last batch is cut off), whatever the metadata log's clean-stop marker

@@ -58,7 +58,7 @@ def attach_internal_log(cluster, name, logs):
     was served before (its directory keeps the topic's id in partition.metadata, as Kafka's partition directories
     do)."""
     cluster.internal_logs[name] = logs
-    if any(_was_served(partition_log) for partition_log in logs):
+    if logs.served:
         serve_internal(cluster, name)
 
 
@@ -119,13 +119,3 @@ def _topic_id_of(partition_log):
         return read_partition_metadata(partition_log.directory)
     except ValueError:
         return None
-
-
-def _was_served(partition_log):
-    """Whether a coordinator's log is to be served at start: it holds records, or was served before (its
-    directory keeps the topic's id)."""
-    try:
-        served = read_partition_metadata(partition_log.directory) is not None
-    except ValueError:
-        served = True  # unreadable: made again, with a new id
-    return served or partition_log.log_end_offset > 0
