@@ -333,8 +333,13 @@ def _parser(chosen):
     return parser
 
 
-def main(argv=None):
+def main(argv=None, *, console=False):
     chosen = _parser(None).parse_known_args(argv)[0].command
+    if console and chosen == "capture" and "numpy" not in sys.modules:
+        # pyarrow imports numpy whenever it can, two thirds of its import time (about 0.13 s), though it needs
+        # numpy only to trade arrays with it; this process never does, and pyarrow (16 on) runs without numpy when
+        # the import fails. Only the console script does this: a program calling main() keeps its numpy.
+        sys.modules["numpy"] = None
     parser = _parser(chosen)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -355,7 +360,7 @@ def main(argv=None):
 def run():
     """The console script: main(), quiet when the reader of its output goes away (kafkaproto apis | head)."""
     try:
-        code = main()
+        code = main(console=True)
         sys.stdout.flush()
     except BrokenPipeError:
         # Python flushes stdout again at exit; point it at /dev/null so that does not fail too.

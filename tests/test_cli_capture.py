@@ -81,6 +81,20 @@ def test_csv_and_parquet_hold_the_same_rows(tmp_path):
     assert table.column("api_name").to_pylist() == [ex.api_name for ex in capture.read_capture(KAFKAJS)]
 
 
+@pytest.mark.parametrize("rows", [[], ["--records"]], ids=["exchanges", "records"])
+def test_parquet_is_the_same_written_without_numpy(tmp_path, rows):
+    """The console command keeps numpy out of its process (pyarrow imports it only to trade arrays); main() called
+    by a program that has numpy must write the same file, byte for byte."""
+    pytest.importorskip("pyarrow.parquet")
+    assert kafkaproto(*CAPTURES, *rows, "--output", tmp_path / "console.parquet", cwd=tmp_path).returncode == 0
+    program = ("import sys, numpy; from kafkaproto.__main__ import main; "
+               "sys.exit(main(sys.argv[1:]) or ('pyarrow' in sys.modules and 'numpy' in sys.modules) - 1)")
+    proc = subprocess.run([sys.executable, "-c", program, "capture", *map(str, CAPTURES), *rows, "--output",
+                           str(tmp_path / "program.parquet")], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "console.parquet").read_bytes() == (tmp_path / "program.parquet").read_bytes()
+
+
 def test_records_rows(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     assert kafkaproto(*CAPTURES, "--records", "--output", tmp_path / "r.parquet", cwd=tmp_path).returncode == 0

@@ -13,12 +13,13 @@ from libc.string cimport memcpy, memset
 
 from ._carrowcols import repeated
 from kafkaproto.records._cbuffers cimport Bits, Buf, put, put_bit, put_i32, put_i64, reserve, sequence_of
+from kafkaproto.records._ccrc32c cimport kp_crc32c
 from ._cbuffers cimport arrow_buffer, put_base64, put_int, put_json_string, put_text
-
-from crc32c import crc32c
 
 from ..records import _compression
 from ..records._common import DEFAULT_MAX_DECOMPRESSED
+
+kp_crc32c(NULL, 0)
 
 cdef enum:
     HEADER_SIZE = 61
@@ -93,7 +94,7 @@ cdef object payload_of(object view, const unsigned char* buf, Head* h, bint vali
     """The batch's records bytes (decompressed, up to the default cap), or None when the general path must judge the
     batch."""
     cdef Py_ssize_t max_decompressed = DEFAULT_MAX_DECOMPRESSED
-    if validate and crc32c(view[h.start + 21:h.stop]) != be32(buf + h.start + 17):
+    if validate and kp_crc32c(buf + h.start + 21, h.stop - h.start - 21) != be32(buf + h.start + 17):
         return None
     cdef int codec = h.attributes & CODEC_MASK
     cdef Py_ssize_t room = max_decompressed if codec else h.stop - h.start - HEADER_SIZE

@@ -513,7 +513,8 @@ def _record_rows(ex, batch):
 
     at = batch.schema.get_field_index("timestamp")
     stamps = batch.column(at).cast(pa.int64()).to_pylist()  # as numbers: to_pylist's datetimes end at year 9999
-    for row, stamp in zip(batch.drop_columns(["timestamp"]).to_pylist(), stamps):
+    # "time" is the exchange's, in nanoseconds, which to_pylist gives as datetimes only with pandas installed
+    for row, stamp in zip(batch.drop_columns(["timestamp", "time"]).to_pylist(), stamps):
         row["time"] = _iso(ex.request_time_ns if row["side"] == "request" else ex.response_time_ns)
         row = {k: _json_value(v) for k, v in row.items()}
         row["timestamp"] = _record_time(stamp)

@@ -17,14 +17,14 @@ from libc.string cimport memcmp, memcpy, memset
 from kafkaproto._core cimport gc_pause, gc_resume
 from kafkaproto.records._cbuffers cimport (Bits, Buf, grow, put_bit, put_i16, put_i32, put_i64, reserve,
                                           sequence_of)
+from kafkaproto.records._ccrc32c cimport kp_crc32c
 from kafkaproto.records._clz4 cimport unlz4_from
 
 import time
 
-from crc32c import crc32c
-
 from ..exceptions import RecordsError
 from . import _compression
+from .checksum import crc32c
 from ._common import (
     DEFAULT_MAX_DECOMPRESSED,
     NO_KEY,
@@ -50,6 +50,8 @@ from ._common import (
 )
 from ._legacy import LegacyBatch, build_legacy
 from ._pyrecords import scan_batches
+
+kp_crc32c(NULL, 0)
 
 cdef enum:
     HEADER_SIZE = 61
@@ -687,7 +689,7 @@ cdef tuple _check_batch(object whole, const unsigned char* buf, Py_ssize_t pos, 
         raise RecordsError(f"batch length {length} is below the {HEADER_SIZE}-byte header", pos + 8, base_offset,
                            kind="corrupt")
     cdef uint32_t crc = be32(buf + pos + CRC_OFFSET)
-    cdef uint32_t computed = crc32c(whole[pos + ATTRIBUTES_OFFSET:pos + size])
+    cdef uint32_t computed = kp_crc32c(buf + pos + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET)
     if computed != crc:
         raise RecordsError(f"CRC32C mismatch: stored {crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET,
                            base_offset, kind="corrupt")
@@ -1231,7 +1233,7 @@ cdef class RecordBatchBuilder:
         put_be32(p + 53, <uint32_t>self.base_sequence)
         put_be32(p + 57, <uint32_t>self.count)
         memcpy(p + HEADER_SIZE, body, body_len)
-        put_be32(p + CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+        put_be32(p + CRC_OFFSET, kp_crc32c(p + ATTRIBUTES_OFFSET, HEADER_SIZE - ATTRIBUTES_OFFSET + body_len))
         return out
 
 

@@ -3,10 +3,9 @@
 import struct
 import time
 
-from crc32c import crc32c
-
 from ..exceptions import RecordsError
 from . import _compression
+from .checksum import crc32c
 from ._common import (
     ATTRIBUTES_OFFSET,
     BATCH_HEADER,

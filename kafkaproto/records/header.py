@@ -9,11 +9,10 @@ the header alone, without the records.
 import struct
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from ..exceptions import RecordsError
 from ._common import (ATTRIBUTES_OFFSET, BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CRC_OFFSET, LENGTH_OFFSET,
                       LOG_OVERHEAD, MAGIC_OFFSET)
+from .checksum import crc32c
 
 HEADER_SIZE = BATCH_HEADER_SIZE  # 61
 __all__ = ["ATTRIBUTES_OFFSET", "CODEC_MASK", "HEADER_SIZE", "LENGTH_OFFSET", "LOG_OVERHEAD", "MAGIC_OFFSET",

@@ -30,10 +30,10 @@ import logging
 from collections import OrderedDict, deque
 from typing import NamedTuple
 
-from crc32c import crc32c
 
 from ... import errors
 from ...records import Compression, RecordsError, decompress
+from ...records.checksum import crc32c
 from ...uuid import Uuid
 from ..client_metrics import ALL_METRICS, DEFAULT_INTERVAL_MS, subscription
 
