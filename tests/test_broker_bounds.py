@@ -420,6 +420,39 @@ def test_one_request_in_flight_per_connection_and_pipelining_stays_fast(tmp_path
         client.close()
 
 
+def test_answers_read_together_go_out_together_and_none_waits_behind_a_fetch(tmp_path, monkeypatch):
+    """The answers to requests read in one receive are held and sent in one system call; an answer held when the
+    next request waits (a Fetch for data that does not come) goes out before the wait, not after it."""
+    sends = []
+    send_held = broker_stream.Stream.send_held
+
+    def counted(stream):
+        if stream._held:
+            sends.append(len(stream._held))
+        send_held(stream)
+
+    monkeypatch.setattr(broker_stream.Stream, "send_held", counted)
+    with Running(tmp_path) as broker:
+        client = RawClient(broker.port)
+        create_topic(client, "held", 1)
+        sock = socket.create_connection(("127.0.0.1", broker.port), timeout=30)
+        sends.clear()
+        sock.sendall(b"".join(frame(ApiVersionsRequest(), 3, i) for i in range(200)))
+        assert [read_response(sock, ApiVersionsRequest.api_key, 3).header.correlation_id
+                for _ in range(200)] == list(range(200))
+        assert sum(sends) == 200 and max(sends) > 1, sends
+
+        started = time.monotonic()
+        sock.sendall(frame(produce_request("held", 0, batch((None, b"v"))), 9, 500)
+                     + frame(fetch_request("held", (0,), offset=1, max_wait_ms=20_000, min_bytes=1), 12, 501))
+        answer = read_response(sock, ProduceRequest.api_key, 9)
+        assert answer.header.correlation_id == 500 and time.monotonic() - started < 10
+        assert produce(client, "held", 0, (None, b"wake")) == 0  # no error
+        assert read_response(sock, FetchRequest.api_key, 12).header.correlation_id == 501
+        sock.close()
+        client.close()
+
+
 # --- frames ------------------------------------------------------------------------------------------------------
 
 @needs_proc

@@ -28,6 +28,9 @@ class _Stream:
     def __init__(self):
         self.lost = asyncio.get_running_loop().create_future()
 
+    def send_held(self):
+        pass
+
 
 def test_a_request_woken_at_every_turn_is_answered_once_its_time_is_up(tmp_path, monkeypatch):
     """On a busy broker something changes the state at every turn of the event loop (heartbeats, commits,

@@ -548,6 +548,7 @@ class Server(NodesServed):
                         else:
                             stream.write(answer)
                     if ctx.throttle_ms:  # over a quota: nothing more is read from the client meanwhile
+                        stream.send_held()
                         await stream.drain()
                         await asyncio.wait((stream.lost,), timeout=ctx.throttle_ms / 1000)
                 finally:
@@ -574,6 +575,7 @@ class Server(NodesServed):
         connection, and its connection counts against max.connections meanwhile. A client that hangs up ends
         the wait."""
         delay = _setting(self.config, "connection.failed.authentication.delay.ms") / 1000
+        stream.send_held()
         if delay > 0:
             await asyncio.wait((stream.lost,), timeout=delay)
 
@@ -603,6 +605,7 @@ class Server(NodesServed):
                     deadline = loop.time() + response.ms / 1000
                 woken = loop.create_future()
                 keys = self._waiting.watch(woken, response.on)
+                stream.send_held()  # the answers before it do not wait with it
                 try:
                     await asyncio.wait((woken, stream.lost), timeout=max(deadline - loop.time(), 0),
                                        return_when=asyncio.FIRST_COMPLETED)
@@ -649,6 +652,7 @@ async def _send_parts(stream, parts):
             stream.write(part.read())
             continue
         sent = 0
+        stream.send_held()  # what comes before the region goes before it
         if not transport.get_write_buffer_size():
             # Nothing of ours is waiting to go out, so the socket can take the bytes at once: usually all of
             # them, in one system call and no turn of the event loop.
