@@ -11,6 +11,8 @@ client produce records into a new topic and read them all back, then stops both:
              client at Kafka 4's versions (Produce v13, Fetch v18), lz4 batches.
   kafkajs    kafkajs 2.2.4 (tests/kafka/package.json) on Node.js: Produce v7 and Fetch v11, versions tshark 4.0
              dissects down to each record; no compression.
+  librdkafka confluent-kafka 2.16.1 (the test extra), librdkafka's own batching (many partitions' batches in one
+             Produce, lz4), the versions librdkafka picks.
 
 Records are random upper-case letters, as ProducerPerformance makes them. A capture lands in .bench/ as
 traffic-NAME-KEY.pcap beside a .json that describes it, KEY being a hash of what was asked for (client,
@@ -42,6 +44,8 @@ TRAFFIC = {
                   "record_size": 100, "partitions": 4, "compression": "lz4"},
     "kafkajs": {"client": "kafkajs 2.2.4", "records": 200_000, "record_size": 100, "partitions": 4,
                 "compression": "none", "per_send": 1000},
+    "librdkafka": {"client": "confluent-kafka 2.16.1 (librdkafka)", "records": 200_000, "record_size": 100,
+                   "partitions": 4, "compression": "lz4"},
 }
 
 # Produces spec.records values of spec.recordSize random letters in sends of spec.perSend, acks=all, then a
@@ -200,7 +204,52 @@ def kafkajs(bootstrap, spec, workdir):
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-CLIENTS = {"java-perf": java_perf, "kafkajs": kafkajs}
+def librdkafka(bootstrap, spec, workdir):
+    """confluent-kafka in a child process (librdkafka's threads stay out of this one): creates the topic,
+    produces, then reads every record back in a new group."""
+    run = subprocess.run([sys.executable, "-c", LIBRDKAFKA_PROGRAM, bootstrap, json.dumps(spec)], capture_output=True,
+                         text=True, timeout=600, cwd=workdir)
+    if run.returncode != 0:
+        sys.exit(f"confluent-kafka failed ({run.returncode}):\n{run.stderr[-3000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+LIBRDKAFKA_PROGRAM = r"""
+import json, random, string, sys
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+bootstrap, spec = sys.argv[1], json.loads(sys.argv[2])
+topic = "bench"
+admin = AdminClient({"bootstrap.servers": bootstrap})
+for future in admin.create_topics([NewTopic(topic, spec["partitions"], 1)]).values():
+    future.result(30)
+rng = random.Random(1)
+values = [''.join(rng.choices(string.ascii_uppercase, k=spec["record_size"])).encode() for _ in range(1000)]
+producer = Producer({"bootstrap.servers": bootstrap, "compression.codec": spec["compression"], "acks": "all"})
+for i in range(spec["records"]):
+    while True:
+        try:
+            producer.produce(topic, values[i % 1000])
+            break
+        except BufferError:
+            producer.poll(0.05)
+    producer.poll(0)
+left = producer.flush(60)
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False})
+consumer.subscribe([topic])
+consumed, empty = 0, 0
+while consumed < spec["records"] and empty < 30:
+    batch = consumer.consume(10000, 1.0)
+    empty = 0 if batch else empty + 1
+    consumed += sum(1 for m in batch if m.error() is None)
+consumer.close()
+print(json.dumps({"produced": spec["records"] - left, "consumed": consumed}))
+"""
+
+
+CLIENTS = {"java-perf": java_perf, "kafkajs": kafkajs, "librdkafka": librdkafka}
 
 
 def record(name):
