@@ -333,12 +333,25 @@ def _parser(chosen):
     return parser
 
 
+def _pyarrow_runs_without_numpy():
+    """Whether the pyarrow installed is 16 or later, which runs without numpy when it cannot import it (an older
+    one fails). Read from its metadata folder's name: importing importlib.metadata would cost what this saves."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyarrow")
+    if spec is None or not spec.origin:
+        return False
+    found = [entry.name[len("pyarrow-"):].split(".")[0] for entry in os.scandir(Path(spec.origin).parent.parent)
+             if entry.name.startswith("pyarrow-") and entry.name.endswith(".dist-info")]
+    return bool(found) and all(major.isdigit() and int(major) >= 16 for major in found)
+
+
 def main(argv=None, *, console=False):
     chosen = _parser(None).parse_known_args(argv)[0].command
-    if console and chosen == "capture" and "numpy" not in sys.modules:
-        # pyarrow imports numpy whenever it can, two thirds of its import time (about 0.13 s), though it needs
-        # numpy only to trade arrays with it; this process never does, and pyarrow (16 on) runs without numpy when
-        # the import fails. Only the console script does this: a program calling main() keeps its numpy.
+    if console and chosen == "capture" and "numpy" not in sys.modules and _pyarrow_runs_without_numpy():
+        # pyarrow imports numpy whenever it can, two thirds of its import time (about 0.05 s), though it needs
+        # numpy only to trade arrays with it, which this process never does. Only the console script does this:
+        # a program calling main() keeps its numpy.
         sys.modules["numpy"] = None
     parser = _parser(chosen)
     args, unknown = parser.parse_known_args(argv)

@@ -95,6 +95,22 @@ def test_parquet_is_the_same_written_without_numpy(tmp_path, rows):
     assert (tmp_path / "console.parquet").read_bytes() == (tmp_path / "program.parquet").read_bytes()
 
 
+@pytest.mark.parametrize("folders, expected", [(["pyarrow-26.0.1.dist-info"], True),
+                                               (["pyarrow-15.0.2.dist-info"], False), ([], False)])
+def test_numpy_is_kept_out_only_for_a_pyarrow_that_runs_without_it(tmp_path, monkeypatch, folders, expected):
+    import importlib.machinery
+    import importlib.util
+    from kafkaproto.__main__ import _pyarrow_runs_without_numpy
+
+    (tmp_path / "pyarrow").mkdir()
+    (tmp_path / "pyarrow" / "__init__.py").write_text("")
+    for name in folders:
+        (tmp_path / name).mkdir()
+    spec = importlib.machinery.ModuleSpec("pyarrow", None, origin=str(tmp_path / "pyarrow" / "__init__.py"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec if name == "pyarrow" else None)
+    assert _pyarrow_runs_without_numpy() is expected
+
+
 def test_records_rows(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     assert kafkaproto(*CAPTURES, "--records", "--output", tmp_path / "r.parquet", cwd=tmp_path).returncode == 0
