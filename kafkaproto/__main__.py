@@ -338,11 +338,14 @@ def _pyarrow_runs_without_numpy():
     one fails). Read from its metadata folder's name: importing importlib.metadata would cost what this saves."""
     import importlib.util
 
-    spec = importlib.util.find_spec("pyarrow")
-    if spec is None or not spec.origin:
+    try:
+        spec = importlib.util.find_spec("pyarrow")
+        if spec is None or not spec.origin:
+            return False
+        found = [entry.name[len("pyarrow-"):].split(".")[0] for entry in os.scandir(Path(spec.origin).parent.parent)
+                 if entry.name.startswith("pyarrow-") and entry.name.endswith(".dist-info")]
+    except (ImportError, ValueError, OSError):  # not installed, or not as a folder beside its metadata
         return False
-    found = [entry.name[len("pyarrow-"):].split(".")[0] for entry in os.scandir(Path(spec.origin).parent.parent)
-             if entry.name.startswith("pyarrow-") and entry.name.endswith(".dist-info")]
     return bool(found) and all(major.isdigit() and int(major) >= 16 for major in found)
 
 
