@@ -616,8 +616,12 @@ def test_configs_altered_whole_and_while_the_broker_runs(sides):
     both(sides, altered({"segment.ms": "200000"}, validate_only=True), 2, "AlterConfigs validate only")
     both(sides, described(2, topic, keys), 4, "DescribeConfigs after validating only")
     for version in (0, 1, 2):
-        both(sides, altered({"segment.ms": str(200000 + version)}), version, "AlterConfigs: segment.ms alone")
-        both(sides, described(2, topic, keys), 4, "DescribeConfigs: retention.ms is back to its default")
+        value = str(200000 + version)
+        both(sides, altered({"segment.ms": value}), version, "AlterConfigs: segment.ms alone")
+        # Kafka's broker learns the change from its metadata log a moment after the controller answers
+        both(sides, described(2, topic, keys), 4, "DescribeConfigs: retention.ms is back to its default",
+             settled=lambda response, value=value: any(c.name == "segment.ms" and c.value == value
+                                                       for r in response.results for c in r.configs))
     both(sides, altered({"segment.ms": "-5"}), 2, "AlterConfigs with a value out of range")
     both(sides, altered({"no.such.config": "1"}), 2, "AlterConfigs of an unknown config")
     both(sides, AlterConfigsRequest(resources=[Resource(resource_type=2, resource_name="diff-no-such-topic",
