@@ -33,9 +33,9 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
 
 # ---- the pure-Python pass -----------------------------------------------------------------------------------
 # The codecs have twins: compiled modules (kafkaproto._core, the generated _c_* classes, records._crecords, the
-# capture's _cpcap, _cpackets, _crecordrows and _carrowcols) and pure-Python ones that must behave the same. KAFKAPROTO_PURE=1 makes the pure
-# twins the ones in use. Run after the compiled pass on the same build (as .ci/run and tox do), it repeats only
-# what can differ between them:
+# capture's _cpcap, _cpackets, _crecordrows and _carrowcols) and pure-Python ones that must behave the same.
+# KAFKAPROTO_PURE=1 makes the pure twins the ones in use. Run after the compiled pass on the same build (as .ci/run
+# and tox do), it repeats only what can differ between them:
 # - a test parametrized over the implementations ("impl") ran its python case in the compiled pass already;
 # - a module marked above_the_codecs tests code that sits on top of the twins and is the same code whichever runs
 #   (the broker, Spark, packaging, the import contracts): the twins' equality is tested below it, case by case.

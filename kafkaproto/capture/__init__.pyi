@@ -67,6 +67,7 @@ def read_capture(source: _Source, *, ports: Iterable[int] | None = None, name: s
     max_connections, max_pending (see exchanges.Exchanges).
     """
 
+def keep_freed_memory() -> bool: ...
 def follow(path: str, *, ports: Iterable[int] | None = None, names: TopicNames | None = None,
            idle: float | None = None, poll: float | None = None, **limits: int) -> CaptureReader:
     """The exchanges of a capture still being written: a growing file, or a folder a capture tool rotates files

@@ -30,7 +30,7 @@ import time
 from collections import deque
 
 from .. import errors
-from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, read_capture
+from ..capture import CAPTURE_ERROR, OK, TopicNames, follow, held, keep_freed_memory, read_capture
 from ..capture.summary import Summary, escape_controls
 from ..jsonview import json_parts, to_json
 from ..registry import api
@@ -112,6 +112,7 @@ def run(args):
     if args.follow and not os.path.exists(args.follow):
         raise ValueError(f"{args.follow}: no such file or folder")
     keep = _filter(args)
+    keep_freed_memory()  # reading captures is this process's work
     ports = args.ports
     progress = _Progress(enabled=not args.no_progress and sys.stderr.isatty() and not args.live)
     names = topic_names(args.topic_names, args.bootstrap_server)
