@@ -444,6 +444,10 @@ def test_exchanges_table_holds_the_exchanges(capture):
     # Batches of any size give the same table; without bodies, only the body columns differ.
     small = pa.Table.from_batches(list(tables.exchange_batches(detected, file=path.name, size=7)))
     assert small.equals(table)
+    # Batches end once their bodies reach body_bytes: here every exchange with a body ends one.
+    by_bytes = list(tables.exchange_batches(detected, file=path.name, body_bytes=1))
+    assert [batch.num_rows for batch in by_bytes] == [1] * len(detected)
+    assert pa.Table.from_batches(by_bytes).equals(table)
     bare = tables.exchanges_table(detected, file=path.name, bodies=False)
     assert bare.column("request").null_count == bare.num_rows
     assert bare.drop_columns(["request", "response"]).equals(table.drop_columns(["request", "response"]))

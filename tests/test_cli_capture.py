@@ -82,6 +82,20 @@ def test_csv_and_parquet_hold_the_same_rows(tmp_path):
     assert table.column("api_name").to_pylist() == [ex.api_name for ex in capture.read_capture(KAFKAJS)]
 
 
+def test_parquet_row_groups_are_bounded_by_their_bytes(tmp_path, monkeypatch):
+    pq = pytest.importorskip("pyarrow.parquet")
+    from kafkaproto.__main__ import main
+    whole, bounded = tmp_path / "whole.parquet", tmp_path / "bounded.parquet"
+    assert main(["capture", str(KAFKAJS), "--output", str(whole)]) == 0
+    monkeypatch.setattr(cli._Parquet, "BYTES", 1)
+    monkeypatch.setattr(tables, "BATCH_BODY_BYTES", 1)
+    assert main(["capture", str(KAFKAJS), "--output", str(bounded)]) == 0
+    exchanges = len(list(capture.read_capture(KAFKAJS)))
+    assert pq.ParquetFile(whole).num_row_groups == 1
+    assert pq.ParquetFile(bounded).num_row_groups == exchanges  # a row group for each batch, each body ends one
+    assert pq.read_table(bounded).equals(pq.read_table(whole))
+
+
 @pytest.mark.parametrize("rows", [[], ["--records"]], ids=["exchanges", "records"])
 def test_parquet_is_the_same_written_without_numpy(tmp_path, rows):
     """The console command keeps numpy out of its process (pyarrow imports it only to trade arrays); main() called

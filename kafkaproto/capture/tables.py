@@ -198,16 +198,28 @@ def _nanoseconds(value):
     return round(value.timestamp() * 1_000_000) * 1000  # a datetime (microseconds)
 
 
-def exchange_batches(exchanges, file=None, size=4096, bodies=True):
-    """pyarrow RecordBatches of the exchange schema, size rows at most each."""
+# Bodies held in one batch of exchange rows, as text (about bytes: JSON's escapes keep most of it ASCII).
+BATCH_BODY_BYTES = 4 << 20
+
+
+def exchange_batches(exchanges, file=None, size=4096, bodies=True, body_bytes=None):
+    """pyarrow RecordBatches of the exchange schema, size rows at most each, and ended once their bodies' text
+    reaches body_bytes (BATCH_BODY_BYTES by default): a batch of large Fetch answers holds a few, not thousands."""
+    body_bytes = BATCH_BODY_BYTES if body_bytes is None else body_bytes
     pa = _pyarrow()
     schema = exchange_schema()
     rows = []
+    held = 0
     for ex in exchanges:
-        rows.append(exchange_row(ex, file, bodies))
-        if len(rows) >= size:
+        row = exchange_row(ex, file, bodies)
+        rows.append(row)
+        for body in (row["request"], row["response"]):
+            if body is not None:
+                held += len(body)
+        if len(rows) >= size or held >= body_bytes:
             yield _arrowcols.batch(pa, rows, schema)
             rows = []
+            held = 0
     if rows:
         yield _arrowcols.batch(pa, rows, schema)
 

@@ -26,9 +26,12 @@ def exchange_row(ex: Exchange, file: str | None = None, bodies: _Bodies = True) 
 def exchange_of(row: Mapping[str, Any]) -> Exchange:
     """The Exchange an exchange row (a dict, a Spark Row's asDict()) came from, its bodies read back with
     jsonview.from_json."""
+BATCH_BODY_BYTES: int
+
 def exchange_batches(exchanges: Iterable[Exchange], file: str | None = None, size: int = 4096,
-                     bodies: _Bodies = True) -> Iterator[Any]:
-    """pyarrow RecordBatches of the exchange schema, size rows at most each."""
+                     bodies: _Bodies = True, body_bytes: int | None = None) -> Iterator[Any]:
+    """pyarrow RecordBatches of the exchange schema, size rows at most each, and ended once their bodies' text
+    reaches body_bytes (BATCH_BODY_BYTES by default)."""
 def exchanges_table(exchanges: Iterable[Exchange], file: str | None = None, bodies: _Bodies = True) -> Any:
     """A pyarrow.Table of the exchange schema, one row per exchange."""
 def record_batches(exchanges: Iterable[Exchange], file: str | None = None, validate: bool = True,

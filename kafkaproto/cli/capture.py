@@ -576,10 +576,13 @@ class _Csv(_Rows):
 
 
 class _Parquet:
-    """Rows gathered into row groups of about ROWS rows: one small row group per records field would make the
-    file's metadata, and the writer's memory, grow with every batch."""
+    """Rows gathered into row groups of about ROWS rows, or fewer holding about BYTES: one small row group per
+    records field would make the file's metadata, and the writer's memory, grow with every batch; rows holding
+    large bodies would make the memory grow with every row (the pages the kernel hands out for them cost more than
+    writing them)."""
 
     ROWS = 65536
+    BYTES = 8 << 20
 
     # Columns whose every value differs: a dictionary of them never pays, and trying one keeps the column's pages
     # in memory until it gives up (about twice the bodies' size, on a capture of large Fetch answers).
@@ -595,7 +598,7 @@ class _Parquet:
         dictionary = True if records else [column for field in self.schema if field.name not in self.UNIQUE
                                            for column in _leaf_columns(field.name, field.type)]
         self.writer = pq.ParquetWriter(path, self.schema, use_dictionary=dictionary)
-        self.batches, self.rows = [], 0  # rows not yet written
+        self.batches, self.rows, self.bytes = [], 0, 0  # rows not yet written
 
     def write_all(self, items):
         """Streams: each exchange is let go once its rows are built (holding thousands of decoded bodies would
@@ -608,14 +611,15 @@ class _Parquet:
             for batch in batches:
                 self.batches.append(batch)
                 self.rows += batch.num_rows
-                if self.rows >= self.ROWS:
+                self.bytes += batch.nbytes
+                if self.rows >= self.ROWS or self.bytes >= self.BYTES:
                     self._write()
 
     def _write(self):
         import pyarrow as pa
         if self.batches:
             self.writer.write_table(pa.Table.from_batches(self.batches, schema=self.schema))
-        self.batches, self.rows = [], 0
+        self.batches, self.rows, self.bytes = [], 0, 0
 
     def close(self):
         self._write()
