@@ -351,13 +351,14 @@ def capture_path(impl):
     """The capture reader's compiled parts (pcap records, the packet loop, walk) off for impl "python"."""
     from kafkaproto import fields
     from kafkaproto.capture import exchanges, pcap, reader
-    saved = reader.compiled_loop, pcap.compiled_pcap, exchanges.walk
+    saved = reader.compiled_loop, pcap.compiled_pcap, pcap.compiled_pcapng, exchanges.walk
     if impl == "python":
-        reader.compiled_loop, pcap.compiled_pcap, exchanges.walk = None, None, fields.python_walk
+        reader.compiled_loop, pcap.compiled_pcap, pcap.compiled_pcapng, exchanges.walk = \
+            None, None, None, fields.python_walk
     try:
         yield
     finally:
-        reader.compiled_loop, pcap.compiled_pcap, exchanges.walk = saved
+        reader.compiled_loop, pcap.compiled_pcap, pcap.compiled_pcapng, exchanges.walk = saved
 
 
 def plain(msg, version):

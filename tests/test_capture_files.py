@@ -127,13 +127,13 @@ class Trickle:
 
 
 def python_read_all(source):
-    """read_all of a classic pcap, by the pure-Python reader whatever is built."""
-    saved = pcap.compiled_pcap
-    pcap.compiled_pcap = None
+    """read_all by the pure-Python readers whatever is built."""
+    saved = pcap.compiled_pcap, pcap.compiled_pcapng
+    pcap.compiled_pcap = pcap.compiled_pcapng = None
     try:
         return read_all(source)
     finally:
-        pcap.compiled_pcap = saved
+        pcap.compiled_pcap, pcap.compiled_pcapng = saved
 
 
 def same_reading(data, step=None):
@@ -191,6 +191,48 @@ def expected_timestamp(interface, stamp):
     link_type, tsresol, *rest = interface
     tsoffset = rest[0] if rest else 0
     return cf.timestamp_ns(cf.ticks(stamp, tsresol, tsoffset), tsresol, tsoffset)
+
+
+@pytest.mark.skipif(pcap.compiled_pcapng is None, reason="the compiled pcapng reader is not in use")
+@pytest.mark.parametrize("big_endian", [False, True], ids=["little", "big"])
+def test_the_compiled_pcapng_reader_reads_as_the_python_one(big_endian):
+    """Real traffic, interfaces of every resolution and offset, a section of simple packets and an obsolete
+    packet block; whole, cut anywhere, with lengths, interfaces, times and captured lengths made wrong, and read a
+    few bytes at a time."""
+    real = [p for path in CAPTURES[:3] for p in read_bytes(path.read_bytes())]
+    items = [(i % len(INTERFACES), T0 + i * 987_654_321, frame_for(INTERFACES[i % len(INTERFACES)][0], b"p" * i))
+             for i in range(40)]
+    data = (cf.pcapng([(0, p.timestamp_ns, p.data, p.original_length) for p in real],
+                      interfaces=[(real[0].link_type, 9)], big_endian=big_endian)
+            + cf.pcapng(items, interfaces=INTERFACES, big_endian=big_endian)
+            + cf.pcapng([(0, 0, frame_for(LINKTYPE_ETHERNET, b"s" * i)) for i in range(5)], simple=True,
+                        big_endian=big_endian)
+            + cf.section_header(big_endian=big_endian)
+            + cf.interface_description(LINKTYPE_ETHERNET, big_endian=big_endian)
+            + cf.obsolete_packet(0, cf.ticks(T0), frame_for(LINKTYPE_ETHERNET), big_endian=big_endian))
+    packets, error = same_reading(data)
+    assert len(packets) == len(real) + 46 and error is None
+    for step in (1, 7, 1000):
+        assert same_reading(data, step) == (packets, None)
+    rng = random.Random(big_endian)
+    for cut in sorted(rng.sample(range(len(data)), 60)) + [4, 8, 12, 27, 28]:
+        same_reading(data[:cut])
+    u32 = ">I" if big_endian else "<I"
+    blocks = [p.offset for p in packets if p.timestamp_ns]  # enhanced packet blocks
+    for field, values in ((4, [len(data), 13, 16, pcap.MAX_PCAPNG_BLOCK + 4, 1 << 31]),  # block length
+                          (8, [5, 1 << 31]),                                               # interface
+                          (12, [0xFFFFFFFF]),                                              # time, high bits
+                          (20, [1 << 20, 0xFFFFFFFF])):                                    # captured length
+        for block in rng.sample(blocks, 5):
+            damaged = bytearray(data)
+            damaged[block + field:block + field + 4] = struct.pack(u32, rng.choice(values))
+            assert same_reading(bytes(damaged))[1] is not None, (field, block)
+    damaged = bytearray(data)  # a length whose copy at the block's end differs
+    block = rng.choice(blocks)
+    length = struct.unpack_from(u32, data, block + 4)[0]
+    damaged[block + length - 4:block + length] = struct.pack(u32, length + 4)
+    assert same_reading(bytes(damaged))[1] is not None
+
 
 
 @pytest.mark.parametrize("big_endian", [False, True], ids=["little", "big"])

@@ -9,7 +9,7 @@
 from cpython.bytes cimport PyBytes_AS_STRING
 from libc.stdint cimport int32_t, uint32_t
 
-from ._cpcap cimport PcapRecords
+from ._cpcap cimport Records
 
 from .framing import foreign
 
@@ -152,20 +152,20 @@ cdef int _start(framer) except -1:
 
 
 def read_exchanges(packets, exchanges, stats, tcp_segment):
-    """CaptureReader's loop: the exchanges of packets (pcap.Packet, or a classic pcap's PcapRecords, read in
+    """CaptureReader's loop: the exchanges of packets (pcap.Packet, or a file's compiled Records, read in
     place), counted in stats as they go. Plain packets take the compiled path; the rest, tcp_segment and
     exchanges.packet."""
     cdef _Reader reader = _Reader(exchanges)
     cdef long long number = stats.packets, size = stats.bytes, segments = stats.tcp_segments
     cdef long long count = stats.exchanges
-    cdef PcapRecords records = packets if type(packets) is PcapRecords else None
+    cdef Records records = packets if isinstance(packets, Records) else None
     cdef Py_ssize_t start, stop
     skipped = stats.skipped
     general = exchanges.packet
     others = iter(packets) if records is None else None
     try:
         while True:
-            if records is not None:  # a classic pcap: the record is read where it lies
+            if records is not None:  # the record is read where it lies
                 if not records.next_record():
                     break
                 link_type, buf, start, stop, time_ns = (records.link_type, records.buf, records.start, records.stop,

@@ -1,12 +1,31 @@
-cdef class PcapRecords:
+from libc.stdint cimport uint32_t
+
+
+cdef class Records:
+    # The file as a window of bytes (pcap._Input): buf[pos:end] is unread, base is buf[0]'s offset in the file.
     cdef object data, buf
-    cdef Py_ssize_t pos, end, header_size
-    cdef long long base, fraction_ns
-    cdef bint little, closed
+    cdef Py_ssize_t pos, end
+    cdef long long base
+    cdef bint closed
+    # The record next_record() found: its time, link type and interface, where its bytes lie in buf, its length
+    # on the wire, its offset.
     cdef readonly int link_type
-    # The record next_record() found: its time, where its bytes lie in buf, its length on the wire, its offset.
     cdef long long time_ns, wire_length, record_at
     cdef Py_ssize_t start, stop
+    cdef int interface
 
     cdef int next_record(self) except -1
     cdef void _window(self)
+
+
+cdef class PcapRecords(Records):
+    cdef Py_ssize_t header_size
+    cdef long long fraction_ns
+    cdef bint little
+
+
+cdef class PcapngRecords(Records):
+    cdef object section  # pcap._Section: the byte order's structs and the interfaces
+    cdef bint little
+
+    cdef bint _stamp(self, uint32_t interface, uint32_t high, uint32_t low) except -1

@@ -126,6 +126,8 @@ def read_packets(source, name=None):
         have = data.fill(4)
         magic = data.buf[:4]
         if magic == _PCAPNG_MAGIC:
+            if compiled_pcapng is not None:  # the same packets
+                return compiled_pcapng(data)
             packets = _pcapng_packets(data)
         elif magic in _PCAP_MAGICS:
             if compiled_pcap is not None:  # the same packets; it reads the file header itself
@@ -414,11 +416,91 @@ class _Interface(NamedTuple):
     offset_ns: int
 
 
+class _Section:
+    """What a pcapng reader knows of the section it is in: its byte order's structs and its interfaces."""
+
+    __slots__ = ("layout", "interfaces")
+
+    def __init__(self):
+        self.layout = _LAYOUTS["<"]  # until the first Section Header Block says otherwise
+        self.interfaces = []
+
+    def head(self, data, buf, pos):
+        """(block type, length) of the block header at pos; a section header sets the byte order first."""
+        block_type, length = self.layout.block_head.unpack_from(buf, pos)
+        if block_type == _SECTION_HEADER:
+            order = _BYTE_ORDER_MAGICS.get(buf[pos + 8:pos + 12])
+            if order is None:
+                raise data.error(f"section header block at byte {data.base + pos} has no byte-order magic "
+                                 f"(found {buf[pos + 8:pos + 12].hex()})", data.base + pos)
+            self.layout = _LAYOUTS[order]
+            length = self.layout.u32.unpack_from(buf, pos + 4)[0]
+        return block_type, length
+
+    def other_block(self, data, buf, pos, length, block_type):
+        """A whole, checked block other than an Enhanced Packet Block: the fields of its packet (time_ns,
+        link_type, start, stop, wire_length, interface), or None for a block that holds none."""
+        base = data.base
+        layout = self.layout
+        if block_type == _INTERFACE_DESCRIPTION:
+            self.interfaces.append(_interface(data, layout, buf, pos, length))
+        elif block_type == _SECTION_HEADER:
+            if length < 28:
+                raise _short_block(data, "section header", base + pos, length, 28)
+            major, minor = layout.version.unpack_from(buf, pos + 12)
+            if major != 1:
+                raise data.error(f"section header block at byte {base + pos} is of pcapng version "
+                                 f"{major}.{minor}; only 1.x is read", base + pos)
+            self.interfaces = []
+        elif block_type == _SIMPLE_PACKET:
+            if length < 16:
+                raise _short_block(data, "simple packet", base + pos, length, 16)
+            if not self.interfaces:
+                raise _unknown_interface(data, base + pos, 0, self.interfaces)
+            wire_length = layout.u32.unpack_from(buf, pos + 8)[0]
+            link_type, snaplen, _, _, _ = self.interfaces[0]
+            caplen = min(wire_length, length - 16, snaplen or wire_length)
+            return 0, link_type, pos + 12, pos + 12 + caplen, wire_length, 0
+        elif block_type == _OBSOLETE_PACKET:
+            if length < 32:
+                raise _short_block(data, "packet", base + pos, length, 32)
+            interface, _, high, low, caplen, wire_length = layout.obsolete.unpack_from(buf, pos + 8)
+            if caplen > length - 32:
+                raise _overlong_packet(data, "packet", base + pos, caplen, length - 32)
+            return (self.stamp(data, base + pos, interface, high, low), self.interfaces[interface].link_type,
+                    pos + 28, pos + 28 + caplen, wire_length, interface)
+        return None
+
+    def stamp(self, data, offset, interface, high, low):
+        """A packet block's time in nanoseconds, from its interface's resolution and offset."""
+        if interface >= len(self.interfaces):
+            raise _unknown_interface(data, offset, interface, self.interfaces)
+        _, _, multiplier, divisor, offset_ns = self.interfaces[interface]
+        time_ns = ((high << 32) | low) * multiplier // divisor + offset_ns
+        if not _NS_MIN <= time_ns <= _NS_MAX:
+            raise _time_out_of_range(data, offset, time_ns)
+        return time_ns
+
+    def check(self, data, buf, pos, length, end):
+        """Whether the block at pos, of that declared length, is whole in buf[:end]; raises if the length is
+        impossible or its copy at the block's end differs."""
+        if length < 12 or length & 3 or length > MAX_PCAPNG_BLOCK:
+            raise data.error(f"block at byte {data.base + pos} declares {length} bytes; a block is a multiple of 4 "
+                             f"bytes from 12 to {MAX_PCAPNG_BLOCK}", data.base + pos)
+        if pos + length > end:
+            return False
+        trailer = self.layout.u32.unpack_from(buf, pos + length - 4)[0]
+        if trailer != length:
+            raise data.error(f"block at byte {data.base + pos} declares {length} bytes at its start and "
+                             f"{trailer} at its end", data.base + pos)
+        return True
+
+
 def _pcapng_packets(data):
-    """Packets of a pcapng file; yields None first."""
-    layout = _LAYOUTS["<"]  # until the first Section Header Block says otherwise
-    unpack_head, unpack_u32, unpack_enhanced = _unpackers(layout)
-    interfaces = []
+    """Packets of a pcapng file; yields None first. Enhanced Packet Blocks, nearly all of a capture, are read
+    here; the other blocks, and whatever is wrong with a block, by _Section."""
+    section = _Section()
+    unpack_head, unpack_u32, unpack_enhanced = _unpackers(section.layout)
     new = tuple.__new__
     packet = Packet
     max_block = MAX_PCAPNG_BLOCK
@@ -432,77 +514,35 @@ def _pcapng_packets(data):
             need = 12
             while pos + 12 <= end:
                 block_type, length = unpack_head(buf, pos)
-                if block_type == _SECTION_HEADER:
-                    order = _BYTE_ORDER_MAGICS.get(buf[pos + 8:pos + 12])
-                    if order is None:
-                        raise data.error(f"section header block at byte {base + pos} has no byte-order magic "
-                                         f"(found {buf[pos + 8:pos + 12].hex()})", base + pos)
-                    layout = _LAYOUTS[order]
-                    unpack_head, unpack_u32, unpack_enhanced = _unpackers(layout)
-                    length = unpack_u32(buf, pos + 4)[0]
-                if length < 12 or length & 3 or length > max_block:
-                    raise data.error(f"block at byte {base + pos} declares {length} bytes; a block is a multiple of 4 "
-                                     f"bytes from 12 to {max_block}", base + pos)
-                if pos + length > end:
-                    need = length
-                    break
-                if unpack_u32(buf, pos + length - 4)[0] != length:
-                    raise data.error(f"block at byte {base + pos} declares {length} bytes at its start and "
-                                     f"{unpack_u32(buf, pos + length - 4)[0]} at its end", base + pos)
+                if block_type == _SECTION_HEADER:  # sets the byte order (or says there is none)
+                    block_type, length = section.head(data, buf, pos)
+                    unpack_head, unpack_u32, unpack_enhanced = _unpackers(section.layout)
+                if length < 12 or length & 3 or length > max_block or pos + length > end or \
+                        unpack_u32(buf, pos + length - 4)[0] != length:
+                    if not section.check(data, buf, pos, length, end):
+                        need = length
+                        break
                 if block_type == _ENHANCED_PACKET:
                     if length < 32:
                         raise _short_block(data, "enhanced packet", base + pos, length, 32)
                     interface, high, low, caplen, wire_length = unpack_enhanced(buf, pos + 8)
                     if caplen > length - 32:
                         raise _overlong_packet(data, "enhanced packet", base + pos, caplen, length - 32)
-                    if interface >= len(interfaces):
-                        raise _unknown_interface(data, base + pos, interface, interfaces)
-                    link_type, _, multiplier, divisor, offset_ns = interfaces[interface]
-                    time_ns = ((high << 32) | low) * multiplier // divisor + offset_ns
-                    if not _NS_MIN <= time_ns <= _NS_MAX:
-                        raise _time_out_of_range(data, base + pos, time_ns)
-                    yield new(packet, (time_ns, link_type, buf[pos + 28:pos + 28 + caplen], wire_length, base + pos,
-                                       interface))
-                elif block_type == _INTERFACE_DESCRIPTION:
-                    interfaces.append(_interface(data, layout, buf, pos, length))
-                elif block_type == _SECTION_HEADER:
-                    if length < 28:
-                        raise _short_block(data, "section header", base + pos, length, 28)
-                    major, minor = layout.version.unpack_from(buf, pos + 12)
-                    if major != 1:
-                        raise data.error(f"section header block at byte {base + pos} is of pcapng version "
-                                         f"{major}.{minor}; only 1.x is read", base + pos)
-                    interfaces = []
-                elif block_type == _SIMPLE_PACKET:
-                    if length < 16:
-                        raise _short_block(data, "simple packet", base + pos, length, 16)
-                    if not interfaces:
-                        raise _unknown_interface(data, base + pos, 0, interfaces)
-                    wire_length = unpack_u32(buf, pos + 8)[0]
-                    link_type, snaplen, _, _, _ = interfaces[0]
-                    caplen = min(wire_length, length - 16, snaplen or wire_length)
-                    yield new(packet, (0, link_type, buf[pos + 12:pos + 12 + caplen], wire_length, base + pos, 0))
-                elif block_type == _OBSOLETE_PACKET:
-                    if length < 32:
-                        raise _short_block(data, "packet", base + pos, length, 32)
-                    interface, _, high, low, caplen, wire_length = layout.obsolete.unpack_from(buf, pos + 8)
-                    if caplen > length - 32:
-                        raise _overlong_packet(data, "packet", base + pos, caplen, length - 32)
-                    if interface >= len(interfaces):
-                        raise _unknown_interface(data, base + pos, interface, interfaces)
-                    link_type, _, multiplier, divisor, offset_ns = interfaces[interface]
-                    time_ns = ((high << 32) | low) * multiplier // divisor + offset_ns
-                    if not _NS_MIN <= time_ns <= _NS_MAX:
-                        raise _time_out_of_range(data, base + pos, time_ns)
-                    yield new(packet, (time_ns, link_type, buf[pos + 28:pos + 28 + caplen], wire_length, base + pos,
-                                       interface))
+                    time_ns = section.stamp(data, base + pos, interface, high, low)
+                    yield new(packet, (time_ns, section.interfaces[interface].link_type,
+                                       buf[pos + 28:pos + 28 + caplen], wire_length, base + pos, interface))
+                else:
+                    found = section.other_block(data, buf, pos, length, block_type)
+                    if found is not None:
+                        time_ns, link_type, start, stop, wire_length, interface = found
+                        yield new(packet, (time_ns, link_type, buf[start:stop], wire_length, base + pos, interface))
                 pos += length
             data.pos = pos
             have = data.fill(need)
             if have < need:
                 if have == 0:
                     return
-                raise _truncated_block(data, layout, have)
+                raise _truncated_block(data, section.layout, have)
     finally:
         data.close()
 
@@ -581,6 +621,7 @@ def _truncated_block(data, layout, have):
     return data.error(f"truncated: block at byte {offset} declares {length} bytes; {have} are left", offset)
 
 
-compiled_pcap = None
-if COMPILED:  # classic pcap records, compiled: the capture loop reads them in place
+compiled_pcap = compiled_pcapng = None
+if COMPILED:  # the records of both kinds, compiled: the capture loop reads them in place
+    from ._cpcap import PcapngRecords as compiled_pcapng  # noqa: E402
     from ._cpcap import PcapRecords as compiled_pcap  # noqa: E402
