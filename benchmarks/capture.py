@@ -36,6 +36,8 @@ What is timed, each as its own process pinned to one core (``taskset -c 0``), fr
   CLI summary     ``kafkaproto capture FILE --ports PORT`` (the summary, printed to a file)
   tshark fields   ``tshark -r FILE -d tcp.port==PORT,kafka -T fields -e frame.number -e kafka.request_key
                   -e kafka.request.version -e kafka.correlation_id -e kafka.len`` > /dev/null
+  ... as pcapng   the CLI summary and tshark fields again on the synthetic capture written as pcapng (by
+                  editcap), the format Wireshark and dumpcap write
   CLI jsonl       ``kafkaproto capture FILE --ports PORT --format jsonl --output x.jsonl``: a row per exchange
                   with both bodies decoded whole, records included
   CLI parquet     the same rows with ``--format parquet --output x.parquet``
@@ -129,6 +131,7 @@ START_NS = 1_767_225_600 * 10**9  # 2026-01-01T00:00:00Z
 REPLAY_GAP_NS = (200_000_000, 1_800_000_000)  # a replay starts this long after the one before it
 
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
+EDITCAP = shutil.which("editcap") or "/usr/bin/editcap"  # tshark's package has it
 TASKSET = shutil.which("taskset")
 TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 # The timed commands keep their compiled bytecode, as an installed package does (pip writes it at install): with
@@ -683,6 +686,14 @@ def read_cases(path, meta, work):
     outputs = {c.key: c for c in output_cases(path, BROKER_PORT, work, meta)}
     outputs["cli_summary"].check = summary_check  # every exchange of the replays is whole
     outputs["cli_records"].target = PACKETS_TARGET
+    # The same capture as pcapng (what Wireshark and dumpcap write), summarised by both tools.
+    pcapng = work / f"{path.stem}.pcapng"
+    subprocess.run([EDITCAP, "-F", "pcapng", str(path), str(pcapng)], check=True)
+    as_pcapng = {c.key: c for c in output_cases(pcapng, BROKER_PORT, work, meta)}
+    summary_pcapng, tshark_pcapng = as_pcapng["cli_summary"], as_pcapng["tshark"]
+    summary_pcapng.key, summary_pcapng.label = "cli_summary_pcapng", "kafkaproto capture (summary), as pcapng"
+    summary_pcapng.check, summary_pcapng.peer = summary_check, "tshark_pcapng"
+    tshark_pcapng.key, tshark_pcapng.label = "tshark_pcapng", "tshark -T fields (headers), as pcapng"
     return [
         Case("reader", "kafkaproto read_capture", me + ["--child-read", str(path)], check=reader_check,
              peer="tshark", target=PACKETS_TARGET),
@@ -694,8 +705,8 @@ def read_cases(path, meta, work):
              kp + ["capture", "--follow", str(ring), "--idle", "0.2", "--ports", str(BROKER_PORT)],
              check=lambda case, r: summary_check(case, r, files=8), peer="tshark",  # a followed ring counts each file
              target=PACKETS_TARGET),
-        outputs["tshark"], outputs["cli_jsonl"], outputs["cli_parquet"], outputs["cli_records"],
-        outputs["tshark_full"],
+        outputs["tshark"], summary_pcapng, tshark_pcapng, outputs["cli_jsonl"], outputs["cli_parquet"],
+        outputs["cli_records"], outputs["tshark_full"],
     ]
 
 
