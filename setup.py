@@ -45,6 +45,7 @@ def extensions(modules):
     exts = [Extension("kafkaproto._core", ["kafkaproto/_core.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.records._crecords", ["kafkaproto/records/_crecords.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto._cfields", ["kafkaproto/_cfields.pyx"], extra_compile_args=FLAGS),
+            Extension("kafkaproto._cjsonview", ["kafkaproto/_cjsonview.pyx"], extra_compile_args=FLAGS),
             Extension("kafkaproto.records._ccrc32c", ["kafkaproto/records/_ccrc32c.pyx"],
                       extra_compile_args=FLAGS),
             Extension("kafkaproto.records._clz4", ["kafkaproto/records/_clz4.pyx"], extra_compile_args=FLAGS),

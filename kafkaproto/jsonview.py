@@ -18,6 +18,7 @@ import json
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, TypeVar
 
+from ._impl import COMPILED
 from .exceptions import RecordsError
 from .uuid import Uuid
 
@@ -66,7 +67,7 @@ class _Text:
         self.ensure_ascii = ensure_ascii
         self.dumps = json.JSONEncoder(ensure_ascii=ensure_ascii, separators=(",", ":")).encode
         self.string = encode_basestring_ascii if ensure_ascii else encode_basestring
-        self.keys = {}  # a field's name -> its key, '"name":'
+        self.plans = {}  # a struct's class -> its fields' plan (_plan)
 
     def value(self, value):
         kind = type(value)
@@ -83,45 +84,69 @@ class _Text:
 
 _TEXT = {True: _Text(True), False: _Text(False)}
 
+# How a field is written (see _plan).
+_SCALAR, _STRUCT, _STRUCTS, _RECORDS, _ARRAY = range(5)
 
-def _struct_text(msg, decode_records, text, parts):
-    keys = text.keys
-    parts.append("{")
-    comma = False
-    for f in type(msg)._fields:
-        key = keys.get(f.attr)
-        if key is None:
-            key = keys[f.attr] = text.string(f.attr) + ":"
-        if comma:
-            parts.append(",")
-        comma = True
-        parts.append(key)
-        value = getattr(msg, f.attr)
-        if value is None:
-            parts.append("null")
-        elif f.struct is not None:
-            if f.array:
-                parts.append("[")
-                for i, item in enumerate(value):
-                    if i:
-                        parts.append(",")
-                    if item is None:
-                        parts.append("null")
-                    else:
-                        _struct_text(item, decode_records, text, parts)
-                parts.append("]")
-            else:
-                _struct_text(value, decode_records, text, parts)
-        elif f.kind == "records" and decode_records and not f.array:
-            parts.append(records_text(value, text.ensure_ascii))
-        elif f.array:
-            parts.append(text.dumps(_value(f, value, decode_records)))
+
+def _plan(cls, text):
+    """(attribute, its key with the comma before it, how it is written, the field) of each of a struct's fields:
+    worked out once per class, as every struct of a capture is written the same way."""
+    plan = []
+    for f in cls._fields:
+        if f.struct is not None:
+            how = _STRUCTS if f.array else _STRUCT
+        elif f.kind == "records" and not f.array:
+            how = _RECORDS
         else:
-            parts.append(text.value(_item(f, value, decode_records)))
+            how = _ARRAY if f.array else _SCALAR
+        plan.append((f.attr, ("," if plan else "") + text.string(f.attr) + ":", how, f))
+    return tuple(plan)
+
+
+def python_struct_text(msg, decode_records, text, parts):
+    """Appends to parts the JSON text of a struct (_cjsonview.struct_text is its compiled twin)."""
+    plan = text.plans.get(type(msg))
+    if plan is None:
+        plan = text.plans[type(msg)] = _plan(type(msg), text)
+    append = parts.append
+    append("{")
+    for attr, key, how, f in plan:
+        append(key)
+        value = getattr(msg, attr)
+        if value is None:
+            append("null")
+        elif how == _SCALAR:
+            kind = type(value)
+            if kind is int:
+                append(int.__repr__(value))
+            elif kind is str:
+                append(text.string(value))
+            elif kind is bool:
+                append("true" if value else "false")
+            else:
+                append(text.value(_item(f, value, decode_records)))
+        elif how == _STRUCT:
+            python_struct_text(value, decode_records, text, parts)
+        elif how == _STRUCTS:
+            append("[")
+            for i, item in enumerate(value):
+                if i:
+                    append(",")
+                if item is None:
+                    append("null")
+                else:
+                    python_struct_text(item, decode_records, text, parts)
+            append("]")
+        elif how == _RECORDS and decode_records:
+            append(records_text(value, text.ensure_ascii))
+        elif how == _ARRAY:
+            append(text.dumps(_value(f, value, decode_records)))
+        else:  # records left as their bytes
+            append(text.value(_item(f, value, decode_records)))
     if msg.unknown_tagged_fields:
-        parts.append(("," if comma else "") + text.string("unknown_tagged_fields") + ":")
-        parts.append(text.dumps({str(tag): _b64(data) for tag, data in msg.unknown_tagged_fields.items()}))
-    parts.append("}")
+        append(("," if plan else "") + text.string("unknown_tagged_fields") + ":")
+        append(text.dumps({str(tag): _b64(data) for tag, data in msg.unknown_tagged_fields.items()}))
+    append("}")
 
 
 _compiled_records_json = None  # the compiled records_text, or False where it is not there; looked up on first use
@@ -129,7 +154,6 @@ _compiled_records_json = None  # the compiled records_text, or False where it is
 
 def _load_compiled():
     global _compiled_records_json
-    from ._impl import COMPILED
     _compiled_records_json = False
     if COMPILED:
         # Imported here, not above: the capture package imports this module.
@@ -240,3 +264,8 @@ def _unb64(text, where):
         return base64.b64decode(text, validate=True)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: not base64: {e}") from None
+
+
+_struct_text = python_struct_text
+if COMPILED:  # the same text, compiled (it reads the plans _plan makes)
+    from ._cjsonview import struct_text as _struct_text  # noqa: E402, F811

@@ -37,7 +37,7 @@ def test_imports_point_one_way(monkeypatch):
 
 PACKAGE = CONFIG.parent / "kafkaproto"
 # A compiled module stands on the layer of its pure twin; the others on their package's.
-TWINS = {"_core": "_pycore", "_cfields": "fields"}
+TWINS = {"_core": "_pycore", "_cfields": "fields", "_cjsonview": "jsonview"}
 IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+c?import\b|c?import\s+([\w.]+))", re.M)
 
 

@@ -33,7 +33,7 @@ from crc32c import crc32c
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkaproto import records
+from kafkaproto import jsonview, records
 from kafkaproto._impl import COMPILED
 from kafkaproto.capture import read_capture, tables, transactions
 from kafkaproto.capture import _arrowcols
@@ -264,13 +264,22 @@ def messages_of(path):
         yield from (m for m in (ex.request, ex.response) if m is not None)
 
 
+def python_text(message, decode, ensure_ascii):
+    """to_json_text, by jsonview's Python writer whatever is built."""
+    parts = []
+    jsonview.python_struct_text(message, decode, jsonview._TEXT[ensure_ascii], parts)
+    return "".join(parts)
+
+
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_to_json_text_is_json_dumps_of_to_json(path):
     count = 0
     for message in messages_of(path):
         for decode in (True, False):
             for ensure_ascii in (True, False):
-                assert to_json_text(message, decode, ensure_ascii) == dumps(to_json(message, decode), ensure_ascii)
+                text = to_json_text(message, decode, ensure_ascii)
+                assert text == dumps(to_json(message, decode), ensure_ascii)
+                assert python_text(message, decode, ensure_ascii) == text
         count += 1
     assert count > 10
 
@@ -283,6 +292,7 @@ def test_to_json_text_of_floats_unknown_tags_and_text_json_escapes():
     message.unknown_tagged_fields = {7: b"\x01\x02"}
     for ensure_ascii in (True, False):
         assert to_json_text(message, True, ensure_ascii) == dumps(to_json(message), ensure_ascii)
+        assert python_text(message, True, ensure_ascii) == dumps(to_json(message), ensure_ascii)
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
