@@ -27,5 +27,10 @@ cdef class PcapRecords(Records):
 cdef class PcapngRecords(Records):
     cdef object section  # pcap._Section: the byte order's structs and the interfaces
     cdef bint little
+    # The section's first interfaces as C values: link type, and nanoseconds per tick where a packet's time is
+    # ticks times that (no offset, micro- or nanoseconds); 0 sends the packet's time to section.stamp.
+    cdef Py_ssize_t described
+    cdef int links[64]
+    cdef long long tick_ns[64]
 
-    cdef bint _stamp(self, uint32_t interface, uint32_t high, uint32_t low) except -1
+    cdef int _describe(self) except -1

@@ -131,6 +131,7 @@ cdef class PcapngRecords(Records):
         cdef const unsigned char *p
         cdef const unsigned char *at
         cdef uint32_t block_type, interface, high, low
+        cdef unsigned long long ticks
         cdef long long length, caplen, need
         cdef Py_ssize_t have
         section = self.section
@@ -163,9 +164,14 @@ cdef class PcapngRecords(Records):
                         caplen = _u32(at + 20, self.little)
                         if caplen > length - 32:
                             raise _overlong_packet(self.data, "enhanced packet", self.record_at, caplen, length - 32)
-                        if not self._stamp(interface, high, low):
+                        ticks = (<unsigned long long>high << 32) | low
+                        if interface < self.described and self.tick_ns[interface] and \
+                                ticks <= <unsigned long long>(9223372036854775807 // self.tick_ns[interface]):
+                            self.time_ns = <long long>ticks * self.tick_ns[interface]
+                            self.link_type = self.links[interface]
+                        else:
                             self.time_ns = section.stamp(self.data, self.record_at, interface, high, low)
-                        self.link_type = section.interfaces[interface].link_type
+                            self.link_type = section.interfaces[interface].link_type
                         self.wire_length = _u32(at + 24, self.little)
                         self.interface = interface
                         self.start = self.pos + 28
@@ -173,6 +179,7 @@ cdef class PcapngRecords(Records):
                         self.pos += length
                         return 1
                     found = section.other_block(self.data, self.buf, self.pos, length, block_type)
+                    self._describe()  # an interface, or a new section, changes what packets are read with
                     self.pos += length
                     if found is not None:
                         self.time_ns, self.link_type, self.start, self.stop, self.wire_length, self.interface = found
@@ -189,17 +196,14 @@ cdef class PcapngRecords(Records):
             self.close()
             raise
 
-    cdef bint _stamp(self, uint32_t interface, uint32_t high, uint32_t low) except -1:
-        """Sets time_ns for the plain cases (microseconds or nanoseconds, no offset, within 64 bits); False
-        leaves the rest, and every error, to pcap._Section.stamp."""
-        cdef unsigned long long ticks = (<unsigned long long>high << 32) | low
+    cdef int _describe(self) except -1:
+        """Copies the section's interfaces into the C arrays the packets are read with."""
+        cdef Py_ssize_t i
         interfaces = self.section.interfaces
-        if interface >= len(interfaces):
-            return False
-        _, _, multiplier, divisor, offset_ns = interfaces[interface]
-        if divisor != 1 or offset_ns != 0 or multiplier not in (1, 1000):
-            return False
-        if ticks > <unsigned long long>(9223372036854775807 // <long long>multiplier):
-            return False
-        self.time_ns = <long long>ticks * <long long>multiplier
-        return True
+        self.described = min(len(interfaces), 64)
+        for i in range(self.described):
+            link_type, _, multiplier, divisor, offset_ns = interfaces[i]
+            self.links[i] = link_type
+            plain = divisor == 1 and offset_ns == 0 and multiplier in (1, 1000)
+            self.tick_ns[i] = multiplier if plain else 0
+        return 0
