@@ -52,7 +52,7 @@ def keep_freed_memory():
     is reading captures; True where that could be asked (glibc, and the compiled build).
 
     Reading a capture allocates and frees a buffer for each frame, up to megabytes for a Fetch answer. glibc hands
-    each such block back to the kernel once freed and takes fresh pages (faulted in and zeroed) for the next: about
+    each such block back to the kernel once freed and takes fresh pages (faulted in and zeroed) for the next: up to
     a fifth of the time of a summary of record-heavy traffic. Afterwards blocks up to 16 MiB come from the heap,
     and up to 64 MiB freed there stays with the process. ``kafkaproto capture`` asks this; a program that reads
     captures beside other work can leave it.
