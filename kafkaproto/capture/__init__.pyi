@@ -83,5 +83,5 @@ def records(exchanges: Iterable[Exchange], *, validate: bool = True) -> Iterator
 __all__ = [
     "CAPTURE_ERROR", "DECODE_ERROR", "GAP", "OK", "STATUSES", "UNMATCHED_REQUEST", "UNMATCHED_RESPONSE",
     "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "TopicNames", "follow", "held",
-    "read_capture", "records", "records_fields", "walk",
+    "keep_freed_memory", "read_capture", "records", "records_fields", "walk",
 ]
