@@ -4,19 +4,31 @@
 
 from .jsonview import _ARRAY, _RECORDS, _SCALAR, _STRUCT, _STRUCTS, _b64, _item, _plan, _value, records_text
 
+# Generated structs nest a few levels deep; one nested in itself (only a program can build that) raises
+# RecursionError here, as the Python twin does, before the C stack runs out.
+DEF MAX_DEPTH = 500
+
 cdef int SCALAR = _SCALAR, STRUCT = _STRUCT, STRUCTS = _STRUCTS, RECORDS = _RECORDS, ARRAY = _ARRAY
 
 
-def struct_text(msg, decode_records, text, list parts):
-    """jsonview.python_struct_text, compiled: the same text."""
-    _text(msg, decode_records, text, parts)
+def struct_text(msg, decode_records, text, parts):
+    """jsonview.python_struct_text, compiled: the same text (appended to any list, or anything with append)."""
+    if type(parts) is list:
+        _text(msg, decode_records, text, parts, 0)
+        return
+    mine = []
+    _text(msg, decode_records, text, mine, 0)
+    for part in mine:
+        parts.append(part)
 
 
-cdef int _text(msg, bint decode_records, text, list parts) except -1:
+cdef int _text(msg, bint decode_records, text, list parts, int depth) except -1:
     cdef dict plans = text.plans
     cdef tuple plan = plans.get(type(msg))
     cdef int how
     cdef Py_ssize_t i
+    if depth > MAX_DEPTH:
+        raise RecursionError(f"a message nested more than {MAX_DEPTH} structs deep")
     if plan is None:
         plan = plans[type(msg)] = _plan(type(msg), text)
     string = text.string
@@ -37,7 +49,7 @@ cdef int _text(msg, bint decode_records, text, list parts) except -1:
             else:
                 parts.append(text.value(_item(f, value, decode_records)))
         elif how == STRUCT:
-            _text(value, decode_records, text, parts)
+            _text(value, decode_records, text, parts, depth + 1)
         elif how == STRUCTS:
             parts.append("[")
             i = 0
@@ -48,7 +60,7 @@ cdef int _text(msg, bint decode_records, text, list parts) except -1:
                 if item is None:
                     parts.append("null")
                 else:
-                    _text(item, decode_records, text, parts)
+                    _text(item, decode_records, text, parts, depth + 1)
             parts.append("]")
         elif how == RECORDS and decode_records:
             parts.append(records_text(value, text.ensure_ascii))

@@ -32,8 +32,9 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
 
 
 # ---- the pure-Python pass -----------------------------------------------------------------------------------
-# The codecs have twins: compiled modules (kafkaproto._core, the generated _c_* classes, records._crecords, the
-# capture's _cpcap, _cpackets, _crecordrows and _carrowcols) and pure-Python ones that must behave the same.
+# The codecs have twins: compiled modules (kafkaproto._core, the generated _c_* classes, records._crecords,
+# _cfields, _cjsonview, the capture's _cpcap, _cpackets, _crecordrows and _carrowcols) and pure-Python ones that
+# must behave the same.
 # KAFKAPROTO_PURE=1 makes the pure twins the ones in use. Run after the compiled pass on the same build (as .ci/run
 # and tox do), it repeats only what can differ between them:
 # - a test parametrized over the implementations ("impl") ran its python case in the compiled pass already;

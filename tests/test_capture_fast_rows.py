@@ -20,6 +20,7 @@
 """
 
 import argparse
+import collections
 import io
 import json
 import subprocess
@@ -40,7 +41,7 @@ from kafkaproto.capture import _arrowcols
 from kafkaproto.capture.transactions import aborted_array, outcomes
 from kafkaproto.cli import capture as capture_cli
 from kafkaproto.jsonview import records_json, records_text, to_json, to_json_text
-from kafkaproto.messages import DescribeClientQuotasResponse
+from kafkaproto.messages import DescribeClientQuotasResponse, MetadataRequest
 from kafkaproto.records import RecordBatchBuilder
 from test_capture_rows import ABORTED_TRANSACTIONS, LOG, capture_of, fetch_exchange, log_bytes, produce_exchange
 
@@ -293,6 +294,18 @@ def test_to_json_text_of_floats_unknown_tags_and_text_json_escapes():
     for ensure_ascii in (True, False):
         assert to_json_text(message, True, ensure_ascii) == dumps(to_json(message), ensure_ascii)
         assert python_text(message, True, ensure_ascii) == dumps(to_json(message), ensure_ascii)
+
+
+def test_a_struct_nested_in_itself_raises_recursion_error_from_both_writers():
+    message = MetadataRequest(topics=None)
+    message.topics = [message]  # only a program can build this; no bytes decode to it
+    with pytest.raises(RecursionError):
+        to_json_text(message)
+    with pytest.raises(RecursionError):
+        python_text(message, True, True)
+    parts = collections.deque()  # any object with append takes the text
+    jsonview.json_parts(MetadataRequest(topics=None), parts)
+    assert "".join(parts) == to_json_text(MetadataRequest(topics=None))
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)

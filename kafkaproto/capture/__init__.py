@@ -54,8 +54,9 @@ def keep_freed_memory():
     Reading a capture allocates and frees a buffer for each frame, up to megabytes for a Fetch answer. glibc hands
     each such block back to the kernel once freed and takes fresh pages (faulted in and zeroed) for the next: up to
     a fifth of the time of a summary of record-heavy traffic. Afterwards blocks up to 16 MiB come from the heap,
-    and up to 64 MiB freed there stays with the process. ``kafkaproto capture`` asks this; a program that reads
-    captures beside other work can leave it.
+    and up to 64 MiB freed at the top of each of its arenas stays with the process. The thresholds are fixed for
+    the process's life (glibc no longer adapts them, and any set in MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES
+    give way). ``kafkaproto capture`` asks this; a program that reads captures beside other work can leave it.
     """
     from .._impl import COMPILED
 

@@ -4,6 +4,7 @@
 # the compiled capture loop instead asks next_record() for where each record's bytes lie, and reads them there.
 
 from cpython.bytes cimport PyBytes_AS_STRING
+from libc.limits cimport LLONG_MAX
 from libc.stdint cimport uint32_t
 
 from .pcap import (MAX_PCAP_CAPLEN, MAX_PCAPNG_BLOCK, Packet, _Section, _overlong_packet, _short_block,
@@ -41,7 +42,7 @@ cdef class Records:
 
     def close(self):
         """Closes the file, if it was opened for reading (as a generator's close would)."""
-        if not self.closed:
+        if not self.closed and self.data is not None:
             self.closed = True
             self.data.close()
 
@@ -111,6 +112,7 @@ cdef class PcapRecords(Records):
 
 
 DEF SECTION_HEADER = 0x0A0D0D0A
+DEF INTERFACE_DESCRIPTION = 1
 DEF ENHANCED_PACKET = 6
 cdef long long _MAX_BLOCK = MAX_PCAPNG_BLOCK
 
@@ -166,7 +168,7 @@ cdef class PcapngRecords(Records):
                             raise _overlong_packet(self.data, "enhanced packet", self.record_at, caplen, length - 32)
                         ticks = (<unsigned long long>high << 32) | low
                         if interface < self.described and self.tick_ns[interface] and \
-                                ticks <= <unsigned long long>(9223372036854775807 // self.tick_ns[interface]):
+                                ticks <= <unsigned long long>(LLONG_MAX // self.tick_ns[interface]):
                             self.time_ns = <long long>ticks * self.tick_ns[interface]
                             self.link_type = self.links[interface]
                         else:
@@ -179,7 +181,8 @@ cdef class PcapngRecords(Records):
                         self.pos += length
                         return 1
                     found = section.other_block(self.data, self.buf, self.pos, length, block_type)
-                    self._describe()  # an interface, or a new section, changes what packets are read with
+                    if block_type == INTERFACE_DESCRIPTION or block_type == SECTION_HEADER:
+                        self._describe()  # what the packets that follow are read with
                     self.pos += length
                     if found is not None:
                         self.time_ns, self.link_type, self.start, self.stop, self.wire_length, self.interface = found
