@@ -196,3 +196,39 @@ def test_new_stores_serve_every_brokers_next_connections(certs, tmp_path):  # no
         cluster.start_node(2)
         assert (tls_answers(tls[1], certs / "ca1.pem"), tls_answers(tls[1], certs / "ca2.pem")) == (False, True)
         admin.close()
+
+
+def test_a_connection_waiting_to_be_accepted_when_its_listener_shuts_is_not_left_open():
+    """The accept of a connection already waiting is queued in the same turn of the event loop as the shut: it must
+    not take the connection into the cancelled accept and leave it open with nobody serving it."""
+    import asyncio
+    import types
+
+    from kafkaproto.broker.nodes_served import shut
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        listening = socket.socket()
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        listening.setblocking(False)
+        accepted = []
+
+        async def accept():
+            accepted.append(await loop.sock_accept(listening))
+
+        task = loop.create_task(accept())
+        running = types.SimpleNamespace(closed=False, listening=[(listening, task)], streams=set())
+        await asyncio.sleep(0)  # the accept waits for a connection
+        client = socket.create_connection(listening.getsockname())
+        loop.call_soon(shut, running)  # runs before the accept the next turn's poll queues behind it
+        await asyncio.gather(task, return_exceptions=True)
+        await asyncio.sleep(0.05)
+        return client, accepted
+
+    client, accepted = asyncio.run(main())
+    try:
+        assert accepted == []
+        assert closed_by_broker([client], 2.0) == {client}
+    finally:
+        client.close()

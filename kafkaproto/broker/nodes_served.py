@@ -23,7 +23,11 @@ def shut(running):
     descriptor is unwatched), which awaiting them waits for."""
     running.closed = True
     listening, running.listening = running.listening, []
+    loop = asyncio.get_running_loop()
     for sock, task in listening:
+        # Unwatched first: an accept already queued in this turn of the loop would otherwise run after the
+        # cancel, take a waiting connection into the cancelled future and leave it open with nobody serving it.
+        loop.remove_reader(sock.fileno())
         task.cancel()
         task.add_done_callback(lambda _, sock=sock: sock.close())
     for stream in list(running.streams):
