@@ -32,6 +32,19 @@ def test_the_table_walk_sums_as_the_instruction(data, skip):
     assert crc32c_by_table(view) == crc32c(view) == reference.crc32c(view)
 
 
+@pytest.mark.parametrize("length", [767, 768, 769, 1543, 1544, 12287, 12288, 12289, 16323, 24576 + 1535, 100003])
+@pytest.mark.parametrize("skip", [0, 3, 8])
+def test_lengths_summed_as_three_stretches_at_once_sum_as_the_reference(length, skip):
+    # The instruction walk sums three stretches of 4,096 and then of 256 bytes at once and joins their sums: these
+    # lengths fall just before, on and after where it takes one, two or no stretches of each.
+    data = memoryview(bytes((i * 131 + 7) % 251 for i in range(length + skip)))[skip:]
+    assert crc32c(data) == reference.crc32c(data)
+    if COMPILED:
+        from kafkaproto.records._ccrc32c import crc32c_by_table
+
+        assert crc32c_by_table(data) == reference.crc32c(data)
+
+
 def test_a_large_buffer_and_its_types():
     data = bytes(range(256)) * 4099
     expected = reference.crc32c(data)
