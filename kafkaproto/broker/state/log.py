@@ -300,15 +300,13 @@ class Segment:
             yield batch
             position += batch.size
 
-    def note(self, batch):
-        """Index a batch just written (or found on load)."""
-        if not self.index_positions or self.since_index >= self.index_interval:
+    def add(self, batch):
+        """Index a batch just written (or found on load), and note where it ends."""
+        if self.since_index >= self.index_interval or not self.index_positions:
             self.index_offsets.append(batch.base_offset - self.base_offset)
             self.index_positions.append(batch.position)
             self.since_index = 0
         self.since_index += batch.size
-
-    def seen(self, batch):
         self.bases.append(batch.base_offset)
         self.lasts.append(batch.last_offset)
         self.ends.append(batch.position + batch.size)
@@ -462,8 +460,7 @@ class PartitionLog:
         end = 0
         saw = self.epochs.saw
         for batch in segment.batches():
-            segment.note(batch)
-            segment.seen(batch)
+            segment.add(batch)
             saw(batch.leader_epoch, batch.base_offset)
             end = batch.position + batch.size
         return end
@@ -542,8 +539,7 @@ class PartitionLog:
         segment.size += len(data)
         for batch in batches:
             batch.position += start
-            segment.note(batch)
-            segment.seen(batch)
+            segment.add(batch)
         self.epochs.saw(leader_epoch, first)
         return first
 
@@ -631,8 +627,7 @@ class PartitionLog:
         segment.close()
         fresh = Segment(self.directory, segment.base_offset, self.index_interval, self.files)
         for batch in fresh.batches():
-            fresh.note(batch)
-            fresh.seen(batch)
+            fresh.add(batch)
         if fresh.next_offset == fresh.base_offset:
             fresh.next_offset = segment.next_offset  # emptied: it still covers its offsets
         fresh.write_index()

@@ -20,6 +20,10 @@ from ... import errors
 
 KEEP_BATCHES = 5  # Kafka's max.in.flight.requests.per.connection limit for idempotence
 INT32 = 1 << 31
+CONTROL = 0x20  # the control batch attribute bit
+_TAKEN = (errors.NONE, None)
+_OLD_EPOCH = (errors.INVALID_PRODUCER_EPOCH, None)
+_OUT_OF_ORDER = (errors.OUT_OF_ORDER_SEQUENCE_NUMBER, None)
 
 
 def _next_sequence(sequence, count):
@@ -53,22 +57,29 @@ class PartitionProducers:
     def check(self, batch):
         """(error, None) for a batch about to be appended, or (NONE, (first offset, max timestamp)) of the
         batch it repeats."""
-        if batch.producer_id < 0 or batch.is_control:
-            return errors.NONE, None
-        entry = self.entries.get(batch.producer_id)
+        producer_id = batch.producer_id
+        if producer_id < 0 or batch.attributes & CONTROL:
+            return _TAKEN
+        entry = self.entries.get(producer_id)
         if entry is None:
-            return errors.NONE, None  # unknown producer: its first sequence is taken as given, as Kafka does
-        if batch.producer_epoch < entry.epoch:
-            return errors.INVALID_PRODUCER_EPOCH, None
-        last_sequence = _next_sequence(batch.base_sequence, batch.record_count - 1)
-        if batch.producer_epoch > entry.epoch:
-            return (errors.NONE if batch.base_sequence == 0 else errors.OUT_OF_ORDER_SEQUENCE_NUMBER), None
-        for first, last, first_offset, max_timestamp in entry.batches:
-            if first == batch.base_sequence and last == last_sequence:
+            return _TAKEN  # unknown producer: its first sequence is taken as given, as Kafka does
+        base_sequence = batch.base_sequence
+        if batch.producer_epoch != entry.epoch:
+            if batch.producer_epoch < entry.epoch:
+                return _OLD_EPOCH
+            return _TAKEN if base_sequence == 0 else _OUT_OF_ORDER
+        kept = entry.batches
+        if not kept:
+            return _TAKEN
+        if base_sequence == (kept[-1][1] + 1) % INT32:
+            # The next batch, as nearly every one is. It cannot repeat a kept one: their sequences end before it
+            # (wrapping round takes 2^31 records, far more than five batches hold).
+            return _TAKEN
+        last_sequence = _next_sequence(base_sequence, batch.record_count - 1)
+        for first, last, first_offset, max_timestamp in kept:
+            if first == base_sequence and last == last_sequence:
                 return errors.NONE, (first_offset, max_timestamp)
-        if entry.batches and batch.base_sequence != _next_sequence(entry.batches[-1][1], 1):
-            return errors.OUT_OF_ORDER_SEQUENCE_NUMBER, None
-        return errors.NONE, None
+        return _OUT_OF_ORDER
 
     def appended(self, batch, coordinator_epoch=-1):
         """Remember a batch just written (or read back on start); coordinator_epoch: a marker's."""
@@ -80,7 +91,7 @@ class PartitionProducers:
         if entry is None or batch.producer_epoch > entry.epoch:
             entry = self.entries[batch.producer_id] = ProducerEntry(batch.producer_epoch)
         entry.last_timestamp = batch.max_timestamp
-        if batch.is_control:
+        if batch.attributes & CONTROL:
             entry.coordinator_epoch = coordinator_epoch
             return
         entry.batches.append((batch.base_sequence, _next_sequence(batch.base_sequence, batch.record_count - 1),

@@ -33,7 +33,7 @@ from ...exceptions import DecodeError
 from ...records import RecordBatchBuilder, iter_batches
 from .clock import clock_ms
 from .coordinator_logs import TRANSACTIONS_TOPIC, CoordinatorLogs
-from .log import parse_batches
+from .log import CONTROL, TRANSACTIONAL, parse_batches
 
 log = logging.getLogger("kafkaproto.broker")
 EMPTY, ONGOING = "Empty", "Ongoing"
@@ -70,11 +70,14 @@ class PartitionTransactions:
 
     def observe(self, batch, marker=None):
         """Account for a batch appended (or read back); marker is COMMIT or ABORT for control batches."""
-        if batch.is_control:
+        attributes = batch.attributes
+        if not attributes & (TRANSACTIONAL | CONTROL):
+            return
+        if attributes & CONTROL:
             first = self.open.pop(batch.producer_id, None)
             if marker == ABORT and first is not None:
                 self.aborted.append((batch.producer_id, first, batch.last_offset))
-        elif batch.is_transactional:
+        else:
             self.open.setdefault(batch.producer_id, batch.base_offset)
 
     def last_stable_offset(self, high_watermark):
