@@ -333,8 +333,10 @@ class FrameBuffer:
 
     ``get_buffer`` and ``buffer_updated`` are the other way in, made for
     ``asyncio.BufferedProtocol``: the bytes are received straight into the buffer,
-    and a large frame straight into its own bytearray, which is handed out as it is
-    (so its records can be patched in place). Use one way or the other on a stream.
+    and a large frame straight into its own bytearray, which is handed out as it is.
+    Every frame comes out as a bytearray of its own, so that its records can be
+    patched in place (a broker gives them their offsets there, with no copy). Use
+    one way or the other on a stream.
     """
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
@@ -344,8 +346,9 @@ class FrameBuffer:
         self._error: FrameError | None = None
         # get_buffer's state: small frames pass through a fixed scratch buffer, which is never resized (the
         # transport may still hold a view of it); a frame of LARGE_FRAME bytes or more gets a bytearray of
-        # its own, grown as its bytes arrive: GROW_STEP bytes at first, then doubled each time it is full, so
-        # it never holds more than twice what arrived (and a size prefix alone allocates GROW_STEP at most).
+        # its own, grown as its bytes arrive: at first twice what arrived of it (GROW_STEP at least), then
+        # doubled each time it is full, so it never holds more than twice what arrived (and a size prefix alone
+        # allocates GROW_STEP at most). A request that came half in one read is then whole in the next.
         self._scratch: bytearray | None = None
         self._start = self._end = 0  # the unread bytes in _scratch
         self._large: bytearray | None = None  # the large frame being received
@@ -400,10 +403,11 @@ class FrameBuffer:
             self._start, self._end = 0, held
         return memoryview(self._scratch)[self._end:]
 
-    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
-        """Note nbytes written at the start of get_buffer's view; return the frames now complete: bytes,
-        or bytearray for those of LARGE_FRAME bytes or more (received into it, unless one read held it whole)."""
-        frames: list[bytes | bytearray] = []
+    def buffer_updated(self, nbytes: int) -> list[bytearray]:
+        """Note nbytes written at the start of get_buffer's view; return the frames now complete, each a
+        bytearray of its own (one of LARGE_FRAME bytes or more the one it was received into, unless one read
+        held it whole)."""
+        frames: list[bytearray] = []
         if self._large is not None:
             self._large_filled += nbytes
             if self._large_filled == self._large_size:
@@ -422,13 +426,13 @@ class FrameBuffer:
                 break
             if end - pos - 4 >= size:
                 frame = view[pos + 4:pos + 4 + size]
-                frames.append(bytes(frame) if size < self.LARGE_FRAME else bytearray(frame))
+                frames.append(bytearray(frame))
                 pos += 4 + size
                 self._consumed += 4 + size
                 continue
             if size >= self.LARGE_FRAME:
                 held = end - pos - 4
-                self._large = large = bytearray(max(held, min(size, self.GROW_STEP)))
+                self._large = large = bytearray(min(size, max(2 * held, self.GROW_STEP)))
                 large[:held] = view[pos + 4:end]
                 self._large_size, self._large_filled = size, held
                 pos = end
