@@ -169,7 +169,7 @@ def produce_partition(state, topic, index, records, transactional_id, version):
         offset = state.append(partition, data, batches)
     except StorageError as e:  # the log is cut back to where the append began: nothing half made
         return _result(index, errors.KAFKA_STORAGE_ERROR, message=str(e))
-    return _result(index, errors.NONE, offset, partition.log.log_start_offset)
+    return PartitionResult(index=index, base_offset=offset, log_start_offset=partition.log.log_start_offset)
 
 
 @handles(ApiKey.PRODUCE, versions=range(3, 14), advertised_min=0)
