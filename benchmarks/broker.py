@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Broker benchmark: Apache Kafka's own perf tools against Apache Kafka 4.3.1 and against kafkaproto's broker.
 
-    python benchmarks/broker.py [--quick] [--repeats N] [--clients N] [--loop-ab] [--only TEXT ...] [--json PATH]
+    python benchmarks/broker.py [--quick] [--repeats N] [--clients N] [--load-client franz-go|perf] [--loop-ab]
+                                [--only TEXT ...] [--json PATH]
     python benchmarks/broker.py --json benchmarks/broker-results.json          # the recorded run
 
 Both brokers run on this machine in the same run with the same settings (one node, 127.0.0.1, a fresh data
@@ -36,12 +37,17 @@ latency is the median and the largest of their p99s; the broker's peak RSS and o
 throughout. The tools' JVMs run small (-Xmx128m, serial GC, C1 only) so that 50 of them fit this machine; both
 brokers meet the same clients.
 
-Loaded cases: each 6-partition case again with --clients (default 2) ProducerPerformance processes at once,
-writing the case's records between them, then as many ConsumerPerformance processes at once, each reading the
-whole topic in a group of its own; throughput is the sum. One producer leaves both brokers waiting on it (it
-reaches the producer ceiling against either), so only several show which broker is the limit; two is what this
-2-core machine runs beside a broker without the tools' own JVMs taking the cores the brokers need (raise it on a
-larger one).
+Loaded cases: each 6-partition case again with --clients (default 2) producer processes at once, writing five
+times the case's records between them, then as many consumer processes at once, each reading the whole topic;
+throughput is the sum. One ProducerPerformance leaves both brokers waiting on it (it reaches the producer
+ceiling against either), so only a load the broker cannot keep up with shows which broker is the limit. The
+load comes from a client on franz-go (benchmarks/go, built with ``go build`` on first use; needs go): its
+producer batches a partition's waiting records into one request, and its consumer fetches every partition as a
+follower does and counts the records in the batch headers without decoding them. Each takes a fraction of a
+JVM's CPU, so two of them at once leave the broker, not themselves, as the limit on this 2-core machine.
+Four of the perf tools' JVMs beside a broker took the cores the brokers needed, and the loaded cases then
+measured that contention (--load-client perf runs them so again). Latency is franz-go's: from handing a record
+to the client to its acknowledgement; the largest p99 of the producers.
 
 CPU per GB: for every case, each broker's CPU seconds (user and system, from /proc) while producing and while
 consuming, per GB of record payload written or read (records x record size, times the consumers): the headroom
@@ -78,6 +84,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import kafka_jvm  # noqa: E402  (the tests' adapters for Apache Kafka's jars)
+
+LOAD_SOURCE = HERE / "go"  # the franz-go load client of the loaded cases
+LOADED_SCALE = 5  # franz-go's loaded cases move five times a case's records: at its pace one case's is a second
 
 from kafkaproto import decode_response, encode_request  # noqa: E402
 from kafkaproto.messages import (ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,  # noqa: E402
@@ -343,15 +352,59 @@ def consume(cp, broker, topic, n, size, clients=1):
             "broker_cpu_s": cpu, "bytes": n * size * clients}
 
 
-def cases(quick, clients):
+def build_load_client(work):
+    """benchmarks/go built into work: the path of the franz-go load client."""
+    if shutil.which("go") is None:
+        raise SystemExit("the loaded cases' franz-go client needs go (https://go.dev/dl/), or --load-client perf")
+    target = work / "load"
+    subprocess.run(["go", "build", "-o", str(target), "."], cwd=LOAD_SOURCE, check=True,
+                   env={**os.environ, "GOFLAGS": "-mod=readonly"})
+    return target
+
+
+def produce_load(tool, broker, topic, n, size, acks, compression, clients):
+    """clients franz-go producers at once, writing n records between them: as produce measures."""
+    each = n // clients
+    cmd = [str(tool), "produce", "-brokers", broker.bootstrap, "-topic", topic, "-records", str(each), "-size",
+           str(size), "-acks", acks, "-compression", compression]
+    outs, rss, cpu = run_tools([cmd] * clients, broker)
+    rows = [_load_result(proc, stdout, stderr, broker, each) for proc, stdout, stderr in outs]
+    return {"records_s": sum(r["records"] / r["seconds"] for r in rows), "mb_s": sum(r["mb_s"] for r in rows),
+            "avg_ms": statistics.mean(r["avg_ms"] for r in rows), "p99_ms": max(r["p99_ms"] for r in rows),
+            "rss_kb": rss, "broker_cpu_s": cpu, "bytes": each * clients * size}
+
+
+def consume_load(tool, broker, topic, n, size, clients):
+    """clients franz-go consumers at once, each reading the whole topic (n records): their summed throughput."""
+    cmd = [str(tool), "consume", "-brokers", broker.bootstrap, "-topic", topic, "-records", str(n), "-size", str(size)]
+    outs, rss, cpu = run_tools([cmd] * clients, broker)
+    rows = [_load_result(proc, stdout, stderr, broker, n) for proc, stdout, stderr in outs]
+    return {"mb_s": sum(r["mb_s"] for r in rows), "records_s": sum(r["records"] / r["seconds"] for r in rows),
+            "rss_kb": rss, "broker_cpu_s": cpu, "bytes": n * size * clients}
+
+
+def _load_result(proc, stdout, stderr, broker, records):
+    try:
+        row = json.loads(stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        row = None
+    if proc.returncode != 0 or row is None or row["records"] < records:
+        raise RuntimeError(f"the franz-go load client against {broker.name} failed:\n{stdout[-2000:]}{stderr[-2000:]}")
+    return row
+
+
+def cases(quick, clients, load_client="franz-go"):
     scale = 5 if quick else 1
+    more = LOADED_SCALE if load_client == "franz-go" else 1
     for partitions, loads in ((1, (1,)), (6, (1, clients))):
         for load in loads:
             for size, n in ((100, 3_000_000), (1024, 600_000)):
                 for acks in ("1", "all"):
                     for compression in ("none", "lz4"):
-                        yield {"partitions": partitions, "size": size, "records": n // scale, "acks": acks,
-                               "compression": compression, "clients": load}
+                        yield {"partitions": partitions, "size": size,
+                               "records": n // scale * (more if load > 1 else 1), "acks": acks,
+                               "compression": compression, "clients": load,
+                               **({"load_client": load_client} if load > 1 else {})}
     yield {"many": True, "partitions": MANY_TOPICS * MANY_PARTITIONS, "size": MANY_SIZE,
            "records": MANY_TOPICS * MANY_RECORDS // scale, "acks": "1", "compression": "none"}
 
@@ -415,8 +468,9 @@ def label(case):
         return (f"{MANY_TOPICS * MANY_PARTITIONS}p {case['size']}B acks={case['acks']} {case['compression']}, "
                 f"{MANY_TOPICS}+{MANY_TOPICS} connections")
     loaded = case.get("clients", 1)
+    tool = " franz-go" if case.get("load_client", "perf") == "franz-go" else ""
     return f"{case['partitions']}p {case['size']}B acks={case['acks']} {case['compression']}" + (
-        f", {loaded}+{loaded} clients" if loaded > 1 else "")
+        f", {loaded}+{loaded}{tool} clients" if loaded > 1 else "")
 
 
 def spread(row, part):
@@ -478,6 +532,9 @@ def main():
                         help="run only the cases whose label holds TEXT (\"6p 1024B\", \"lz4\"; repeatable: any)")
     parser.add_argument("--clients", type=int, default=2, help="producers and consumers at once in the loaded "
                         "6-partition cases (default 2)")
+    parser.add_argument("--load-client", choices=("franz-go", "perf"), default="franz-go",
+                        help="the clients of the loaded cases: franz-go (benchmarks/go, the default) or Kafka's perf "
+                        "tools")
     parser.add_argument("--loop-ab", action="store_true", help="A/B of the broker's event loop in one sitting: "
                         "kafkaproto on uvloop (pip install '.[uvloop]') and a second one on asyncio's, each case "
                         "run on both")
@@ -506,7 +563,9 @@ def main():
             if broker is not None:
                 broker.stop()
         raise
-    results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": []}
+    results = {"startup_s": {"kafka": kafka.startup_s, "kafkaproto": ours.startup_s}, "cases": [],
+               "load_client": args.load_client}
+    load_tool = None
     print(f"startup to first answer: Apache Kafka {kafka.startup_s:.2f} s, kafkaproto {ours.startup_s:.2f} s")
     try:
         for broker in (kafka, ours, sink) + ((on_uvloop,) if on_uvloop else ()):
@@ -517,7 +576,7 @@ def main():
                 if broker is not sink:
                     consume(cp, broker, topic, 300_000, 100)
                 broker.delete_topics([topic])
-        for case in cases(args.quick, args.clients):
+        for case in cases(args.quick, args.clients, args.load_client):
             if args.only and not any(text in label(case) for text in args.only):
                 continue
             runs = {"kafka": [], "kafkaproto": [], "sink": [], "uvloop": []}
@@ -535,10 +594,16 @@ def main():
                     topic = f"bench-{uuid.uuid4().hex[:10]}"
                     broker.create_topic(topic, case["partitions"])
                     clients = case.get("clients", 1)
-                    p = produce(cp, broker, topic, case["records"], case["size"], case["acks"], case["compression"],
-                                clients)
-                    c = consume(cp, broker, topic, p["bytes"] // case["size"], case["size"],
-                                clients) if broker is not sink else None
+                    if clients > 1 and args.load_client == "franz-go":
+                        load_tool = load_tool or build_load_client(work)
+                        p = produce_load(load_tool, broker, topic, case["records"], case["size"], case["acks"],
+                                         case["compression"], clients)
+                        c = consume_load(load_tool, broker, topic, p["bytes"] // case["size"], case["size"], clients)
+                    else:
+                        p = produce(cp, broker, topic, case["records"], case["size"], case["acks"],
+                                    case["compression"], clients)
+                        c = consume(cp, broker, topic, p["bytes"] // case["size"], case["size"],
+                                    clients) if broker is not sink else None
                     broker.delete_topics([topic])
                     runs[key].append({"produce": p, "consume": c})
             row = {**case, "load_average": os.getloadavg()}  # the 1, 5 and 15 minute averages as the case ends

@@ -864,3 +864,23 @@ cdef Writer _encode_response(Struct header, Struct body, int version):
     _write_message(body, w, version)
     patch_size(w)
     return w
+
+
+cdef extern from *:
+    """
+    #if defined(__GLIBC__)
+    #include <malloc.h>
+    static int kafkaproto_keep_freed_memory(void) {
+        /* Fixed thresholds: frame-sized blocks come from the heap, and up to 64 MiB freed at its top stays. */
+        return mallopt(M_MMAP_THRESHOLD, 16 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    }
+    #else
+    static int kafkaproto_keep_freed_memory(void) { return 0; }
+    #endif
+    """
+    int kafkaproto_keep_freed_memory()
+
+
+def keep_freed_memory():
+    """See kafkaproto.allocator.keep_freed_memory."""
+    return bool(kafkaproto_keep_freed_memory())

@@ -773,3 +773,17 @@ def test_the_event_loop_is_chosen_by_a_setting(tmp_path):
                "'kafkaproto[uvloop]')")
     else:
         assert type(_event_loop_policy("uvloop")).__module__.startswith("uvloop")
+
+
+def test_the_broker_command_keeps_freed_memory(tmp_path, monkeypatch):
+    # A producer's request of large batches is received into a buffer of its own, freed once appended: the broker
+    # asks the allocator to keep such blocks (kafkaproto.allocator), before it serves.
+    from kafkaproto.broker import embedded
+
+    asked = []
+    monkeypatch.setattr(embedded, "keep_freed_memory", lambda: asked.append("kept"))
+    monkeypatch.setattr(embedded.asyncio, "run", lambda serving: (asked.append("served"), serving.close()))
+    parser = embedded.argparse.ArgumentParser()
+    embedded.add_arguments(parser)
+    assert embedded.run(parser.parse_args(["--override", f"log.dirs={tmp_path / 'data'}"])) == 0
+    assert asked == ["kept", "served"]

@@ -17,6 +17,7 @@ from .config import BrokerConfig, ConfigError, Listener, parse_host_port
 from .control_channel import Channel, ChannelClient
 from .faults import Control, Fault
 from .server import ListenError, Server
+from ..allocator import keep_freed_memory
 from ..uuid import Uuid
 from .state import BrokerState
 
@@ -379,6 +380,7 @@ def run(args):
             loop.add_signal_handler(sig, stop.set)
         await serve(config, stop=stop)
 
+    keep_freed_memory()  # serving is this process's work: a large request's buffer is not faulted in afresh
     try:
         asyncio.run(until_signalled())
     except (ConfigError, ListenError) as e:

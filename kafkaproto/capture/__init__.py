@@ -22,6 +22,7 @@ from it; so does a file object that is not a capture, or one that fails while it
 read.
 """
 
+from ..allocator import keep_freed_memory
 from .exchanges import (
     CAPTURE_ERROR,
     DECODE_ERROR,
@@ -45,26 +46,6 @@ __all__ = [
     "UNSUPPORTED", "CaptureFormatError", "CaptureReader", "CaptureStats", "Exchange", "TopicNames", "follow", "held",
     "keep_freed_memory", "read_capture", "records", "records_fields", "walk",
 ]
-
-
-def keep_freed_memory():
-    """Asks the C allocator to keep the memory a capture's frames are freed from, for a process whose main work
-    is reading captures; True where that could be asked (glibc, and the compiled build).
-
-    Reading a capture allocates and frees a buffer for each frame, up to megabytes for a Fetch answer. glibc hands
-    each such block back to the kernel once freed and takes fresh pages (faulted in and zeroed) for the next: up to
-    a fifth of the time of a summary of record-heavy traffic. Afterwards blocks up to 16 MiB come from the heap,
-    and up to 64 MiB freed at the top of each of its arenas stays with the process. The thresholds are fixed for
-    the process's life (glibc no longer adapts them, and any set in MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES
-    give way). ``kafkaproto capture`` asks this; a program that reads captures beside other work can leave it.
-    """
-    from .._impl import COMPILED
-
-    if not COMPILED:
-        return False
-    from ._cpackets import keep_freed_memory
-
-    return keep_freed_memory()
 
 
 def follow(path, *, ports=None, names=None, idle=None, poll=None, **limits):

@@ -13,25 +13,6 @@ from ._cpcap cimport Records
 
 from .framing import foreign
 
-cdef extern from *:
-    """
-    #if defined(__GLIBC__)
-    #include <malloc.h>
-    static int kafkaproto_keep_freed_memory(void) {
-        /* Fixed thresholds: frame-sized blocks come from the heap, and up to 64 MiB freed at its top stays. */
-        return mallopt(M_MMAP_THRESHOLD, 16 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20);
-    }
-    #else
-    static int kafkaproto_keep_freed_memory(void) { return 0; }
-    #endif
-    """
-    int kafkaproto_keep_freed_memory()
-
-
-def keep_freed_memory():
-    """See kafkaproto.capture.keep_freed_memory."""
-    return bool(kafkaproto_keep_freed_memory())
-
 DEF MASK = 0xFFFFFFFF
 DEF HALF = 0x80000000
 DEF FIN = 1
