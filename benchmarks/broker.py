@@ -85,12 +85,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import kafka_jvm  # noqa: E402  (the tests' adapters for Apache Kafka's jars)
 
-LOAD_SOURCE = HERE / "go"  # the franz-go load client of the loaded cases
-LOADED_SCALE = 5  # franz-go's loaded cases move five times a case's records: at its pace one case's is a second
-
 from kafkaproto import decode_response, encode_request  # noqa: E402
 from kafkaproto.messages import (ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,  # noqa: E402
                                  RequestHeader)
+
+LOAD_SOURCE = HERE / "go"  # the franz-go load client of the loaded cases
+LOADED_SCALE = 5  # franz-go's loaded cases move five times a case's records: at its pace one case's is a second
 
 KAFKA_VERSION = "4.3.1"
 PRODUCE_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "

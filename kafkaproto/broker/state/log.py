@@ -355,9 +355,8 @@ class LeaderEpochs:
 
     def saw(self, epoch, offset):
         """A batch of epoch at offset, found on load or appended: a later epoch begins there."""
-        entries = self.entries  # every append comes here: the latest epoch read without the property
-        if epoch > (entries[-1][0] if entries else UNDEFINED):
-            entries.append((epoch, offset))
+        if epoch > self.latest:
+            self.entries.append((epoch, offset))
 
     def assign(self, epoch, offset):
         """A leader takes the partition at epoch, its log ending at offset; kept in the file at once."""

@@ -17,10 +17,10 @@ those). A producer is found by its id in a dict, however many there are.
 from collections import deque
 
 from ... import errors
+from .log import CONTROL
 
 KEEP_BATCHES = 5  # Kafka's max.in.flight.requests.per.connection limit for idempotence
 INT32 = 1 << 31
-CONTROL = 0x20  # the control batch attribute bit
 _TAKEN = (errors.NONE, None)
 _OLD_EPOCH = (errors.INVALID_PRODUCER_EPOCH, None)
 _OUT_OF_ORDER = (errors.OUT_OF_ORDER_SEQUENCE_NUMBER, None)
@@ -71,7 +71,7 @@ class PartitionProducers:
         kept = entry.batches
         if not kept:
             return _TAKEN
-        if base_sequence == (kept[-1][1] + 1) % INT32:
+        if base_sequence == _next_sequence(kept[-1][1], 1):
             # The next batch, as nearly every one is. It cannot repeat a kept one: their sequences end before it
             # (wrapping round takes 2^31 records, far more than five batches hold).
             return _TAKEN
