@@ -700,7 +700,8 @@ def test_kafkas_tools_read_consumer_offsets_as_kafkas(brokers):
         h = string_hash(group)
         return (0 if h == -2**31 else abs(h)) % 50
     kafka_dir, our_dir = brokers.log_dirs
-    segments = ([f for g in groups for f in sorted((kafka_dir / f"__consumer_offsets-{partition(g)}").glob("*.log"))],
+    kafka_partitions = sorted({partition(g) for g in groups})  # both groups may hash to one partition
+    segments = ([f for p in kafka_partitions for f in sorted((kafka_dir / f"__consumer_offsets-{p}").glob("*.log"))],
                 sorted((our_dir / "__consumer_offsets-0").glob("*.log")))
     formatters = ("OffsetsMessageFormatter", "GroupMetadataMessageFormatter")
     with ThreadPoolExecutor(4) as pool:
