@@ -1,8 +1,9 @@
 """The Go client programs in tests/go (franz-go and Sarama), built once per change of their sources.
 
-``built()`` gives the folder holding the ``franz`` and ``sarama`` programs, in ``~/.cache/kafkaproto/go``
+``built()`` gives the folder holding the ``franz`` and ``sarama`` programs, and ``franz_go_tests()`` franz-go's
+own test binary (its package kgo, at the version go.mod pins), both in ``~/.cache/kafkaproto/go``
 (``KAFKAPROTO_GO_CACHE`` moves it); parallel test workers and the capture recorder build them once, behind a lock.
-Without go, or when the modules cannot be downloaded, it raises kafka_jvm.KafkaUnavailable.
+Without go, or when the modules cannot be downloaded, they raise kafka_jvm.KafkaUnavailable.
 """
 
 import hashlib
@@ -29,11 +30,15 @@ def _go_env():
     return {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly -buildvcs=false"}
 
 
-def _build(go, binaries):
+def _download(go):
     download = subprocess.run([go, "mod", "download"], cwd=GO_MODULE, env=_go_env(), capture_output=True,
                               text=True, timeout=600)
     if download.returncode != 0:
         raise KafkaUnavailable(f"go mod download (tests/go) failed: {download.stderr[-2000:]}")
+
+
+def _build(go, binaries):
+    _download(go)
     partial = binaries.with_name(binaries.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     build = subprocess.run([go, "build", "-o", str(partial) + os.sep, "./cmd/..."], cwd=GO_MODULE, env=_go_env(),
@@ -43,11 +48,16 @@ def _build(go, binaries):
     partial.rename(binaries)
 
 
-def built():
-    """The folder holding the built programs."""
+def _go():
     go = shutil.which("go")
     if go is None:
         raise KafkaUnavailable("go is not installed (needed to build the franz-go and Sarama clients in tests/go)")
+    return go
+
+
+def built():
+    """The folder holding the built programs."""
+    go = _go()
     digest = _sources_digest()
     binaries = GO_CACHE / digest
     if not binaries.is_dir():
@@ -56,3 +66,29 @@ def built():
                 GO_CACHE.mkdir(parents=True, exist_ok=True)
                 _build(go, binaries)
     return binaries
+
+
+FRANZ_GO_TESTS = "github.com/twmb/franz-go/pkg/kgo"
+
+
+def franz_go_tests():
+    """franz-go's own tests of its client (package kgo, the version tests/go/go.mod pins), compiled as one binary
+    from the module cache, and the package's folder there, which the binary must run in (a test reads its
+    sources); they run against whatever brokers KGO_SEEDS names."""
+    go = _go()
+    digest = hashlib.sha256((GO_MODULE / "go.sum").read_bytes()).hexdigest()[:16]
+    binary = GO_CACHE / f"kgo-{digest}.test"
+    if not binary.is_file():
+        with cache_lock(f"go-kgo-{digest}"):
+            if not binary.is_file():
+                GO_CACHE.mkdir(parents=True, exist_ok=True)
+                _download(go)
+                partial = binary.with_name(binary.name + ".partial")
+                build = subprocess.run([go, "test", "-c", "-o", str(partial), FRANZ_GO_TESTS], cwd=GO_MODULE,
+                                       env=_go_env(), capture_output=True, text=True, timeout=600)
+                assert build.returncode == 0, f"go test -c {FRANZ_GO_TESTS} failed:\n{build.stderr[-3000:]}"
+                partial.rename(binary)
+    listed = subprocess.run([go, "list", "-f", "{{.Dir}}", FRANZ_GO_TESTS], cwd=GO_MODULE, env=_go_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, f"go list {FRANZ_GO_TESTS} failed:\n{listed.stderr[-3000:]}"
+    return binary, Path(listed.stdout.strip())
