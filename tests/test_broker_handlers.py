@@ -833,3 +833,26 @@ def test_broker_configs_are_described_with_their_kafka_types(tmp_path):
     assert (types["log.retention.ms"], types["log.retention.check.interval.ms"], types["connections.max.idle.ms"],
             types["num.partitions"], types["auto.create.topics.enable"], types["listeners"]) == (5, 5, 5, 3, 1, 7)
     state.close()
+
+
+def test_configs_are_documented_when_asked(state):
+    """Asked for documentation (v3+), every config of a topic, a broker and a group gets a line: what this broker
+    says of the setting where it has a description, its type, and whether this broker acts on it; unasked, none
+    (null), as Kafka answers."""
+    call(state, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="t", num_partitions=1, replication_factor=1)], timeout_ms=1000), 5)
+
+    def described(version, asked):
+        body = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=kind, resource_name=name, configuration_keys=None)
+            for kind, name in ((2, "t"), (4, "1"), (32, "g"))], include_synonyms=False, include_documentation=asked)
+        return {(r.resource_type, c.name): c.documentation for r in call(state, body, version).results
+                for c in r.configs}
+
+    docs = described(4, True)
+    assert len(docs) > 300 and all(docs.values()), [key for key, doc in docs.items() if not doc]
+    assert docs[(4, "listeners")].startswith("Where to accept connections") and "acted on" in docs[(4, "listeners")]
+    assert "does not act on it" in docs[(4, "num.io.threads")]
+    assert "log.retention.ms, else log.retention.minutes, else log.retention.hours" in docs[(2, "retention.ms")]
+    assert "group.consumer.session.timeout.ms" in docs[(32, "consumer.session.timeout.ms")]
+    assert set(described(4, False).values()) == {None}

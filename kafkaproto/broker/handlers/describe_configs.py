@@ -2,7 +2,9 @@
 
 Sources as Kafka names them: set on the topic (1), dynamic for this broker (2) or all brokers (3), from
 server.properties or an override (4), a default (5). configuration_keys null asks for every config.
-Documentation is not given (null), as Kafka answers a request that does not ask for it.
+Documentation is null unless the request asks for it (v3+), as in Kafka. Asked, each config gets a line in this
+project's words (_documentation): what the setting does where this broker says so, its type, when it may be
+changed, and whether this broker acts on it or only keeps it.
 A group (v3+ clients ask with resource type 32) lists every group config, set on it (8) or its broker default.
 A client-metrics subscription (16) lists its three configs, set on it (7) or Kafka's default, named or not.
 A topic lists every config Kafka's topics have, with the broker settings behind each as its synonyms (named
@@ -15,9 +17,10 @@ from ..client_metrics import CONFIGS as CLIENT_METRICS_CONFIGS, shown as client_
 from ..config import AUTHORIZER_SETTINGS, LISTENER_PREFIX, OWN_SETTINGS, SETTINGS, default_text, is_read_only
 from ..dispatch import handles
 from ..group_config import GROUP_CONFIGS, effective
-from ..kafka_broker_configs import KAFKA_BROKER_CONFIGS
+from ..kafka_broker_configs import CLUSTER_WIDE, KAFKA_BROKER_CONFIGS, PER_BROKER
+from ..oauthbearer import SECURED_KEYS
 from ..state import acls
-from ..topic_configs import KAFKA_TOPIC_CONFIGS, TOPIC_CONFIG_TYPES
+from ..topic_configs import KAFKA_TOPIC_CONFIGS, TOPIC_CONFIG_TYPES, TOPIC_CONFIGS
 from ._configs import DENIED
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -26,6 +29,7 @@ TOPIC_SOURCE, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT, GR
 R = DescribeConfigsResponse
 CONFIG_TYPE_CODES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
                      "CLASS": 8, "PASSWORD": 9}  # and 0: a key of no known type
+TYPE_NAMES = {code: name for name, code in CONFIG_TYPE_CODES.items()}
 
 
 def _entry(ctx, name, value, source, kind, synonyms=(), read_only=False, sensitive=False):
@@ -34,7 +38,7 @@ def _entry(ctx, name, value, source, kind, synonyms=(), read_only=False, sensiti
         is_sensitive=sensitive, synonyms=[R.DescribeConfigsSynonym(name=n, value=v, source=s)
                                           for n, v, s in synonyms] if ctx.version >= 1 else [],
         config_type=CONFIG_TYPE_CODES.get(kind, 0) if ctx.version >= 3 else 0,
-        documentation=None)  # as Kafka leaves it unless asked; asked, it has no text of Kafka's to give
+        documentation=None)  # filled in by describe_configs when asked
 
 
 def _broker_synonyms(state, keys, described, hidden=False, node=None):
@@ -76,12 +80,18 @@ def _topic(ctx, request, resource):
     return errors.NONE, None, out
 
 
-def _broker_type(name):
-    """A broker key's type as DescribeConfigs names it, or None for a key of no known type."""
+def _broker_key(name):
+    """The broker key behind name, and the listener it is set for (None if for all)."""
     prefixed = LISTENER_PREFIX.fullmatch(name)
     base = prefixed.group(2) if prefixed else name
     if base.endswith(".sasl.jaas.config"):  # listener.name.NAME.MECHANISM.sasl.jaas.config
         base = "sasl.jaas.config"
+    return base, prefixed.group(1) if prefixed else None
+
+
+def _broker_type(name):
+    """A broker key's type as DescribeConfigs names it, or None for a key of no known type."""
+    base, _ = _broker_key(name)
     kafka = KAFKA_BROKER_CONFIGS.get(base)
     if kafka is not None:
         return kafka.type
@@ -166,6 +176,48 @@ def _client_metrics(ctx, request, resource):
     return errors.NONE, None, out
 
 
+_CHANGED = {PER_BROKER: "changed while running, for one broker or for all",
+            CLUSTER_WIDE: "changed while running, for all brokers at once"}
+
+
+def _documentation(resource_type, name, kind):
+    """A few sentences saying what a config is: this broker's description where it has one, then its type,
+    where its value comes from or when it may be changed, and whether this broker acts on it."""
+    own = None
+    if resource_type == TOPIC:
+        own = TOPIC_CONFIGS.get(name)
+        _, broker_keys, _ = KAFKA_TOPIC_CONFIGS.get(name, (None, (), None))
+        facts = [f"A topic config of type {kind}",
+                 f"where the topic sets none, the broker setting {', else '.join(broker_keys)} gives it"
+                 if broker_keys else "",
+                 "acted on by this broker" if own is not None else "kept as set; this broker does not act on it"]
+    elif resource_type == GROUP:
+        config = GROUP_CONFIGS[name]
+        facts = [f"A group config of type {kind}",
+                 f"where the group sets none, the broker setting {config.broker_key} gives it"
+                 if config.broker_key else f"its default is {config.default}"]
+    elif resource_type == CLIENT_METRICS:
+        facts = [f"A setting of a client metrics subscription, of type {kind}"]
+    else:
+        base, listener = _broker_key(name)
+        own = SETTINGS.get(base)
+        kafka = KAFKA_BROKER_CONFIGS.get(base)
+        if own is not None or base == "sasl.jaas.config":  # security.py reads the JAAS configs
+            use = "acted on by this broker"
+        elif base in SECURED_KEYS:
+            use = "refused when set: this broker checks no token's signature"
+        else:
+            use = "kept as given; this broker does not act on it"
+        what = (f"A broker config of type {kind}" if kind else "A setting of the authorizer"
+                if base in AUTHORIZER_SETTINGS else "A broker config this broker does not know")
+        facts = [what,
+                 f"for the listener {listener}" if listener else "",
+                 _CHANGED.get(kafka.mode, "read when the broker starts") if kafka is not None else "", use]
+    description = own.doc if own is not None and own.doc else ""
+    sentences = [description[:1].upper() + description[1:], "; ".join(fact for fact in facts if fact)]
+    return ". ".join(sentence for sentence in sentences if sentence) + "."
+
+
 def _refused(ctx, operation, resource):
     """The authorization error for operation on a topic or the cluster (a broker's configs), or None."""
     if resource.resource_type == TOPIC and not ctx.allowed(operation, acls.TOPIC, resource.resource_name):
@@ -196,6 +248,10 @@ def describe_configs(ctx, request):
         else:
             error, message, configs = errors.INVALID_REQUEST, f"resource type {resource.resource_type} is not " \
                                                               "described here", []
+        if request.include_documentation:  # v3+
+            for entry in configs:
+                entry.documentation = _documentation(resource.resource_type, entry.name,
+                                                     TYPE_NAMES.get(entry.config_type))
         results.append(R.DescribeConfigsResult(error_code=error.code, error_message=message,
                                                resource_type=resource.resource_type,
                                                resource_name=resource.resource_name, configs=configs))
