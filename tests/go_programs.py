@@ -1,7 +1,8 @@
 """The Go client programs in tests/go (franz-go and Sarama), built once per change of their sources.
 
-``built()`` gives the folder holding the ``franz`` and ``sarama`` programs, and ``franz_go_tests()`` franz-go's
-own test binary (its package kgo, at the version go.mod pins), both in ``~/.cache/kafkaproto/go``
+``built()`` gives the folder holding the ``franz`` and ``sarama`` programs; ``franz_go_tests()``,
+``sarama_functional_tests()`` and ``toxiproxy()`` the clients' own test binaries and the proxy Sarama's need, at
+the versions go.mod pins; all in ``~/.cache/kafkaproto/go``
 (``KAFKAPROTO_GO_CACHE`` moves it); parallel test workers and the capture recorder build them once, behind a lock.
 Without go, or when the modules cannot be downloaded, they raise kafka_jvm.KafkaUnavailable.
 """
@@ -69,26 +70,49 @@ def built():
 
 
 FRANZ_GO_TESTS = "github.com/twmb/franz-go/pkg/kgo"
+SARAMA_TESTS = "github.com/IBM/sarama"
+TOXIPROXY = "github.com/Shopify/toxiproxy/v2/cmd/server"  # a tool of tests/go/go.mod
+
+
+def _from_modules(name, build):
+    """A binary go builds from the modules go.sum pins (``go build|test -o <binary> <the rest>``), once per go.sum."""
+    go = _go()
+    digest = hashlib.sha256((GO_MODULE / "go.sum").read_bytes()).hexdigest()[:16]
+    binary = GO_CACHE / f"{name}-{digest}"
+    if not binary.is_file():
+        with cache_lock(f"go-{name}-{digest}"):
+            if not binary.is_file():
+                GO_CACHE.mkdir(parents=True, exist_ok=True)
+                _download(go)
+                partial = binary.with_name(binary.name + ".partial")
+                run = subprocess.run([go, build[0], "-o", str(partial), *build[1:]], cwd=GO_MODULE, env=_go_env(),
+                                     capture_output=True, text=True, timeout=600)
+                assert run.returncode == 0, f"go {' '.join(build)} failed:\n{run.stderr[-3000:]}"
+                partial.rename(binary)
+    return binary
+
+
+def _package_folder(package):
+    listed = subprocess.run([_go(), "list", "-f", "{{.Dir}}", package], cwd=GO_MODULE, env=_go_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, f"go list {package} failed:\n{listed.stderr[-3000:]}"
+    return Path(listed.stdout.strip())
 
 
 def franz_go_tests():
     """franz-go's own tests of its client (package kgo, the version tests/go/go.mod pins), compiled as one binary
     from the module cache, and the package's folder there, which the binary must run in (a test reads its
     sources); they run against whatever brokers KGO_SEEDS names."""
-    go = _go()
-    digest = hashlib.sha256((GO_MODULE / "go.sum").read_bytes()).hexdigest()[:16]
-    binary = GO_CACHE / f"kgo-{digest}.test"
-    if not binary.is_file():
-        with cache_lock(f"go-kgo-{digest}"):
-            if not binary.is_file():
-                GO_CACHE.mkdir(parents=True, exist_ok=True)
-                _download(go)
-                partial = binary.with_name(binary.name + ".partial")
-                build = subprocess.run([go, "test", "-c", "-o", str(partial), FRANZ_GO_TESTS], cwd=GO_MODULE,
-                                       env=_go_env(), capture_output=True, text=True, timeout=600)
-                assert build.returncode == 0, f"go test -c {FRANZ_GO_TESTS} failed:\n{build.stderr[-3000:]}"
-                partial.rename(binary)
-    listed = subprocess.run([go, "list", "-f", "{{.Dir}}", FRANZ_GO_TESTS], cwd=GO_MODULE, env=_go_env(),
-                            capture_output=True, text=True, timeout=120)
-    assert listed.returncode == 0, f"go list {FRANZ_GO_TESTS} failed:\n{listed.stderr[-3000:]}"
-    return binary, Path(listed.stdout.strip())
+    return _from_modules("kgo.test", ["test", "-c", FRANZ_GO_TESTS]), _package_folder(FRANZ_GO_TESTS)
+
+
+def sarama_functional_tests():
+    """Sarama's functional tests (build tag functional), compiled from the module cache, and the package's
+    folder there; they run against five brokers behind a toxiproxy (TOXIPROXY_ADDR)."""
+    return (_from_modules("sarama-functional.test", ["test", "-c", "-tags", "functional", SARAMA_TESTS]),
+            _package_folder(SARAMA_TESTS))
+
+
+def toxiproxy():
+    """Shopify's toxiproxy server, the TCP proxy Sarama's functional tests break connections through."""
+    return _from_modules("toxiproxy", ["build", TOXIPROXY])
