@@ -852,7 +852,7 @@ def test_configs_are_documented_when_asked(state):
     docs = described(4, True)
     assert len(docs) > 300 and all(docs.values()), [key for key, doc in docs.items() if not doc]
     assert docs[(4, "listeners")].startswith("Where to accept connections") and "acted on" in docs[(4, "listeners")]
-    assert "does not act on it" in docs[(4, "num.io.threads")]
+    assert "does not act on it" in docs[(4, "num.io.threads")] and "does not act" in docs[(2, "min.compaction.lag.ms")]
     assert "log.retention.ms, else log.retention.minutes, else log.retention.hours" in docs[(2, "retention.ms")]
     assert "group.consumer.session.timeout.ms" in docs[(32, "consumer.session.timeout.ms")]
     assert set(described(4, False).values()) == {None}

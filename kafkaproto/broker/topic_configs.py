@@ -28,6 +28,9 @@ TOPIC_CONFIGS = {
     "message.timestamp.after.max.ms": Setting("long", at_least=0),
     "message.timestamp.before.max.ms": Setting("long", at_least=0),
 }
+# Of those, the ones taken and checked but acted on by nothing here: a deleted segment waits the broker's
+# log.segment.delete.delay.ms, and compaction cleans what it can without lag bounds.
+KEPT_ONLY = frozenset({"file.delete.delay.ms", "max.compaction.lag.ms", "min.compaction.lag.ms"})
 # Their types, as DescribeConfigs reports them (Kafka's ConfigDef type names).
 TOPIC_CONFIG_TYPES = {name: setting.type.upper() for name, setting in TOPIC_CONFIGS.items()}
 def topic_config_error(name, value):

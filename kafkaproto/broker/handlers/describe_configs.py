@@ -20,7 +20,7 @@ from ..group_config import GROUP_CONFIGS, effective
 from ..kafka_broker_configs import CLUSTER_WIDE, KAFKA_BROKER_CONFIGS, PER_BROKER
 from ..oauthbearer import SECURED_KEYS
 from ..state import acls
-from ..topic_configs import KAFKA_TOPIC_CONFIGS, TOPIC_CONFIG_TYPES, TOPIC_CONFIGS
+from ..topic_configs import KAFKA_TOPIC_CONFIGS, KEPT_ONLY, TOPIC_CONFIG_TYPES, TOPIC_CONFIGS
 from ._configs import DENIED
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -190,7 +190,8 @@ def _documentation(resource_type, name, kind):
         facts = [f"A topic config of type {kind}",
                  f"where the topic sets none, the broker setting {', else '.join(broker_keys)} gives it"
                  if broker_keys else "",
-                 "acted on by this broker" if own is not None else "kept as set; this broker does not act on it"]
+                 "acted on by this broker" if own is not None and name not in KEPT_ONLY
+                 else "kept as set; this broker does not act on it"]
     elif resource_type == GROUP:
         config = GROUP_CONFIGS[name]
         facts = [f"A group config of type {kind}",
