@@ -11,7 +11,7 @@ transactional), consumers, groups of every balance strategy, static membership, 
 Sarama's tests that run Kafka's console tools inside its containers (``docker compose exec``) skip themselves, as
 they do against any existing cluster, and so does one it marks as failing now and then against Kafka.
 
-Eight minutes or so: KAFKAPROTO_HEAVY_TESTS=1. Ports 29091-29095 must be free.
+About five minutes: KAFKAPROTO_HEAVY_TESTS=1. Ports 29091-29095 must be free.
 """
 
 import json
@@ -30,7 +30,7 @@ from kafkaproto.broker import Broker
 
 pytestmark = [pytest.mark.above_the_codecs, pytest.mark.xdist_group("go-clients"),
               pytest.mark.skipif(os.environ.get("KAFKAPROTO_HEAVY_TESTS") != "1",
-                                 reason="about eight minutes: KAFKAPROTO_HEAVY_TESTS=1")]
+                                 reason="about five minutes: KAFKAPROTO_HEAVY_TESTS=1")]
 
 NODES = 5
 PROXIED = [29090 + node for node in range(1, NODES + 1)]  # the addresses Sarama's tests dial, fixed there
