@@ -9,6 +9,7 @@ Without go, or when the modules cannot be downloaded, they raise kafka_jvm.Kafka
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -116,3 +117,8 @@ def sarama_functional_tests():
 def toxiproxy():
     """Shopify's toxiproxy server, the TCP proxy Sarama's functional tests break connections through."""
     return _from_modules("toxiproxy", ["build", TOXIPROXY])
+
+
+def go_test_outcomes(output):
+    """{test name: "PASS" | "FAIL" | "SKIP"} from a Go test binary's -test.v output, subtests too."""
+    return {name: outcome for outcome, name in re.findall(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", output, re.MULTILINE)}

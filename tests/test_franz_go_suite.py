@@ -15,7 +15,6 @@ retriable errors (a seeded sequence); the ETL tests must still see every record 
 
 import os
 import random
-import re
 import subprocess
 import threading
 import time
@@ -87,9 +86,7 @@ def run_suite(franz_go_tests, cluster, *, records, only=None, env=None, timeout=
     if only:
         args.append("-test.run=^(" + "|".join(only) + ")$")
     run = subprocess.run(args, cwd=package, env=environment, capture_output=True, text=True, timeout=timeout + 60)
-    outcomes = dict((name, outcome) for outcome, name in
-                    re.findall(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", run.stdout, re.MULTILINE))
-    return run.returncode, outcomes, run.stdout + run.stderr
+    return run.returncode, go_programs.go_test_outcomes(run.stdout), run.stdout + run.stderr
 
 
 def failures(outcomes, output):

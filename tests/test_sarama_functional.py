@@ -127,12 +127,7 @@ def run_sarama(built, cluster, toxiproxy, bin_dir, only=None):
                    "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     args = [str(binary), "-test.v", "-test.timeout=1200s"] + ([f"-test.run=^{only}$"] if only else [])
     run = subprocess.run(args, cwd=package, env=environment, capture_output=True, text=True, timeout=1300)
-    outcomes = {}
-    for line in run.stdout.splitlines():
-        parts = line.strip().split()
-        if len(parts) >= 3 and parts[0] == "---" and parts[1] in ("PASS:", "FAIL:", "SKIP:"):
-            outcomes[parts[2]] = parts[1][:-1]
-    return run.returncode, outcomes, run.stdout + run.stderr
+    return run.returncode, go_programs.go_test_outcomes(run.stdout), run.stdout + run.stderr
 
 
 def test_saramas_functional_tests_pass(built, cluster, toxiproxy, tmp_path):
