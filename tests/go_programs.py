@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kafka_jvm import KafkaUnavailable, cache_lock
+from kafka_jvm import KafkaUnavailable, cache_lock, unavailable
 
 GO_MODULE = Path(__file__).parent / "go"
 GO_CACHE = Path(os.environ.get("KAFKAPROTO_GO_CACHE") or Path.home() / ".cache" / "kafkaproto" / "go")
@@ -32,22 +32,32 @@ def _go_env():
     return {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly -buildvcs=false"}
 
 
-def _download(go):
-    download = subprocess.run([go, "mod", "download"], cwd=GO_MODULE, env=_go_env(), capture_output=True,
+def _download():
+    download = subprocess.run([_go(), "mod", "download"], cwd=GO_MODULE, env=_go_env(), capture_output=True,
                               text=True, timeout=600)
     if download.returncode != 0:
         raise KafkaUnavailable(f"go mod download (tests/go) failed: {download.stderr[-2000:]}")
 
 
-def _build(go, binaries):
-    _download(go)
-    partial = binaries.with_name(binaries.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    build = subprocess.run([go, "build", "-o", str(partial) + os.sep, "./cmd/..."], cwd=GO_MODULE, env=_go_env(),
-                           capture_output=True, text=True, timeout=600)
+def _once(target, make):
+    """target, made by make(target_partial) unless it exists; parallel workers wait for the first to make it."""
+    if not target.exists():
+        with cache_lock(f"go-{target.name}"):
+            if not target.exists():
+                GO_CACHE.mkdir(parents=True, exist_ok=True)
+                _download()
+                partial = target.with_name(target.name + ".partial")
+                shutil.rmtree(partial, ignore_errors=True)
+                make(partial)
+                partial.rename(target)
+    return target
+
+
+def _go_run(*args):
+    run = subprocess.run([_go(), *args], cwd=GO_MODULE, env=_go_env(), capture_output=True, text=True, timeout=600)
     # The modules are there and go ran: a build error is a real failure, not a skip.
-    assert build.returncode == 0, f"go build (tests/go) failed:\n{build.stderr[-3000:]}"
-    partial.rename(binaries)
+    assert run.returncode == 0, f"go {' '.join(args)} (tests/go) failed:\n{run.stderr[-3000:]}"
+    return run.stdout
 
 
 def _go():
@@ -59,15 +69,16 @@ def _go():
 
 def built():
     """The folder holding the built programs."""
-    go = _go()
-    digest = _sources_digest()
-    binaries = GO_CACHE / digest
-    if not binaries.is_dir():
-        with cache_lock(f"go-{digest}"):  # parallel workers build once
-            if not binaries.is_dir():
-                GO_CACHE.mkdir(parents=True, exist_ok=True)
-                _build(go, binaries)
-    return binaries
+    return _once(GO_CACHE / _sources_digest(), lambda partial: _go_run("build", "-o", str(partial) + os.sep,
+                                                                        "./cmd/..."))
+
+
+def needed(function):
+    """function()'s result, as a fixture wants it: without go or the modules, the test skips (fails in CI)."""
+    try:
+        return function()
+    except KafkaUnavailable as exc:
+        unavailable(str(exc))
 
 
 FRANZ_GO_TESTS = "github.com/twmb/franz-go/pkg/kgo"
@@ -77,27 +88,12 @@ TOXIPROXY = "github.com/Shopify/toxiproxy/v2/cmd/server"  # a tool of tests/go/g
 
 def _from_modules(name, build):
     """A binary go builds from the modules go.sum pins (``go build|test -o <binary> <the rest>``), once per go.sum."""
-    go = _go()
     digest = hashlib.sha256((GO_MODULE / "go.sum").read_bytes()).hexdigest()[:16]
-    binary = GO_CACHE / f"{name}-{digest}"
-    if not binary.is_file():
-        with cache_lock(f"go-{name}-{digest}"):
-            if not binary.is_file():
-                GO_CACHE.mkdir(parents=True, exist_ok=True)
-                _download(go)
-                partial = binary.with_name(binary.name + ".partial")
-                run = subprocess.run([go, build[0], "-o", str(partial), *build[1:]], cwd=GO_MODULE, env=_go_env(),
-                                     capture_output=True, text=True, timeout=600)
-                assert run.returncode == 0, f"go {' '.join(build)} failed:\n{run.stderr[-3000:]}"
-                partial.rename(binary)
-    return binary
+    return _once(GO_CACHE / f"{name}-{digest}", lambda partial: _go_run(build[0], "-o", str(partial), *build[1:]))
 
 
 def _package_folder(package):
-    listed = subprocess.run([_go(), "list", "-f", "{{.Dir}}", package], cwd=GO_MODULE, env=_go_env(),
-                            capture_output=True, text=True, timeout=120)
-    assert listed.returncode == 0, f"go list {package} failed:\n{listed.stderr[-3000:]}"
-    return Path(listed.stdout.strip())
+    return Path(_go_run("list", "-f", "{{.Dir}}", package).strip())
 
 
 def franz_go_tests():

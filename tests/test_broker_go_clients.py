@@ -32,10 +32,7 @@ KAFKA_CHECK_VERSION = "4.3.1"  # the first pinned release that serves KIP-848 gr
 @pytest.fixture(scope="session")
 def go_clients():
     """The folder holding the built ``franz`` and ``sarama`` programs."""
-    try:
-        return go_programs.built()
-    except kafka_jvm.KafkaUnavailable as exc:
-        kafka_jvm.unavailable(str(exc))
+    return go_programs.needed(go_programs.built)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ import time
 import pytest
 
 import go_programs
-import kafka_jvm
 from kafkaproto import errors
 from kafkaproto.broker import Broker
 from kafkaproto.messages import ApiKey
@@ -48,10 +47,7 @@ AGAINST_THE_BROKER = {
 
 @pytest.fixture(scope="module")
 def franz_go_tests():
-    try:
-        return go_programs.franz_go_tests()
-    except kafka_jvm.KafkaUnavailable as exc:
-        kafka_jvm.unavailable(str(exc))
+    return go_programs.needed(go_programs.franz_go_tests)
 
 
 @pytest.fixture(scope="module")

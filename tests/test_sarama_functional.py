@@ -16,7 +16,6 @@ About five minutes: KAFKAPROTO_HEAVY_TESTS=1. Ports 29091-29095 must be free.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ import urllib.request
 import pytest
 
 import go_programs
-import kafka_jvm
+from kafka_jvm import free_port
 from kafkaproto.broker import Broker
 
 pytestmark = [pytest.mark.above_the_codecs, pytest.mark.xdist_group("go-clients"),
@@ -61,16 +60,7 @@ exit 1
 
 @pytest.fixture(scope="module")
 def built():
-    try:
-        return go_programs.sarama_functional_tests(), go_programs.toxiproxy()
-    except kafka_jvm.KafkaUnavailable as exc:
-        kafka_jvm.unavailable(str(exc))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return go_programs.needed(lambda: (go_programs.sarama_functional_tests(), go_programs.toxiproxy()))
 
 
 @pytest.fixture(scope="module")
